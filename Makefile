@@ -1,0 +1,16 @@
+# `make demo` and `make test` set up .venv on first use (nothing else needs to be installed).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+.PHONY: demo test
+demo: $(VENV)/.installed
+	$(VENV)/bin/ioadvisor demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest

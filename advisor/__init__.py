@@ -1,0 +1,11 @@
+"""ioadvisor: trace h5py/zarr access, model HDF5 and Zarr cost, recommend a layout.
+
+``advisor.trace`` is the front door::
+
+    import advisor
+    with advisor.trace("run.jsonl"):
+        ...  # existing h5py / zarr code
+"""
+from instrumentation.tracer import trace
+
+__all__ = ["trace"]

@@ -1,0 +1,453 @@
+"""Trace records: the contract between instrumentation and the models.
+
+Every record is a frozen dataclass with a JSON round-trip (``get_config`` /
+``from_config``), in the manner of numcodecs' codecs. The on-disk layout of a
+trace (JSON Lines) is described in ``docs/trace-format.md``; this module knows
+nothing about files.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+READ = "read"
+WRITE = "write"
+
+
+class RecordError(ValueError):
+    """A record does not match the schema; the message names the field."""
+
+
+def _ints(value: Any, name: str) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
+    ):
+        raise RecordError(f"field '{name}' must be a list of integers, got {value!r:.80}")
+    return tuple(int(v) for v in value)
+
+
+def _opt_ints(value: Any, name: str) -> tuple[int, ...] | None:
+    return None if value is None else _ints(value, name)
+
+
+def _typed(value: Any, types: type | tuple[type, ...], name: str) -> Any:
+    # bool is an int subclass; JSON true is never a valid count or id here
+    if not isinstance(value, types) or isinstance(value, bool):
+        raise RecordError(f"field '{name}' has wrong type {type(value).__name__}")
+    return value
+
+
+def _require(config: dict, cls: type) -> None:
+    if not isinstance(config, dict):
+        raise RecordError(f"{cls.__name__} record must be a JSON object")
+    for f in fields(cls):
+        if f.name not in config and f.default is MISSING and f.default_factory is MISSING:
+            raise RecordError(f"missing field '{f.name}' in {cls.__name__} record")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one access touches, in array coordinates.
+
+    A regular hyperslab (HDF5's H5Sselect_hyperslab): per dimension ``start``,
+    ``count`` blocks of ``block`` elements, ``stride`` apart. Dimensions that are
+    an irregular list of indices (fancy/orthogonal indexing) carry them in
+    ``indices[d]``; their start/count/stride/block then give the bounding box
+    (start=min, count=len, stride=1, block=1). A selection that is not a product
+    of per-dimension sets (point lists, boolean masks over several dimensions,
+    zarr ``vindex``) is ``points``: an (n, ndim) int64 array of coordinates.
+    """
+
+    start: tuple[int, ...]
+    count: tuple[int, ...]
+    stride: tuple[int, ...]
+    block: tuple[int, ...]
+    indices: tuple[tuple[int, ...] | None, ...] | None = None
+    points: np.ndarray | None = field(default=None, compare=False)
+
+    @property
+    def kind(self) -> str:
+        if self.points is not None:
+            return "points"
+        if self.indices is not None and any(ix is not None for ix in self.indices):
+            return "orthogonal"
+        return "hyperslab"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.start)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Elements selected per dimension (for points: (n,))."""
+        if self.points is not None:
+            return (len(self.points),)
+        return tuple(c * b for c, b in zip(self.count, self.block))
+
+    @property
+    def nelements(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @classmethod
+    def box(cls, start, shape) -> "Selection":
+        """A contiguous box: stride 1, one block per dimension."""
+        n = len(start)
+        return cls(tuple(start), tuple([1] * n), tuple([1] * n), tuple(shape))
+
+    def dim_indices(self, d: int) -> np.ndarray:
+        """Sorted array of the indices selected along dimension d."""
+        if self.points is not None:
+            return np.unique(self.points[:, d])
+        if self.indices is not None and self.indices[d] is not None:
+            return np.asarray(self.indices[d], dtype=np.int64)
+        offs = self.start[d] + self.stride[d] * np.arange(self.count[d], dtype=np.int64)
+        return (offs[:, None] + np.arange(self.block[d], dtype=np.int64)).ravel()
+
+    def bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Inclusive lower and exclusive upper corner of the bounding box."""
+        if self.points is not None:
+            if len(self.points) == 0:
+                return tuple([0] * self.points.shape[1]), tuple([0] * self.points.shape[1])
+            return tuple(self.points.min(0).tolist()), tuple((self.points.max(0) + 1).tolist())
+        lo, hi = [], []
+        for d in range(self.ndim):
+            if self.indices is not None and self.indices[d] is not None:
+                ix = self.indices[d]
+                lo.append(min(ix) if ix else 0)
+                hi.append(max(ix) + 1 if ix else 0)
+            else:
+                lo.append(self.start[d])
+                end = self.start[d] + self.stride[d] * (self.count[d] - 1) + self.block[d]
+                hi.append(end if self.count[d] and self.block[d] else self.start[d])
+        return tuple(lo), tuple(hi)
+
+    def get_config(self) -> dict:
+        if self.points is not None:
+            return {"points": self.points.tolist()}
+        cfg: dict[str, Any] = {
+            "start": list(self.start),
+            "count": list(self.count),
+            "stride": list(self.stride),
+            "block": list(self.block),
+        }
+        if self.kind == "orthogonal":
+            cfg["indices"] = [None if ix is None else list(ix) for ix in self.indices]
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Selection":
+        if not isinstance(config, dict):
+            raise RecordError("field 'sel' must be a JSON object")
+        if "points" in config:
+            pts = config["points"]
+            if not isinstance(pts, list) or not all(isinstance(p, list) for p in pts):
+                raise RecordError("field 'sel.points' must be a list of coordinate lists")
+            try:
+                arr = np.asarray(pts, dtype=np.int64)
+            except (TypeError, ValueError) as exc:
+                raise RecordError(f"field 'sel.points' is not integer coordinates: {exc}") from None
+            if arr.ndim != 2:
+                arr = arr.reshape(0, 0) if arr.size == 0 else arr
+                if arr.ndim != 2:
+                    raise RecordError("field 'sel.points' must be an (n, ndim) list")
+            n = arr.shape[1]
+            z = tuple([0] * n)
+            return cls(z, z, tuple([1] * n), z, points=arr)
+        for k in ("start", "count", "stride", "block"):
+            if k not in config:
+                raise RecordError(f"missing field 'sel.{k}'")
+        parts = [_ints(config[k], f"sel.{k}") for k in ("start", "count", "stride", "block")]
+        if len({len(p) for p in parts}) != 1:
+            raise RecordError("fields 'sel.start/count/stride/block' differ in length")
+        indices = config.get("indices")
+        if indices is not None:
+            if not isinstance(indices, list) or len(indices) != len(parts[0]):
+                raise RecordError("field 'sel.indices' must have one entry per dimension")
+            indices = tuple(
+                None if ix is None else _ints(ix, f"sel.indices[{d}]") for d, ix in enumerate(indices)
+            )
+        return cls(*parts, indices=indices)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One stage of an HDF5 filter pipeline or a zarr codec chain.
+
+    ``name`` is a canonical lower-case name ("gzip", "shuffle", "sz3", "zfp",
+    "blosc", "zstd", "bytes", "sharding_indexed", ...); ``filter_id`` is the
+    registered HDF5 filter id when there is one; ``options`` are the codec's own
+    JSON parameters (zarr: its ``to_dict()``; HDF5: cd_values and what h5py
+    reports).
+    """
+
+    name: str
+    filter_id: int | None = None
+    options: dict = field(default_factory=dict, compare=False)
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "filter_id": self.filter_id, "options": self.options}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Filter":
+        _require(config, cls)
+        fid = config.get("filter_id")
+        if fid is not None:
+            _typed(fid, int, "filters.filter_id")
+        return cls(_typed(config["name"], str, "filters.name"), fid, dict(config.get("options") or {}))
+
+
+@dataclass(frozen=True)
+class ChunkCache:
+    """HDF5 raw-data chunk cache parameters in force (H5Pset_chunk_cache)."""
+
+    rdcc_nbytes: int
+    rdcc_nslots: int
+    rdcc_w0: float
+
+    def get_config(self) -> dict:
+        return {"rdcc_nbytes": self.rdcc_nbytes, "rdcc_nslots": self.rdcc_nslots, "rdcc_w0": self.rdcc_w0}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "ChunkCache":
+        _require(config, cls)
+        return cls(
+            _typed(config["rdcc_nbytes"], int, "cache.rdcc_nbytes"),
+            _typed(config["rdcc_nslots"], int, "cache.rdcc_nslots"),
+            float(_typed(config["rdcc_w0"], (int, float), "cache.rdcc_w0")),
+        )
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """One array as the traced program saw it (first sighting or creation).
+
+    ``chunk_offsets`` (HDF5 only, when cheap to get): an (n, ndim + 2) int64
+    array, one row per allocated chunk: its chunk-grid coordinates, byte offset
+    in the file and stored size.
+    """
+
+    id: int
+    library: str  # "hdf5" | "zarr"
+    library_version: str
+    file: str
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+    maxshape: tuple[int | None, ...] | None = None
+    chunks: tuple[int, ...] | None = None
+    shards: tuple[int, ...] | None = None
+    filters: tuple[Filter, ...] = ()
+    fillvalue: Any = None
+    cache: ChunkCache | None = None
+    libver: tuple[str, str] | None = None
+    zarr_format: int | None = None
+    created: bool = False
+    chunk_offsets: np.ndarray | None = field(default=None, compare=False)
+
+    LIBRARIES: ClassVar[tuple[str, ...]] = ("hdf5", "zarr")
+
+    @property
+    def key(self) -> str:
+        """Identity across ranks and runs: file (or store) and path inside it."""
+        return f"{self.file}::{self.path}"
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    def get_config(self) -> dict:
+        return {
+            "id": self.id,
+            "library": self.library,
+            "library_version": self.library_version,
+            "file": self.file,
+            "path": self.path,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "maxshape": None if self.maxshape is None else list(self.maxshape),
+            "chunks": None if self.chunks is None else list(self.chunks),
+            "shards": None if self.shards is None else list(self.shards),
+            "filters": [f.get_config() for f in self.filters],
+            "fillvalue": self.fillvalue,
+            "cache": None if self.cache is None else self.cache.get_config(),
+            "libver": None if self.libver is None else list(self.libver),
+            "zarr_format": self.zarr_format,
+            "created": self.created,
+            "chunk_offsets": None if self.chunk_offsets is None else self.chunk_offsets.tolist(),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "DatasetRecord":
+        _require(config, cls)
+        lib = _typed(config["library"], str, "library")
+        if lib not in cls.LIBRARIES:
+            raise RecordError(f"field 'library' must be one of {cls.LIBRARIES}, got {lib!r}")
+        try:
+            np.dtype(config["dtype"])
+        except TypeError:
+            raise RecordError(f"field 'dtype' is not a numpy dtype: {config['dtype']!r:.60}") from None
+        maxshape = config.get("maxshape")
+        if maxshape is not None:
+            if not isinstance(maxshape, list) or not all(
+                m is None or isinstance(m, int) and not isinstance(m, bool) for m in maxshape
+            ):
+                raise RecordError("field 'maxshape' must be a list of integers or nulls")
+            maxshape = tuple(maxshape)
+        filters = config.get("filters") or []
+        if not isinstance(filters, list):
+            raise RecordError("field 'filters' must be a list")
+        offsets = config.get("chunk_offsets")
+        if offsets is not None:
+            try:
+                offsets = np.asarray(offsets, dtype=np.int64)
+            except (TypeError, ValueError):
+                raise RecordError("field 'chunk_offsets' must be a list of integer rows") from None
+        libver = config.get("libver")
+        return cls(
+            id=_typed(config["id"], int, "id"),
+            library=lib,
+            library_version=_typed(config["library_version"], str, "library_version"),
+            file=_typed(config["file"], str, "file"),
+            path=_typed(config["path"], str, "path"),
+            shape=_ints(config["shape"], "shape"),
+            dtype=config["dtype"],
+            maxshape=maxshape,
+            chunks=_opt_ints(config.get("chunks"), "chunks"),
+            shards=_opt_ints(config.get("shards"), "shards"),
+            filters=tuple(Filter.from_config(f) for f in filters),
+            fillvalue=config.get("fillvalue"),
+            cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),
+            libver=None if libver is None else tuple(libver),
+            zarr_format=config.get("zarr_format"),
+            created=bool(config.get("created", False)),
+            chunk_offsets=offsets,
+        )
+
+
+@dataclass(frozen=True)
+class AccessRecord:
+    """One read or write of a selection of a dataset.
+
+    ``t_start`` is seconds since the trace header's clock origin; ``duration``
+    is the wall time of the library call as the user saw it.
+    """
+
+    dataset: int
+    op: str  # READ | WRITE
+    selection: Selection
+    nelements: int
+    nbytes: int
+    t_start: float
+    duration: float
+    rank: int = 0
+
+    def get_config(self) -> dict:
+        return {
+            "ds": self.dataset,
+            "op": self.op,
+            "sel": self.selection.get_config(),
+            "n": self.nelements,
+            "bytes": self.nbytes,
+            "t0": self.t_start,
+            "dt": self.duration,
+            **({"rank": self.rank} if self.rank else {}),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict, rank: int = 0) -> "AccessRecord":
+        """``rank`` is the file header's; a merged trace names it per record."""
+        if not isinstance(config, dict):
+            raise RecordError("access record must be a JSON object")
+        for k in ("ds", "op", "sel", "n", "bytes", "t0", "dt"):
+            if k not in config:
+                raise RecordError(f"missing field '{k}' in access record")
+        op = config["op"]
+        if op not in (READ, WRITE):
+            raise RecordError(f"field 'op' must be 'read' or 'write', got {op!r:.40}")
+        return cls(
+            dataset=_typed(config["ds"], int, "ds"),
+            op=op,
+            selection=Selection.from_config(config["sel"]),
+            nelements=_typed(config["n"], int, "n"),
+            nbytes=_typed(config["bytes"], int, "bytes"),
+            t_start=float(_typed(config["t0"], (int, float), "t0")),
+            duration=float(_typed(config["dt"], (int, float), "dt")),
+            rank=_typed(config.get("rank", rank), int, "rank"),
+        )
+
+
+@dataclass(frozen=True)
+class ResizeRecord:
+    """A change of a dataset's extent (h5py ``resize``, zarr ``resize``/``append``)."""
+
+    dataset: int
+    shape: tuple[int, ...]
+    t_start: float
+    rank: int = 0
+
+    def get_config(self) -> dict:
+        return {"ds": self.dataset, "shape": list(self.shape), "t0": self.t_start}
+
+    @classmethod
+    def from_config(cls, config: dict, rank: int = 0) -> "ResizeRecord":
+        if not isinstance(config, dict):
+            raise RecordError("resize record must be a JSON object")
+        for k in ("ds", "shape", "t0"):
+            if k not in config:
+                raise RecordError(f"missing field '{k}' in resize record")
+        return cls(
+            _typed(config["ds"], int, "ds"),
+            _ints(config["shape"], "shape"),
+            float(_typed(config["t0"], (int, float), "t0")),
+            rank,
+        )
+
+
+@dataclass(frozen=True)
+class TraceHeader:
+    """First line of every trace file."""
+
+    schema: int
+    host: str
+    pid: int
+    rank: int
+    size: int
+    t_origin_unix: float
+    versions: dict = field(default_factory=dict, compare=False)
+    argv: tuple[str, ...] = ()
+    clock: str = "time.perf_counter"
+
+    def get_config(self) -> dict:
+        return {
+            "schema": self.schema,
+            "host": self.host,
+            "pid": self.pid,
+            "rank": self.rank,
+            "size": self.size,
+            "t_origin_unix": self.t_origin_unix,
+            "versions": self.versions,
+            "argv": list(self.argv),
+            "clock": self.clock,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "TraceHeader":
+        _require(config, cls)
+        schema = _typed(config["schema"], int, "schema")
+        if schema != SCHEMA_VERSION:
+            raise RecordError(f"unknown schema version {schema} (this ioadvisor reads {SCHEMA_VERSION})")
+        return cls(
+            schema=schema,
+            host=_typed(config["host"], str, "host"),
+            pid=_typed(config["pid"], int, "pid"),
+            rank=_typed(config["rank"], int, "rank"),
+            size=_typed(config["size"], int, "size"),
+            t_origin_unix=float(_typed(config["t_origin_unix"], (int, float), "t_origin_unix")),
+            versions=dict(config.get("versions") or {}),
+            argv=tuple(config.get("argv") or ()),
+            clock=config.get("clock", "time.perf_counter"),
+        )

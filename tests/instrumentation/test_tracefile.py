@@ -1,0 +1,151 @@
+"""The trace file contract: round trips, streaming, and one-line errors on bad input."""
+import json
+
+import numpy as np
+import pytest
+
+from instrumentation import (
+    AccessRecord,
+    ChunkCache,
+    DatasetRecord,
+    Filter,
+    ResizeRecord,
+    Selection,
+    TraceError,
+    TraceHeader,
+    TraceWriter,
+    load_trace,
+    merge_traces,
+    write_trace,
+)
+from instrumentation.records import SCHEMA_VERSION
+
+
+def header(rank=0, size=1, t=1000.0):
+    return TraceHeader(SCHEMA_VERSION, "host", 42, rank, size, t, {"h5py": "3"}, ("app.py",))
+
+
+def dataset(id=0, file="/data/a.h5"):
+    return DatasetRecord(
+        id=id, library="hdf5", library_version="3.16.0/2.0.0", file=file, path="/x",
+        shape=(100, 8), dtype="<f4", maxshape=(None, 8), chunks=(10, 8),
+        filters=(Filter("sz3", 32024, {"cd_values": [1, 2]}),), fillvalue=0.0,
+        cache=ChunkCache(8 << 20, 8191, 0.75), libver=("earliest", "v200"),
+        chunk_offsets=np.array([[0, 0, 4096, 320], [1, 0, 4416, 320]]),
+    )
+
+
+def write_sample(path, n=3, close=True, rank=0, size=1, t=1000.0):
+    w = TraceWriter(path, header(rank, size, t))
+    w.dataset(dataset())
+    for i in range(n):
+        w.hyperslab_access(0, "read", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.1 * i, 1e-5)
+    w.access(AccessRecord(0, "write", Selection.box((0, 0), (2, 8)), 16, 64, 1.0, 2e-5))
+    pts = Selection.from_config({"points": [[1, 2], [5, 3]]})
+    w.access(AccessRecord(0, "read", pts, 2, 8, 1.5, 1e-6))
+    w.resize(ResizeRecord(0, (200, 8), 2.0))
+    if close:
+        w.close()
+    else:
+        w.flush()
+    return w
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    p = tmp_path / "t.jsonl"
+    write_sample(p)
+    tr = load_trace(p)
+    assert tr.complete and tr.header.argv == ("app.py",)
+    ds = tr.datasets[0]
+    assert ds == dataset()
+    assert np.array_equal(ds.chunk_offsets, dataset().chunk_offsets)
+    assert [a.op for a in tr.accesses] == ["read"] * 3 + ["write", "read"]
+    assert tr.accesses[2].selection == Selection((2, 0), (1, 1), (1, 1), (1, 8))
+    assert tr.accesses[4].selection.kind == "points"
+    assert tr.accesses[4].selection.points.tolist() == [[1, 2], [5, 3]]
+    assert tr.resizes[0].shape == (200, 8)
+
+
+def test_selection_geometry():
+    s = Selection((2, 0), (3, 1), (4, 1), (2, 5))
+    assert s.shape == (6, 5) and s.nelements == 30
+    assert s.dim_indices(0).tolist() == [2, 3, 6, 7, 10, 11]
+    assert s.bounds() == ((2, 0), (12, 5))
+    o = Selection((1, 0), (3, 1), (1, 1), (1, 4), indices=((1, 5, 9), None))
+    assert o.kind == "orthogonal" and Selection.from_config(o.get_config()) == o
+
+
+def test_unflushed_prefix_of_killed_process_is_readable(tmp_path):
+    p = tmp_path / "t.jsonl"
+    write_sample(p, close=False)
+    with open(p, "a") as fh:  # what a kill in the middle of a write leaves
+        fh.write('{"t":"a","ds":0,"op":"re')
+    with pytest.raises(TraceError, match=r"t\.jsonl:9: .*truncated last line"):
+        load_trace(p)
+    tr = load_trace(p, allow_truncated=True)
+    assert not tr.complete and len(tr.accesses) == 5
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda L: L.__setitem__(0, L[0].replace('"schema":1', '"schema":99')), r":1: unknown schema version 99"),
+        (lambda L: L.__setitem__(2, L[2].replace('"op":"read"', '"op":"erase"')), r":3: field 'op'"),
+        (lambda L: L.__setitem__(2, L[2].replace('"n":8,', '')), r":3: missing field 'n'"),
+        (lambda L: L.__setitem__(2, L[2].replace('"ds":0', '"ds":"0"')), r":3: field 'ds' has wrong type str"),
+        (lambda L: L.__setitem__(2, L[2].replace('"ds":0', '"ds":7')), r":3: access refers to unknown dataset id 7"),
+        (lambda L: L.__setitem__(1, L[1].replace('"shape":[100,8]', '"shape":[100,"8"]')), r":2: field 'shape'"),
+        (lambda L: L.__setitem__(1, L[1].replace('"library":"hdf5"', '"library":"netcdf"')), r":2: field 'library'"),
+        (lambda L: L.__setitem__(3, "{not json"), r":4: not valid JSON"),
+        (lambda L: L.pop(0), r":1: first record must be the header"),
+        (lambda L: L.pop(), r"no end record"),
+    ],
+)
+def test_bad_input_names_file_and_line(tmp_path, mutate, message):
+    p = tmp_path / "t.jsonl"
+    write_sample(p)
+    lines = p.read_text().splitlines()
+    mutate(lines)
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceError, match=message) as err:
+        load_trace(p)
+    assert str(err.value).startswith(str(p)) and "\n" not in str(err.value)
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(TraceError, match="cannot read trace"):
+        load_trace(tmp_path / "nope.jsonl")
+    (tmp_path / "e.jsonl").write_text("")
+    with pytest.raises(TraceError, match="empty trace"):
+        load_trace(tmp_path / "e.jsonl")
+
+
+def test_writer_flushes_in_batches_with_bounded_buffer(tmp_path):
+    p = tmp_path / "t.jsonl"
+    w = TraceWriter(p, header())
+    w.dataset(dataset())
+    for i in range(1000):
+        w.hyperslab_access(0, "read", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, float(i), 0.0)
+        assert len(w._buf) < 256
+    on_disk = len(p.read_text().splitlines())
+    assert on_disk >= 2 + 1000 - 256  # all but the last batch are already on disk
+    w.close()
+    assert len(load_trace(p).accesses) == 1000
+
+
+def test_merge_unifies_datasets_and_keeps_ranks(tmp_path):
+    traces = []
+    for r in range(3):
+        p = tmp_path / f"t{r}.jsonl"
+        write_sample(p, n=2, rank=r, size=3, t=1000.0 + r)
+        traces.append(load_trace(p))
+    m = merge_traces(traces)
+    assert len(m.datasets) == 1 and m.nprocs == 3
+    assert sorted({a.rank for a in m.accesses}) == [0, 1, 2]
+    assert [a.t_start for a in m.accesses] == sorted(a.t_start for a in m.accesses)
+    out = tmp_path / "merged.jsonl"
+    write_trace(m, out)
+    back = load_trace(out)
+    assert back.nprocs == 3
+    assert sorted(a.rank for a in back.accesses) == sorted(a.rank for a in m.accesses)
+    assert json.loads(out.read_text().splitlines()[0])["size"] == 3
