@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ["run", "trace"]
+COMMANDS = ["run", "trace", "demo", "calibrate", "predict"]
 """Subcommand modules under advisor.commands, in help order."""
 
 

@@ -4,7 +4,12 @@ The tracer asks ``rank_size`` who it is, writes ``rank_path(...)``, and calls
 ``finish`` once its file is closed. mpi4py is imported only when the process
 really is one of several ranks: a serial program pays nothing, and an MPI
 program has initialised MPI its own way (thread level, ``mpi4py.rc``) before
-``finish`` needs a barrier.
+``finish`` needs it.
+
+``finish`` must never turn a failing MPI program into a hanging one: a rank
+whose traced code raised joins no collective (its peers may be blocked in one
+of the program's own, and ``python -m mpi4py`` must still abort the job), and
+the ranks that finished wait for it only a short grace once its file is closed.
 """
 from __future__ import annotations
 
@@ -22,8 +27,14 @@ _LAUNCHER_ENV = (
     ("PMIX_RANK", None),  # PMIx launchers (srun --mpi=pmix, prrte): no size variable
 )
 
-WAIT_SECONDS = float(os.environ.get("IOADVISOR_MPI_WAIT", "60"))
-"""How long rank 0 waits for the other ranks' files when no barrier is possible."""
+WAIT_SECONDS = float(os.environ.get("IOADVISOR_MPI_WAIT", "600"))
+"""Longest wait for the other ranks in ``finish`` (a rank killed without closing its file)."""
+GRACE_SECONDS = 2.0
+"""Wait for a rank that closed its file but did not reach ``finish`` (its program failed)."""
+POLL_SECONDS = 0.1
+"""Interval between rank 0's looks at the rank files while waiting."""
+DONE_TAG = 31_415
+"""Tag of rank 0's "merge done" message (within the MPI-guaranteed tag range, 0..32767)."""
 
 
 def _world():
@@ -64,15 +75,56 @@ def _file_done(path: Path) -> bool:
         return False
 
 
-def _barrier(comm) -> bool:
-    """Synchronise the ranks; False when MPI is already finalised (the program called Finalize)."""
+def _communicator(comm):
+    """The communicator to synchronise on; None when MPI is already finalised (the program called Finalize)."""
     if comm is None:
         mpi = _world()
-        if mpi.Is_finalized():
-            return False
-        comm = mpi.COMM_WORLD
-    comm.Barrier()
-    return True
+        return None if mpi.Is_finalized() else mpi.COMM_WORLD
+    return comm
+
+
+def _failing() -> bool:
+    """Is an exception (other than a clean ``sys.exit()``) propagating through the tracer's exit?"""
+    exc = sys.exc_info()[1]
+    return exc is not None and not (isinstance(exc, SystemExit) and exc.code in (None, 0))
+
+
+def _poll(done, deadline: float) -> bool:
+    """Call ``done()`` with a growing nap until it is true or the deadline passes."""
+    nap = 0.0005
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(nap)
+        nap = min(2 * nap, 0.01)  # ranks still computing share the cores with this loop
+    return False
+
+
+def _wait_for_ranks(comm, path: Path, size: int) -> bool:
+    """Rank 0: wait until every rank arrived (True) or gave up on a failed or killed one (False).
+
+    Ranks that arrive post a non-blocking barrier. A failed rank closes its
+    file but never posts, so once all files are closed and the barrier is still
+    open after GRACE_SECONDS, waiting stops. Only rank 0 looks at the files,
+    every POLL_SECONDS: no metadata storm on a parallel file system.
+    """
+    req = comm.Ibarrier() if comm is not None else None
+    files = [rank_path(path, r, size) for r in range(size)]
+    state = {"next_look": 0.0, "closed_at": None}
+
+    def done() -> bool:
+        if req is not None and req.Test():
+            return True
+        now = time.monotonic()
+        if now >= state["next_look"]:
+            state["next_look"] = now + POLL_SECONDS
+            if state["closed_at"] is None and all(_file_done(f) for f in files):
+                state["closed_at"] = now
+        closed = state["closed_at"]
+        return closed is not None and (req is None or now - closed > GRACE_SECONDS)
+
+    _poll(done, time.monotonic() + WAIT_SECONDS)
+    return req is not None and req.Test()
 
 
 def merge_rank_files(path: str | os.PathLike, size: int) -> Path:
@@ -96,31 +148,40 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> Path:
     return path
 
 
-def finish(comm, path: str | os.PathLike, rank: int, size: int) -> None:
-    """After this rank closed its file: wait for all ranks, then rank 0 writes the merged trace to ``path``.
+def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool | None = None) -> None:
+    """After this rank closed its file: rank 0 writes the merged trace of all ranks to ``path``.
 
-    Every rank returns only once the merged file exists (or rank 0 failed to
-    write it), so code after ``advisor.trace`` can read it on any rank.
+    Every rank that finished returns once rank 0 has written the merged file,
+    so code after ``advisor.trace`` can read it on any rank. ``failed`` (by
+    default: an exception is propagating) means this rank's traced code
+    raised: it returns at once, joining no collective; rank 0 then merges
+    the others after GRACE_SECONDS, or, if rank 0 itself failed, merges
+    nothing (``ioadvisor trace merge`` can, later).
     """
     if size <= 1:
         return
-    synced = _barrier(comm)
-    try:
-        if rank == 0:
-            if not synced:
-                deadline = time.monotonic() + WAIT_SECONDS
-                pending = [rank_path(path, r, size) for r in range(size)]
-                while pending and time.monotonic() < deadline:
-                    pending = [p for p in pending if not _file_done(p)]
-                    if pending:
-                        time.sleep(0.05)
+    if failed is None:
+        failed = _failing()
+    path = Path(path)
+    comm = _communicator(comm)
+    if rank != 0:
+        if not failed and comm is not None:
+            here = comm.Ibarrier()  # "I am here"; completes, or is abandoned if a failed rank never comes
+            if _poll(lambda: comm.Iprobe(source=0, tag=DONE_TAG), time.monotonic() + WAIT_SECONDS):
+                comm.recv(source=0, tag=DONE_TAG)  # consumed, so no later receive of the program gets it
+            here.Test()
+        return
+    if not failed:
+        _wait_for_ranks(comm, path, size)
+        try:
             merge_rank_files(path, size)
-    except (OSError, TraceError) as exc:
-        # the per-rank files are intact; losing the merged view must not fail the user's program
-        print(f"ioadvisor: could not write merged trace {path}: {exc}", file=sys.stderr)
-    finally:
-        if synced:
-            _barrier(comm)
+        except (OSError, TraceError) as exc:
+            # the per-rank files are intact; losing the merged view must not fail the user's program
+            print(f"ioadvisor: could not write merged trace {path}: {exc}", file=sys.stderr)
+    if comm is not None:
+        # small messages go out eagerly: a failed peer that never receives cannot block rank 0
+        reqs = [comm.isend(None, dest=r, tag=DONE_TAG) for r in range(1, size)]
+        _poll(lambda: all(r.Test() for r in reqs), time.monotonic() + GRACE_SECONDS)
 
 
 __all__ = ["rank_size", "rank_path", "finish", "merge_rank_files"]

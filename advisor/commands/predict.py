@@ -1,0 +1,56 @@
+"""``ioadvisor predict TRACE --layout ...``: predicted time per candidate layout, by term."""
+from __future__ import annotations
+
+import json
+
+from instrumentation.tracefile import load_trace
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict", help="predict HDF5/Zarr time of a traced access pattern per layout")
+    p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
+    p.add_argument("--layout", action="append", metavar="SPEC",
+                   help="candidate layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N,w0=X]"
+                        " | hdf5:contiguous | zarr:chunks=1000x8[,shards=65536x8] (default: current)")
+    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    p.add_argument("--procs", type=int, default=1, metavar="P", help="processes for the parallel model")
+    p.add_argument("--servers", type=int, metavar="C", help="data servers / stripe count c (default: profile's)")
+    p.add_argument("--dataset", metavar="NAME", help="dataset id, path or file::path (default: most accessed)")
+    p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per layout")
+    p.set_defaults(func=run)
+
+
+def _format(preds) -> str:
+    from iomodel.cost import TERMS
+
+    used = [t for t in TERMS if any(p.terms.get(t, 0.0) > 0 for p in preds)] or list(TERMS)[:4]
+    head = ["layout", "seconds"] + used
+    rows = [[p.layout.label, f"{p.seconds:.4g}"] + [f"{p.terms[t]:.3g}" for t in used] for p in preds]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in [head] + rows]
+    if preds and preds[0].procs > 1:
+        lines.append(f"parallel model: p={preds[0].procs} processes, time = slowest rank")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from iomodel import load_profile, parse_layout, pick_dataset, predict
+
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
+    ds = pick_dataset(trace, args.dataset)
+    profile = load_profile(args.profile)
+    if args.procs < 1:
+        raise ValueError(f"--procs must be >= 1, got {args.procs}")
+    if args.servers is not None and args.servers < 1:
+        raise ValueError(f"--servers must be >= 1, got {args.servers}")
+    layouts = [parse_layout(spec, ds) for spec in (args.layout or ["current"])]
+    preds = [predict(trace, lay, profile, procs=args.procs, servers=args.servers, dataset=ds) for lay in layouts]
+    if args.json:
+        print(json.dumps([p.to_json_obj() for p in preds]))
+    else:
+        print(f"{trace.source}: dataset {ds.key} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
+              f"{sum(a.dataset == ds.id for a in trace.accesses)} accesses")
+        print(_format(preds))
+    return 0

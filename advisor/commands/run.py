@@ -1,0 +1,149 @@
+"""``ioadvisor run [-o TRACE] -- [python] script.py args...``: trace an unmodified program.
+
+Like ``python -m cProfile``, the program runs in this process as ``__main__``
+(``runpy``), with its own ``sys.argv`` and ``sys.path[0]``, inside
+``advisor.trace(TRACE)``. Its exit code and uncaught exception come out as
+they would without tracing, and the trace is closed and kept in every case.
+Under ``mpiexec`` each rank writes ``TRACE`` with ``.rankNNNN`` before the
+suffix and rank 0 merges them into ``TRACE``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import sys
+from dataclasses import dataclass
+
+DEFAULT_TRACE = "ioadvisor-trace.jsonl"
+
+_PYTHON = re.compile(r"python[0-9.]*$")
+_RUNNER_MODULES = {__name__, runpy.__name__}
+
+
+@dataclass(frozen=True)
+class Program:
+    """What to run: a script path or a module name (``-m``), and its arguments."""
+
+    target: str
+    args: tuple[str, ...]
+    module: bool = False
+    unbuffered: bool = False
+
+    @classmethod
+    def parse(cls, command: list[str]) -> "Program":
+        """From ``[python [-u] [-m] ]target args...``; ValueError names what is not supported."""
+        cmd = list(command)
+        if cmd and cmd[0] == "--":
+            cmd.pop(0)
+        if not cmd:
+            raise ValueError("no program given: use ioadvisor run [-o TRACE] -- python script.py args...")
+        unbuffered = False
+        if _PYTHON.match(os.path.basename(cmd[0])):
+            cmd.pop(0)
+            while cmd and cmd[0] == "-u":
+                unbuffered = True
+                cmd.pop(0)
+            if cmd and cmd[0] == "-m":
+                if len(cmd) < 2:
+                    raise ValueError("python -m needs a module name")
+                return cls(cmd[1], tuple(cmd[2:]), module=True, unbuffered=unbuffered)
+            if cmd and cmd[0].startswith("-"):
+                raise ValueError(f"python option {cmd[0]} is not supported here: only -m and -u")
+            if not cmd:
+                raise ValueError("python needs a script to run")
+        target = cmd[0]
+        if not os.path.exists(target):
+            raise FileNotFoundError(f"{target}: no such script (only Python programs can be traced)")
+        return cls(target, tuple(cmd[1:]), unbuffered=unbuffered)
+
+    def execute(self) -> None:
+        """Run as ``__main__`` with python's sys.argv / sys.path[0]; restores both afterwards."""
+        saved_argv, saved_path0 = sys.argv[:], sys.path[0]
+        if self.unbuffered:
+            sys.stdout.reconfigure(write_through=True)
+            sys.stderr.reconfigure(write_through=True)
+        try:
+            if self.module:
+                sys.argv[:] = [self.target, *self.args]  # runpy replaces argv[0] with the module's file
+                sys.path[0] = os.getcwd()
+                runpy.run_module(self.target, run_name="__main__", alter_sys=True)
+            else:
+                sys.argv[:] = [self.target, *self.args]
+                sys.path[0] = os.path.dirname(os.path.abspath(self.target))
+                runpy.run_path(os.path.abspath(self.target), run_name="__main__")  # python's absolute __file__
+        finally:
+            sys.argv[:] = saved_argv
+            sys.path[0] = saved_path0
+
+
+def exit_status(exc: BaseException | None) -> int:
+    """The exit status python itself would give for this ending; prints what python would print."""
+    if exc is None:
+        return 0
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in _RUNNER_MODULES:
+        tb = tb.tb_next  # python's own traceback starts at the program's frame
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # the hook prints exc.__traceback__
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def summary_line(tracer) -> str:
+    """``ioadvisor: trace PATH: N datasets, M accesses (reads/writes), P ranks``."""
+    try:
+        tr = tracer.load()
+    except ValueError as exc:
+        return f"ioadvisor: trace {tracer.path} written but not readable: {exc}"
+    n_read = sum(1 for a in tr.accesses if a.op == "read")
+    ranks = f", {tr.nprocs} ranks" if tr.nprocs > 1 else ""
+    return (f"ioadvisor: trace {tracer.path}: {len(tr.datasets)} datasets, {len(tr.accesses)} accesses "
+            f"({n_read} reads, {len(tr.accesses) - n_read} writes){ranks}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="trace an unmodified Python program (also under mpiexec)",
+        description=__doc__.split("\n\n")[0],
+        usage="ioadvisor run [-o TRACE] -- [python [-m]] script.py args...",
+    )
+    p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
+                   help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import advisor
+    from instrumentation.mpi import rank_size
+
+    program = Program.parse(args.command)
+    ending: BaseException | None = None
+    tracer = None
+    try:
+        with advisor.trace(args.output) as tracer:
+            try:
+                program.execute()
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    raise
+                ending = exc  # a clean exit: the trace finishes normally (MPI merge included)
+    except BaseException as exc:
+        if tracer is None:  # the trace itself could not start: an ioadvisor error, not the program's
+            raise
+        ending = exc  # the program's own failure, passed through the tracer so it can tell
+    finally:
+        sys.stdout.flush()
+    status = exit_status(ending)
+    if rank_size()[0] == 0:
+        print(summary_line(tracer), file=sys.stderr)
+    return status

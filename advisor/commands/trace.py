@@ -1,0 +1,95 @@
+"""``ioadvisor trace show|merge``: inspect a trace, merge per-rank traces."""
+from __future__ import annotations
+
+import json
+import sys
+
+from instrumentation.patterns import DatasetUsage, summarize
+from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1000 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+    raise AssertionError("unreachable")
+
+
+def _dims(shape) -> str:
+    return "contiguous" if shape is None else "(" + ", ".join(map(str, shape)) + ")"
+
+
+def _ranks(ranks: tuple[int, ...]) -> str:
+    if not ranks:
+        return "-"
+    if ranks == tuple(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+def format_usage(u: DatasetUsage) -> str:
+    """A few lines describing one dataset's use in a trace."""
+    d = u.dataset
+    filters = ",".join(f.name for f in d.filters) or "none"
+    lines = [
+        f"[{d.id}] {d.library} {d.key}",
+        f"    shape {_dims(d.shape)} {d.dtype}, chunks {_dims(d.chunks)}"
+        + (f", shards {_dims(d.shards)}" if d.shards else "") + f", filters {filters}",
+    ]
+    for op, n, nbytes, seconds, pattern in (
+        ("reads ", u.n_reads, u.bytes_read, u.read_seconds, u.reads),
+        ("writes", u.n_writes, u.bytes_written, u.write_seconds, u.writes),
+    ):
+        if n:
+            lines.append(f"    {op} {n:>8}  {_size(nbytes):>9}  {seconds:8.3f} s  {pattern.describe()}")
+    lines.append(f"    ranks {_ranks(u.ranks)}")
+    return "\n".join(lines)
+
+
+def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
+    """The text ``ioadvisor trace show`` prints."""
+    state = "complete" if trace.complete else "truncated: prefix only"
+    n_read = sum(u.n_reads for u in usages)
+    head = (f"{trace.source}: {len(trace.datasets)} datasets, {len(trace.accesses)} accesses "
+            f"({n_read} reads, {len(trace.accesses) - n_read} writes), {trace.nprocs} rank(s), "
+            f"host {trace.header.host} ({state})")
+    return "\n".join([head] + [format_usage(u) for u in usages])
+
+
+def register(sub) -> None:
+    p = sub.add_parser("trace", help="show or merge trace files")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = actions.add_parser("show", help="summarise a trace: datasets, reads/writes, bytes, access pattern")
+    show.add_argument("trace", metavar="TRACE")
+    show.add_argument("--allow-truncated", action="store_true",
+                      help="use the readable prefix of a trace whose process did not finish")
+    show.add_argument("--json", action="store_true", help="print the summary as JSON")
+    show.set_defaults(func=run_show)
+    merge = actions.add_parser("merge", help="merge per-rank traces into one view")
+    merge.add_argument("traces", nargs="+", metavar="TRACE")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT")
+    merge.add_argument("--allow-truncated", action="store_true",
+                       help="merge the readable prefix of traces whose process did not finish")
+    merge.set_defaults(func=run_merge)
+
+
+def run_show(args) -> int:
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
+    usages = summarize(trace)
+    if args.json:
+        json.dump({"trace": trace.source, "complete": trace.complete, "nprocs": trace.nprocs,
+                   "datasets": [u.get_config() for u in usages]}, sys.stdout, indent=1)
+        print()
+    else:
+        print(format_trace(trace, usages))
+    return 0
+
+
+def run_merge(args) -> int:
+    traces = [load_trace(p, allow_truncated=args.allow_truncated) for p in args.traces]
+    merged = merge_traces(traces)
+    write_trace(merged, args.output)
+    print(f"ioadvisor: merged {len(traces)} traces ({len(merged.accesses)} accesses, "
+          f"{len(merged.datasets)} datasets) into {args.output}", file=sys.stderr)
+    return 0

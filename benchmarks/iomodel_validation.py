@@ -1,0 +1,304 @@
+"""Validate the I/O cost model against real runs (issue 3, Validation).
+
+Not the calibration set: other array shapes (a 2-D tall array with 48
+columns, a 3-D cube), other chunk shapes, other patterns (boxes of other
+sizes, sequential partial-chunk slab writes, appends). Every case is run for
+real with a cold page cache (``iomodel.replay``), its accesses written as a
+trace (TraceWriter, with the measured durations) and loaded back, and the
+model predicts the same trace for the same layout.
+
+Reports: fastest-library accuracy where the measured gap is >= 1.5x, Spearman
+rank correlation of predicted vs measured across chunk shapes per (shape,
+pattern, library), median absolute relative error of the total; figures
+(stacked term breakdown next to measured, predicted-vs-measured scatter).
+
+    python benchmarks/iomodel_validation.py --quick      # about 2 minutes
+    python benchmarks/iomodel_validation.py              # full grid, 3 repetitions
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from instrumentation.records import AccessRecord, ResizeRecord, TraceHeader  # noqa: E402
+from instrumentation.tracefile import TraceWriter, load_trace  # noqa: E402
+from iomodel.calibrate import Case, machine_info, measure_cases, pattern_accesses  # noqa: E402
+
+PATTERNS = ("full", "columns", "rows", "box", "write-slabs", "append")
+GAP = 1.5
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    name: str
+    shape: tuple[int, ...]
+    chunks: tuple[tuple[int, ...], ...]
+    box: tuple[int, ...]
+    slab_rows: int
+    n: dict
+
+
+def shapes(quick: bool) -> list[ShapeSpec]:
+    if quick:
+        return [
+            ShapeSpec("tall-2d", (131072, 48), ((1024, 48), (4096, 24), (8192, 12), (32768, 3), (65536, 48)),
+                      (700, 10), 1500, {"columns": 3, "rows": 40, "box": 25, "write-slabs": 10}),
+            ShapeSpec("cube-3d", (128, 128, 128), ((16, 16, 16), (32, 32, 32), (64, 64, 64), (128, 128, 8),
+                                                    (8, 128, 128)),
+                      (20, 20, 20), 10, {"columns": 20, "rows": 12, "box": 20, "write-slabs": 6}),
+        ]
+    return [
+        ShapeSpec("tall-2d", (524288, 48), ((1024, 48), (4096, 24), (8192, 12), (32768, 3), (65536, 48),
+                                            (262144, 6)),
+                  (700, 10), 1500, {"columns": 4, "rows": 100, "box": 50, "write-slabs": 20}),
+        ShapeSpec("cube-3d", (256, 256, 256), ((16, 16, 16), (32, 32, 32), (64, 64, 64), (256, 256, 4),
+                                                (8, 256, 256), (128, 128, 128)),
+                  (30, 30, 30), 10, {"columns": 40, "rows": 20, "box": 40, "write-slabs": 10}),
+    ]
+
+
+def validation_cases(quick: bool, seed: int = 7) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for spec in shapes(quick):
+        acc = {}
+        for p in PATTERNS:
+            name = "box-unaligned" if p == "box" else p
+            acc[p] = tuple(pattern_accesses(name, spec.shape, itemsize=4, rng=rng, n=spec.n.get(p, 0), box=spec.box,
+                                            slab_rows=spec.slab_rows))
+        for library in ("hdf5", "zarr"):
+            for chunks in spec.chunks:
+                # reads and slab writes share one filled array; appends start from an empty one
+                for p in ("full", "columns", "rows", "box", "write-slabs", "append"):
+                    cases.append(Case(library=library, shape=spec.shape, dtype="float32", chunks=chunks,
+                                      pattern=p, accesses=acc[p], cache="default" if library == "hdf5" else None))
+    return cases
+
+
+def shape_name(case: Case) -> str:
+    return "tall-2d" if len(case.shape) == 2 else "cube-3d"
+
+
+def write_case_trace(case: Case, durations: np.ndarray, path: Path) -> None:
+    """The trace a tracer would have written for this run (accesses with their measured wall times)."""
+    header = TraceHeader(schema=1, host=socket.gethostname(), pid=os.getpid(), rank=0, size=1,
+                         t_origin_unix=time.time(), argv=("iomodel_validation", case.label))
+    w = TraceWriter(path, header)
+    w.dataset(case.dataset())
+    t, i = 0.0, 0
+    for a in case.accesses:
+        if isinstance(a, ResizeRecord):
+            w.resize(ResizeRecord(a.dataset, a.shape, t))
+            continue
+        dt = float(durations[i])
+        w.access(AccessRecord(a.dataset, a.op, a.selection, a.nelements, a.nbytes, t, dt))
+        t += dt
+        i += 1
+    w.close()
+
+
+def spearman(x, y) -> float:
+    from scipy.stats import spearmanr
+
+    if len(x) < 3 or np.all(np.asarray(x) == x[0]) or np.all(np.asarray(y) == y[0]):
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
+def metrics(rows: list[dict]) -> dict:
+    meas = np.array([r["measured"] for r in rows])
+    pred = np.array([r["predicted"] for r in rows])
+    rel = np.abs(pred - meas) / meas
+    # fastest library: same shape, chunks, pattern; both libraries
+    pairs = {}
+    for r in rows:
+        pairs.setdefault((r["shape"], tuple(r["chunks"]), r["pattern"]), {})[r["library"]] = r
+    decided, right, wrong = 0, 0, []
+    for key, d in pairs.items():
+        if len(d) != 2:
+            continue
+        h, z = d["hdf5"], d["zarr"]
+        gap = max(h["measured"], z["measured"]) / min(h["measured"], z["measured"])
+        if gap < GAP:
+            continue
+        decided += 1
+        if (h["measured"] < z["measured"]) == (h["predicted"] < z["predicted"]):
+            right += 1
+        else:
+            wrong.append({"case": list(map(str, key)), "gap": gap,
+                          "measured": [h["measured"], z["measured"]], "predicted": [h["predicted"], z["predicted"]]})
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["shape"], r["pattern"], r["library"]), []).append(r)
+    rho = {f"{s} {p} {lib}": spearman([g["predicted"] for g in grp], [g["measured"] for g in grp])
+           for (s, p, lib), grp in groups.items()}
+    finite = [v for v in rho.values() if v == v]
+    per_pattern = {}
+    for p in dict.fromkeys(r["pattern"] for r in rows):
+        m = np.array([r["pattern"] == p for r in rows])
+        per_pattern[p] = float(np.median(rel[m]))
+    per_library = {lib: float(np.median(rel[np.array([r["library"] == lib for r in rows])]))
+                   for lib in ("hdf5", "zarr")}
+    return {
+        "n_cases": len(rows),
+        "fastest_library": {"decided": decided, "right": right, "accuracy": right / decided if decided else float("nan"),
+                            "wrong": wrong},
+        "spearman": rho,
+        "spearman_median": float(np.median(finite)) if finite else float("nan"),
+        "spearman_share_ge_0.8": float(np.mean([v >= 0.8 for v in finite])) if finite else float("nan"),
+        "median_rel_error": float(np.median(rel)),
+        "median_rel_error_per_pattern": per_pattern,
+        "median_rel_error_per_library": per_library,
+        "median_signed_log2_ratio": float(np.median(np.log2(pred / meas))),
+    }
+
+
+def figures(rows: list[dict], outdir: Path, stem: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    # scatter: predicted vs measured, log-log, by library and pattern
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    markers = dict(zip(PATTERNS, "os^vDP"))
+    for lib, color in (("hdf5", "tab:blue"), ("zarr", "tab:orange")):
+        for p in PATTERNS:
+            pts = [(r["measured"], r["predicted"]) for r in rows if r["library"] == lib and r["pattern"] == p]
+            if pts:
+                m, q = zip(*pts)
+                ax.scatter(m, q, c=color, marker=markers[p], s=22, alpha=0.8, label=f"{lib} {p}")
+    lo = min(min(r["measured"], r["predicted"]) for r in rows) / 1.5
+    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.5
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    ax.plot([lo, hi], [lo * 1.3, hi * 1.3], "k:", lw=0.6)
+    ax.plot([lo, hi], [lo / 1.3, hi / 1.3], "k:", lw=0.6)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured seconds (cold page cache)",
+           ylabel="predicted seconds", title="I/O model: predicted vs measured (dotted: ±30%)")
+    ax.legend(fontsize=6, ncol=2, loc="upper left")
+    fig.tight_layout()
+    p = outdir / f"{stem}-scatter.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    # stacked term breakdown next to measured, per shape: one panel per pattern, bars per chunk shape x library
+    terms = [t for t in rows[0]["terms"]]
+    colors = plt.get_cmap("tab10")
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        sub = [r for r in rows if r["shape"] == shape]
+        pats = list(dict.fromkeys(r["pattern"] for r in sub))
+        fig, axes = plt.subplots(len(pats), 1, figsize=(10, 2.3 * len(pats)), squeeze=False)
+        for ax, pat in zip(axes[:, 0], pats):
+            cases = [r for r in sub if r["pattern"] == pat]
+            x = np.arange(len(cases))
+            bottom = np.zeros(len(cases))
+            for k, t in enumerate(terms):
+                v = np.array([c["terms"].get(t, 0.0) for c in cases])
+                if v.any():
+                    ax.bar(x - 0.2, v, 0.4, bottom=bottom, color=colors(k), label=t)
+                    bottom += v
+            ax.bar(x + 0.2, [c["measured"] for c in cases], 0.4, color="0.3", label="measured")
+            ax.set_xticks(x, [f"{c['library'][0]} {'x'.join(map(str, c['chunks']))}" for c in cases], fontsize=7)
+            ax.set_ylabel("s")
+            ax.set_title(f"{shape}: {pat}", fontsize=9)
+        seen = {}
+        for ax in axes[:, 0]:
+            for h, label in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(label, h)
+        fig.legend(seen.values(), seen.keys(), loc="upper right", fontsize=7, ncol=len(seen))
+        fig.tight_layout(rect=(0, 0, 1, 0.97))
+        p = outdir / f"{stem}-terms-{shape}.png"
+        fig.savefig(p, dpi=100)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def markdown_table(rows: list[dict]) -> str:
+    out = ["| shape | pattern | library | chunks | measured s | predicted s | rel. error | dominant term |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        dom = max(r["terms"], key=r["terms"].get) if r["terms"] else "-"
+        out.append(f"| {r['shape']} | {r['pattern']} | {r['library']} | {'x'.join(map(str, r['chunks']))} | "
+                   f"{r['measured']:.4f} | {r['predicted']:.4f} | {(r['predicted'] - r['measured']) / r['measured']:+.0%} | {dom} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller arrays, one repetition")
+    ap.add_argument("--profile", default=None, help="profile JSON (default: the shipped default)")
+    ap.add_argument("--workdir", default="/tmp/ioadvisor-validation")
+    ap.add_argument("--results", default=str(ROOT / "benchmarks" / "results"), help="directory for the raw JSON")
+    ap.add_argument("--figures", default=str(ROOT / "docs"), help="directory for the PNG figures")
+    ap.add_argument("--repeat", type=int, default=None, help="repetitions per case (median); default 1 quick, 3 full")
+    args = ap.parse_args(argv)
+
+    from iomodel.predict import predict
+    from iomodel.profile import load_profile
+
+    profile = load_profile(args.profile)
+    cases = validation_cases(args.quick)
+    repeat = args.repeat or (1 if args.quick else 3)
+    work = Path(args.workdir)
+    t0 = time.perf_counter()
+    print(f"{len(cases)} cases, {repeat} repetition(s), cold page cache", file=sys.stderr)
+    runs = measure_cases(cases, work / "data", repeat=repeat, progress=lambda m: print(m, file=sys.stderr))
+    t_meas = time.perf_counter() - t0
+    rows = []
+    t_pred = 0.0
+    for case, run in zip(cases, runs):
+        n = len(run.per_access)
+        sec = run.total_seconds
+        tpath = work / "traces" / (case.label.replace(" ", "_").replace("=", "-") + ".jsonl")
+        write_case_trace(case, run.per_access, tpath)
+        trace = load_trace(tpath)
+        t = time.perf_counter()
+        pr = predict(trace, case.layout(), profile)
+        t_pred += time.perf_counter() - t
+        rows.append({"shape": shape_name(case), "array": list(case.shape), "library": case.library,
+                     "chunks": list(case.chunks), "pattern": case.pattern, "n_access": n, "measured": sec,
+                     "predicted": pr.seconds, "terms": dict(pr.terms), "variables": pr.variables.as_features()})
+    shutil.rmtree(work, ignore_errors=True)
+    m = metrics(rows)
+    stem = "iomodel-validation" + ("-quick" if args.quick else "")
+    figs = figures(rows, Path(args.figures), stem)
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "quick": args.quick, "repeat": repeat, "machine": machine_info(), "profile": args.profile or "default",
+              "measure_seconds": t_meas, "predict_seconds": t_pred, "metrics": m, "rows": rows,
+              "figures": [str(p) for p in figs]}
+    Path(args.results).mkdir(parents=True, exist_ok=True)
+    out = Path(args.results) / f"{stem}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    fl = m["fastest_library"]
+    print(markdown_table(rows))
+    print(f"\nfastest library (gap >= {GAP}x): {fl['right']}/{fl['decided']} = {fl['accuracy']:.1%} (target >= 95%)")
+    print(f"Spearman across chunk shapes: median {m['spearman_median']:.2f}, "
+          f"share of groups >= 0.8: {m['spearman_share_ge_0.8']:.0%} (target >= 0.8)")
+    for k, v in m["spearman"].items():
+        print(f"  {k}: {v:.2f}")
+    print(f"median |relative error|: {m['median_rel_error']:.1%} (target <= 30%)")
+    print("  per pattern: " + ", ".join(f"{p} {e:.0%}" for p, e in m["median_rel_error_per_pattern"].items()))
+    print("  per library: " + ", ".join(f"{p} {e:.0%}" for p, e in m["median_rel_error_per_library"].items()))
+    print(f"measured in {t_meas:.0f}s, predicted in {t_pred:.1f}s; raw results {out}; figures "
+          + ", ".join(str(p) for p in figs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Fit the compression profile on this machine: gray-box ratio coefficients and per-stage time coefficients.
+
+Only synthetic fields are used (Gaussian random fields with power spectra k^-beta, rough to smooth, 2-D
+and 3-D, with and without a flat masked region), so the validation on real fields
+(benchmarks/compression_validation.py) stays out of sample. Everything goes through the real HDF5
+filters (h5py + hdf5plugin, in-memory files) with the chunk shapes the advisor considers.
+
+    python -m compression_model.calibrate [--quick] [--out compression_model/profiles/default.json]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from .graybox import TERMS, StageCounts, graybox_ratio, tile_terms
+from .profile import CompressionProfile, DEFAULT_PATH, save_profile
+from .sampling import sample_blocks
+from .timemodel import fit_stage_model, stage_counts
+
+LOSSY = ("sz3", "sz", "zfp")
+REL_BOUNDS = (1e-2, 1e-3, 1e-4, 1e-5)
+
+
+def synthetic_field(shape, beta: float, rng, masked: bool = False) -> np.ndarray:
+    """Gaussian random field with isotropic power spectrum ~ k^-beta (float32); optional flat region."""
+    k2 = sum(np.meshgrid(*[np.fft.fftfreq(n) ** 2 for n in shape], indexing="ij", sparse=True))
+    amp = np.where(k2 > 0, np.power(np.maximum(k2, 1e-12), -beta / 4.0), 0.0)
+    noise = rng.standard_normal(shape)
+    f = np.real(np.fft.ifftn(np.fft.fftn(noise) * amp))
+    f = (f - f.mean()) / (f.std() or 1.0)
+    if masked:  # land/ocean-like mask filled with a constant, as fill-replaced real fields look
+        f[f > 0.8] = 0.8
+    return np.ascontiguousarray(f, dtype=np.float32)
+
+
+def _fields(quick: bool, rng):
+    s2 = (384, 512) if quick else (1024, 1024)
+    s3 = (48, 64, 64) if quick else (96, 128, 128)
+    out = []
+    for beta in (2.0, 3.0, 4.0):
+        out.append((f"grf2d_b{beta:g}", synthetic_field(s2, beta, rng)))
+        out.append((f"grf3d_b{beta:g}", synthetic_field(s3, beta + 1.0, rng)))
+    out.append(("grf2d_masked", synthetic_field(s2, 3.0, rng, masked=True)))
+    return out
+
+
+def _chunkings(shape, quick: bool):
+    if len(shape) == 2:
+        c = [(64, 64), (256, 256)] + ([] if quick else [(128, 512)])
+    else:
+        c = [(16, 32, 32), (32, 64, 64)] + ([] if quick else [(16, 128, 128)])
+    return [tuple(min(a, s) for a, s in zip(ch, shape)) for ch in c] + [tuple(shape)]
+
+
+def measure_hdf5(x: np.ndarray, filter_kwargs: dict, chunks, repeats: int, workdir=None):
+    """(compress s, its log sd, decompress s, its log sd, stored bytes, {chunk origin: bytes}).
+
+    As a user would: a real HDF5 file (page cache), ``ds[...] = x`` timed with the flush, then ``ds[...]``
+    read back; medians of ``repeats`` (the machine may be shared).
+    """
+    import os
+    import tempfile
+
+    import h5py
+
+    workdir = workdir or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(suffix=".h5", dir=workdir)
+    os.close(fd)
+    tcs, tds = [], []
+    try:
+        for _ in range(repeats):
+            with h5py.File(path, "w") as f:
+                ds = f.create_dataset("x", shape=x.shape, dtype=x.dtype, chunks=chunks, **filter_kwargs)
+                t0 = time.perf_counter()
+                ds[...] = x
+                f.flush()
+                tcs.append(time.perf_counter() - t0)
+            with h5py.File(path, "r") as f:
+                t0 = time.perf_counter()
+                f["x"][...]
+                tds.append(time.perf_counter() - t0)
+        with h5py.File(path, "r") as f:
+            d = f["x"]
+            sizes = {}
+            d.id.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
+            stored = d.id.get_storage_size()
+    finally:
+        os.unlink(path)
+    tc, td = statistics.median(tcs), statistics.median(tds)
+    log_sd = lambda ts, m: float(np.std(np.log(np.array(ts) / m))) if len(ts) > 1 else 0.0  # noqa: E731
+    return tc, log_sd(tcs, tc), td, log_sd(tds, td), stored, sizes
+
+
+def _filter_kwargs(codec: str, abs_error: float | None) -> dict:
+    import hdf5plugin
+
+    if codec == "sz3":
+        return dict(hdf5plugin.SZ3(absolute=abs_error))
+    if codec == "sz":
+        return dict(hdf5plugin.SZ(absolute=abs_error))
+    if codec == "zfp":
+        return dict(hdf5plugin.Zfp(accuracy=abs_error))
+    from .codecs import get_codec  # helper D's lossless codecs
+
+    return get_codec(codec).hdf5_kwargs()
+
+
+def _fit_ratio(rows):
+    """NNLS of chunk bytes ~ terms @ coef on relative error; log spread of per-dataset totals."""
+    from scipy.optimize import nnls
+
+    T = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows], dtype=float)
+    scale = np.maximum(T.max(axis=0), 1e-30)
+    c, _ = nnls((T / scale) / y[:, None], np.ones(len(y)))
+    coef = c / scale
+    groups = {}
+    for (terms, actual, key) in rows:
+        a, p = groups.get(key, (0.0, 0.0))
+        groups[key] = (a + actual, p + float(np.asarray(terms) @ coef))
+    logs = np.array([math.log(a / p) for a, p in groups.values() if p > 0])
+    return {"coef": [float(v) for v in coef], "log_sigma": float(np.sqrt(np.mean(logs ** 2))),
+            "n_fit": int(len(y))}
+
+
+def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
+    """Measure the real HDF5 filters on synthetic fields and fit the compression profile.
+
+    quick: smaller fields, fewer chunkings and repeats (about a minute); otherwise a few minutes.
+    Ratio: per-chunk stored bytes against the gray-box terms of that chunk (:data:`graybox.TERMS`).
+    Time: whole-dataset write/read seconds against the stage counts of a 2% gray-box estimate.
+    """
+    rng = np.random.default_rng(20261122)
+    repeats = 3 if quick else 5
+    per_field_chunks = 4 if quick else 8
+    ratio_rows = {c: [] for c in LOSSY}
+    time_rows = {}
+    lossless = _lossless_codecs()
+    for name, x in _fields(quick, rng):
+        rng_x = float(x.max() - x.min())
+        for chunks in _chunkings(x.shape, quick):
+            n_chunks = math.prod(-(-s // c) for s, c in zip(x.shape, chunks))
+            sample = sample_blocks(x, 0.02, chunks=chunks, rng=rng)
+            for codec in LOSSY:
+                for rel in REL_BOUNDS:
+                    eb = rel * rng_x
+                    tc, sc, td, sd, stored, sizes = measure_hdf5(x, _filter_kwargs(codec, eb), chunks, repeats)
+                    # Ratio rows: a few full interior chunks, each modeled as one tile.
+                    full = [o for o in sizes if all(a + c <= s for a, c, s in zip(o, chunks, x.shape))]
+                    for i in rng.permutation(len(full))[:per_field_chunks]:
+                        o = full[i]
+                        tile = x[tuple(slice(a, a + c) for a, c in zip(o, chunks))][None].astype(np.float64)
+                        terms, _ = tile_terms(tile, codec, eb, x.dtype.itemsize, rng)
+                        ratio_rows[codec].append((terms[0], sizes[o], (name, chunks, rel)))
+                    counts = graybox_ratio(sample, codec, eb, chunks, CompressionProfile(), rng).counts
+                    counts = StageCounts(**{**counts.get_config(), "out_bytes": float(stored)})
+                    time_rows.setdefault(codec, []).append((stage_counts(counts, codec), tc, sc, td, sd))
+            for codec in lossless:
+                tc, sc, td, sd, stored, _ = measure_hdf5(x, _filter_kwargs(codec, None), chunks, repeats)
+                counts = StageCounts(n_points=x.size, itemsize=x.dtype.itemsize, n_chunks=n_chunks,
+                                     out_bytes=float(stored))
+                time_rows.setdefault(codec, []).append((stage_counts(counts, codec), tc, sc, td, sd))
+        progress(f"calibrate: {name} {x.shape} done")
+    ratio = {c: _fit_ratio(rows) for c, rows in ratio_rows.items()}
+    times = {}
+    for codec, rows in time_rows.items():
+        X = np.array([r[0] for r in rows])
+        times[codec] = {
+            "compress": fit_stage_model(X, np.array([r[1] for r in rows]), np.array([r[2] for r in rows])),
+            "decompress": fit_stage_model(X, np.array([r[3] for r in rows]), np.array([r[4] for r in rows])),
+        }
+        progress(f"calibrate: {codec} time model: compress log sd "
+                 f"{times[codec]['compress']['log_sigma_model']:.3f} (model), "
+                 f"{times[codec]['compress']['log_sigma_sys']:.3f} (repeats)")
+    for codec, r in ratio.items():
+        progress(f"calibrate: {codec} ratio terms {dict(zip(TERMS[codec], (round(v, 3) for v in r['coef'])))} "
+                 f"log sd {r['log_sigma']:.3f}")
+    return CompressionProfile(
+        machine=platform.node(), created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        quick=quick, ratio=ratio, time=times)
+
+
+def _lossless_codecs():
+    try:
+        from .codecs import CODEC_NAMES
+    except ImportError:  # helper D's codecs not installed: lossy-only profile
+        return []
+    return [c for c in CODEC_NAMES if c not in LOSSY]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compression_model.calibrate", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(DEFAULT_PATH))
+    args = ap.parse_args(argv)
+    profile = calibrate(args.quick)
+    save_profile(profile, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

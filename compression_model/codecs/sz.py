@@ -1,0 +1,27 @@
+"""SZ (SZ2, prediction-based): no Python binding, so in memory it runs the hdf5plugin SZ filter itself."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from compression_model.codecs.base import LossyCodec, check_float
+
+
+@dataclasses.dataclass(frozen=True)
+class SZ(LossyCodec):
+    codec_id = "sz"
+
+    def encode(self, data: np.ndarray) -> bytes:
+        return self.hdf5_encode(check_float(self.codec_id, data))
+
+    def decode(self, buf: bytes, shape: tuple, dtype) -> np.ndarray:
+        return self.hdf5_decode(buf, shape, dtype)
+
+    def hdf5_kwargs(self) -> dict:
+        import hdf5plugin
+
+        return dict(hdf5plugin.SZ(absolute=self.abs_bound))
+
+    def zarr_codecs(self) -> dict:
+        raise ValueError("sz: no zarr codec exists for SZ2; use sz3 with Zarr")

@@ -1,0 +1,34 @@
+"""Zstandard: numcodecs.Zstd in memory, hdf5plugin.Zstd in HDF5, zarr ZstdCodec."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from compression_model.codecs.base import Codec
+
+
+@dataclasses.dataclass(frozen=True)
+class Zstd(Codec):
+    codec_id = "zstd"
+    level: int = 3
+
+    def encode(self, data: np.ndarray) -> bytes:
+        import numcodecs
+
+        return bytes(numcodecs.Zstd(level=self.level).encode(np.ascontiguousarray(data)))
+
+    def decode(self, buf: bytes, shape: tuple, dtype) -> np.ndarray:
+        import numcodecs
+
+        return np.frombuffer(numcodecs.Zstd(level=self.level).decode(buf), dtype=dtype).reshape(shape)
+
+    def hdf5_kwargs(self) -> dict:
+        import hdf5plugin
+
+        return dict(hdf5plugin.Zstd(clevel=self.level))
+
+    def zarr_codecs(self) -> dict:
+        from zarr.codecs import ZstdCodec
+
+        return {"compressors": [ZstdCodec(level=self.level)]}

@@ -1,0 +1,170 @@
+"""Public API: what a compressor would give on this data, for this error bound and chunk shape.
+
+``method``:
+- ``"sampling"``: black-box, compress sampled blocks with the real codec (``sampling_estimator``);
+- ``"graybox"``: helper E's zPerf-style model (``compression_model.graybox`` + ``timemodel``), lossy codecs;
+- ``"hybrid"``: both, combined by inverse-variance weighting of log ratio / log time (each 95% interval
+  gives the variance), so the model is corrected by a few real compressions;
+- ``"auto"``: the shipped choice, ``sampling`` (measured better so far: see docs/compression-sampling.md).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from compression_model import sampling_estimator as se
+from compression_model.codecs import Codec, get_codec
+from compression_model.error_bound import ErrorBound, ErrorStats
+from compression_model.safety import DataSafety, codec_problems, scan
+
+METHODS = ("auto", "sampling", "graybox", "hybrid")
+Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Predicted ratio and throughput of one (compressor, error bound, chunk shape) on one field.
+
+    Throughputs are MB/s (1e6 B) of raw bytes; ``compress_seconds``/``time_ci`` are for the whole field;
+    ``cost_seconds`` is what the estimate itself took.
+    """
+
+    compressor: str
+    error_bound: ErrorBound | None
+    chunks: tuple
+    ratio: float
+    ratio_ci: tuple
+    compress_mbps: float
+    decompress_mbps: float
+    compress_seconds: float
+    time_ci: tuple
+    method: str
+    errors: ErrorStats | None
+    problems: tuple  # reasons (safety.codec_problems) never to use this codec on this data
+    cost_seconds: float
+    sample_fraction: float
+
+    @property
+    def safe(self) -> bool:
+        return not self.problems
+
+    def get_config(self) -> dict:
+        return {
+            "compressor": self.compressor,
+            "error_bound": None if self.error_bound is None else self.error_bound.get_config(),
+            "chunks": list(self.chunks), "ratio": self.ratio, "ratio_ci": list(self.ratio_ci),
+            "compress_mbps": self.compress_mbps, "decompress_mbps": self.decompress_mbps,
+            "compress_seconds": self.compress_seconds, "time_ci": list(self.time_ci), "method": self.method,
+            "errors": None if self.errors is None else self.errors.get_config(),
+            "problems": list(self.problems), "cost_seconds": self.cost_seconds,
+            "sample_fraction": self.sample_fraction,
+        }
+
+    @classmethod
+    def from_config(cls, c: dict) -> "Estimate":
+        return cls(
+            c["compressor"], None if c["error_bound"] is None else ErrorBound.from_config(c["error_bound"]),
+            tuple(c["chunks"]), c["ratio"], tuple(c["ratio_ci"]), c["compress_mbps"], c["decompress_mbps"],
+            c["compress_seconds"], tuple(c["time_ci"]), c["method"],
+            None if c["errors"] is None else ErrorStats.from_config(c["errors"]), tuple(c["problems"]),
+            c["cost_seconds"], c["sample_fraction"],
+        )
+
+
+def resolve_codec(codec, error_bound, data_range) -> tuple[Codec, ErrorBound | None]:
+    if isinstance(error_bound, str):
+        error_bound = ErrorBound.parse(error_bound)
+    if isinstance(codec, Codec):
+        return codec, error_bound
+    codec = get_codec(codec, error_bound, data_range)
+    return codec, error_bound if codec.lossy else None
+
+
+def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *, sample_fraction: float = 0.01,
+             data_range: float | None = None, target: str = "hdf5", seed: int = 0,
+             safety: DataSafety | None = None) -> Estimate:
+    """Estimate ratio and throughput of ``codec`` on ``data`` stored with chunk shape ``chunks``.
+
+    ``data``: numpy array, h5py Dataset or zarr Array (only sampled blocks are read). ``codec``: registry
+    name or Codec. ``data_range``: range of the valid values for relative bounds; None -> from the sample
+    (a sample can miss the extremes: pass the true range when known). ``target``: "hdf5" compresses the
+    sample through the real HDF5 filter, "zarr" through the Python binding zarr uses.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    if not 0 < sample_fraction <= 1:
+        raise ValueError(f"sample fraction must be in (0, 1], not {sample_fraction}")
+    t0 = time.perf_counter()
+    shape = tuple(int(s) for s in data.shape)
+    chunks = shape if chunks is None else tuple(int(c) for c in chunks)
+    if len(chunks) != len(shape) or any(c < 1 for c in chunks):
+        raise ValueError(f"chunks {chunks} do not fit an array of shape {shape}")
+    chunks = tuple(min(c, s) for c, s in zip(chunks, shape))
+    if safety is None:
+        from compression_model.sampling import sample_blocks
+
+        safety = scan(sample_blocks(data, sample_fraction, rng=seed).blocks)
+    if data_range is None:
+        data_range = safety.data_range
+    codec, error_bound = resolve_codec(codec, error_bound, data_range)
+    problems = tuple(codec_problems(codec, safety))
+    chosen = "sampling" if method == "auto" else method
+    if chosen != "sampling" and not codec.lossy:
+        chosen = "sampling"  # the gray-box model covers the lossy codecs only
+
+    raw = int(np.prod(shape, dtype=np.int64)) * np.dtype(data.dtype).itemsize
+    if chosen in ("sampling", "hybrid"):
+        m = se.measure_blocks(data, codec, chunks, sample_fraction=sample_fraction, target=target, seed=seed,
+                              data_range=data_range)
+        (stored,), (comp,), (decomp,) = se.scale_up(m, shape, chunks)
+        b_stored, b_comp, _ = se.bootstrap(m, shape, chunks, seed=seed)
+        ratio = raw / stored
+        ratio_ci = tuple(float(v) for v in np.percentile(raw / b_stored, [2.5, 97.5]))
+        time_ci = tuple(float(v) for v in np.percentile(b_comp, [2.5, 97.5]))
+        errors = m.errors
+    if chosen in ("graybox", "hybrid"):
+        g_ratio, g_ratio_ci, g_comp, g_decomp, g_time_ci = _graybox(data, codec, chunks, sample_fraction, seed)
+        if chosen == "graybox":
+            ratio, ratio_ci, comp, decomp, time_ci = g_ratio, g_ratio_ci, g_comp, g_decomp, g_time_ci
+            errors = ErrorStats.expected(codec.tolerance, data_range)
+        else:
+            ratio, ratio_ci = _combine(ratio, ratio_ci, g_ratio, g_ratio_ci)
+            new_comp, time_ci = _combine(comp, time_ci, g_comp, g_time_ci)
+            decomp *= new_comp / comp
+            comp = new_comp
+    return Estimate(
+        compressor=codec.codec_id, error_bound=error_bound, chunks=chunks, ratio=float(ratio),
+        ratio_ci=ratio_ci, compress_mbps=raw / comp / 1e6, decompress_mbps=raw / decomp / 1e6,
+        compress_seconds=float(comp), time_ci=time_ci, method=chosen, errors=errors, problems=problems,
+        cost_seconds=time.perf_counter() - t0, sample_fraction=sample_fraction,
+    )
+
+
+def _graybox(data, codec, chunks, sample_fraction, seed):
+    """(ratio, ratio_ci, compress s, decompress s, time_ci) from helper E's gray-box ratio and time models."""
+    try:
+        from compression_model.graybox import graybox_ratio
+        from compression_model.sampling import sample_blocks
+        from compression_model.timemodel import predict_time
+    except ImportError as exc:
+        raise ValueError(f"gray-box model not available ({exc}); use method=sampling") from exc
+    sample = sample_blocks(data, sample_fraction, rng=seed)
+    r = graybox_ratio(sample, codec.codec_id, codec.tolerance, chunks=chunks)
+    t = predict_time(r.counts, codec.codec_id)
+    return r.ratio, tuple(r.ratio_ci), t.compress_s, t.decompress_s, tuple(t.compress_ci)
+
+
+def _combine(x1, ci1, x2, ci2):
+    """Inverse-variance combination in log space of two estimates with 95% intervals."""
+    def log_sd(ci):
+        lo, hi = ci
+        return max((math.log(hi) - math.log(lo)) / (2 * Z95), 1e-6)
+
+    s1, s2 = log_sd(ci1), log_sd(ci2)
+    w1, w2 = 1 / s1**2, 1 / s2**2
+    mu = (w1 * math.log(x1) + w2 * math.log(x2)) / (w1 + w2)
+    sd = (w1 + w2) ** -0.5
+    return math.exp(mu), (math.exp(mu - Z95 * sd), math.exp(mu + Z95 * sd))

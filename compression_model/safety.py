@@ -1,0 +1,83 @@
+"""No silent data loss: find NaN/Inf/fill values in a sample and the codecs that would corrupt them.
+
+A lossy codec bounds the error of *values*; a NaN that comes back as a number (ZFP), or a fill value
+(-1e34 land mask) smeared into its neighbours by a prediction, is data loss the bound does not cover.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from compression_model.features import detect_fill
+
+
+@dataclass(frozen=True)
+class DataSafety:
+    """Counts over the scanned values; ``finite_min/max`` exclude NaN, Inf and the fill value."""
+
+    n: int
+    n_nan: int
+    n_inf: int
+    fill_value: float | None
+    n_fill: int
+    finite_min: float
+    finite_max: float
+
+    @property
+    def data_range(self) -> float:
+        """max - min of the valid values (0 when there are none): the base of relative error bounds."""
+        return self.finite_max - self.finite_min if self.finite_max >= self.finite_min else 0.0
+
+    @property
+    def has_nonfinite(self) -> bool:
+        return self.n_nan + self.n_inf > 0
+
+    @property
+    def has_fill(self) -> bool:
+        return self.n_fill > 0
+
+    def get_config(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "DataSafety":
+        return cls(**config)
+
+
+def scan(values, fill_value: float | None = None) -> DataSafety:
+    """Scan an array (or a sequence of sampled blocks); ``fill_value`` None -> detected (huge or isolated)."""
+    blocks = [values] if isinstance(values, np.ndarray) else list(values)
+    flat = np.concatenate([np.asarray(b).ravel() for b in blocks]) if blocks else np.zeros(0)
+    if flat.dtype.kind not in "fc":
+        flat_f = flat.astype(np.float64)
+        nan_mask = inf_mask = np.zeros(flat.shape, bool)
+    else:
+        flat_f = flat
+        nan_mask, inf_mask = np.isnan(flat), np.isinf(flat)
+    if fill_value is None and flat.dtype.kind == "f":
+        fill_value = detect_fill(flat_f)
+    fill_mask = (flat_f == fill_value) if fill_value is not None else np.zeros(flat.shape, bool)
+    valid = flat_f[~(nan_mask | inf_mask | fill_mask)]
+    lo, hi = (float(valid.min()), float(valid.max())) if valid.size else (math.inf, -math.inf)
+    return DataSafety(int(flat.size), int(nan_mask.sum()), int(inf_mask.sum()),
+                      None if fill_value is None else float(fill_value), int(fill_mask.sum()), lo, hi)
+
+
+def codec_problems(codec, safety: DataSafety) -> list[str]:
+    """Reasons the codec instance must not be used on this data ([] = safe).
+
+    - NaN/Inf with a codec that does not preserve them (ZFP);
+    - a fill value within the lossy codec's tolerance of the valid data's range: a reconstructed valid
+      point could then be read back as fill (or a fill point as data).
+    """
+    problems = []
+    name = codec.codec_id
+    if safety.has_nonfinite and not codec.preserves_nan:
+        problems.append(f"{name} does not preserve NaN/Inf ({safety.n_nan} NaN, {safety.n_inf} Inf in sample)")
+    if safety.has_fill and codec.lossy:
+        tol = codec.tolerance
+        if safety.finite_min - tol <= safety.fill_value <= safety.finite_max + tol:
+            problems.append(f"{name}: fill value {safety.fill_value:g} is within the error bound of valid data")
+    return problems

@@ -1,0 +1,339 @@
+"""Hooks on h5py's high-level Dataset and Group: every read and write that reaches the data.
+
+Patched (see ``patches``): ``Dataset.__getitem__`` (also reached by iteration,
+``astype``/``asstr``/``fields`` views and region references), ``__setitem__``,
+``read_direct`` (also ``np.asarray(ds)`` through ``__array__``),
+``write_direct``, ``resize``, ``refresh``; ``Group.create_dataset`` (also
+``require_dataset``/``create_dataset_like``; ``data=`` is written through the
+low-level id and recorded as a write of the whole extent) and
+``Group.__setitem__`` (``f['x'] = array``). Low-level ``DatasetID.read/write``
+cannot be patched (an immutable extension type) and is not traced.
+
+Dataset metadata is computed once per dataset (keyed by the Dataset object,
+then by its DatasetID, which compares equal for two handles on one dataset)
+and its shape follows ``resize``/``refresh``. A ``ds.id.set_extent`` call
+bypasses that and leaves a stale shape until the last tracer exits.
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from time import perf_counter
+
+import h5py
+import numpy as np
+from h5py._hl import dataset as _dataset
+from h5py._hl import group as _group
+from h5py._hl import selections as _selections
+
+from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter
+from .selection import SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
+from .tracer import HUB, DatasetInfo
+
+MAX_OFFSET_CHUNKS = 100_000
+"""Chunk byte offsets are recorded for datasets with at most this many allocated chunks
+(``chunk_iter`` costs about 1 µs per chunk: 0.1 s at the cap, once per dataset)."""
+
+# Registered HDF5 filter ids (https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md)
+FILTER_NAMES = {
+    1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset",
+    307: "bzip2", 32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle",
+    32013: "zfp", 32015: "zstd", 32017: "sz", 32018: "fcidecomp", 32024: "sz3",
+    32026: "blosc2", 32028: "sperr", 32033: "htj2k",
+}
+
+Dataset = _dataset.Dataset
+Group = _group.Group
+_tls = HUB.tls
+_by_obj: dict[int, tuple[weakref.ref, DatasetInfo]] = {}
+_by_dsid: "weakref.WeakKeyDictionary[h5py.h5d.DatasetID, DatasetInfo]" = weakref.WeakKeyDictionary()
+_LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
+
+
+def reset() -> None:
+    """Forget cached metadata (the last tracer exited: shapes may change untraced)."""
+    _by_obj.clear()
+    _by_dsid.clear()
+
+
+def _plain(value):
+    """A JSON-friendly Python value for a fill value."""
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _filters(dcpl) -> tuple[Filter, ...]:
+    out = []
+    for i in range(dcpl.get_nfilters()):
+        code, flags, cd_values, name = dcpl.get_filter(i)
+        hname = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        options = {"cd_values": [int(v) for v in cd_values], "flags": int(flags), "hdf5_name": hname}
+        if code == 1 and cd_values:
+            options["level"] = int(cd_values[0])
+        out.append(Filter(FILTER_NAMES.get(code, hname.lower() or f"filter{code}"), int(code), options))
+    return tuple(out)
+
+
+def _chunk_offsets(dsid, chunks) -> np.ndarray | None:
+    """(n, ndim + 2): chunk-grid coordinates, byte offset, stored size; None when too many or unknown."""
+    if not hasattr(dsid, "chunk_iter") or dsid.get_num_chunks() > MAX_OFFSET_CHUNKS:
+        return None
+    rows = []
+    dsid.chunk_iter(lambda info: rows.append((*info.chunk_offset, info.byte_offset, info.size)))
+    arr = np.asarray(rows, dtype=np.int64).reshape(-1, len(chunks) + 2)
+    arr[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
+    return arr
+
+
+def _describe(ds, created: bool) -> DatasetInfo:
+    f = ds.file
+    shape = ds.shape
+    chunks = ds.chunks
+    dsid = ds.id
+    try:
+        nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
+        cache = ChunkCache(int(nbytes), int(nslots), float(w0))
+    except Exception:  # noqa: BLE001 - optional detail; some drivers/HDF5 builds refuse
+        cache = None
+    try:
+        fill = _plain(ds.fillvalue)
+    except Exception:  # noqa: BLE001 - vlen/reference types have no numpy fill value
+        fill = None
+    offsets = None
+    if chunks is not None and not created:
+        try:
+            offsets = _chunk_offsets(dsid, chunks)
+        except Exception:  # noqa: BLE001 - HDF5 builds without chunk queries
+            offsets = None
+    template = DatasetRecord(
+        id=-1,
+        library="hdf5",
+        library_version=_LIBRARY_VERSION,
+        file=os.path.abspath(f.filename),
+        path=ds.name or "",
+        shape=() if shape is None else tuple(shape),
+        dtype=ds.dtype.str,
+        maxshape=None if ds.maxshape is None else tuple(ds.maxshape),
+        chunks=chunks,
+        filters=_filters(dsid.get_create_plist()),
+        fillvalue=fill,
+        cache=cache,
+        libver=tuple(f.libver),
+        created=created,
+        chunk_offsets=offsets,
+    )
+    info = DatasetInfo(template, ds.dtype)
+    if shape is None:  # a NULL dataspace (h5py.Empty): no data to access
+        info.shape = None
+    return info
+
+
+def _remember(ds, info: DatasetInfo) -> DatasetInfo:
+    key = id(ds)
+
+    def forget(ref, key=key):
+        entry = _by_obj.get(key)
+        if entry is not None and entry[0] is ref:
+            del _by_obj[key]
+
+    _by_obj[key] = (weakref.ref(ds, forget), info)
+    _by_dsid[ds.id] = info
+    return info
+
+
+def _info(ds) -> DatasetInfo:
+    entry = _by_obj.get(id(ds))
+    if entry is not None and entry[0]() is ds:
+        return entry[1]
+    info = _by_dsid.get(ds.id)
+    if info is None:
+        info = _describe(ds, created=False)
+    return _remember(ds, info)
+
+
+def _itemsize(info: DatasetInfo, args: tuple, new_dtype) -> int:
+    if new_dtype is not None and new_dtype.names is not None:
+        return new_dtype.itemsize
+    names = [a for a in args if isinstance(a, str)]
+    return field_itemsize(info.dtype, names) if names else info.itemsize
+
+
+def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
+    info = _info(ds)
+    shape = info.shape
+    if shape is None:
+        return
+    if type(args) is not tuple:
+        args = (args,)
+    hs = fast_hyperslab(args, shape)
+    if hs is not None:
+        start, count, stride, block, n = hs
+        size = info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize
+        HUB.hyperslab(info, op, start, count, stride, block, n, n * size, t0, dt)
+        return
+    try:
+        selection = normalize(args, shape)
+    except SelectionError:  # region references, h5py Selection objects: ask h5py
+        plain = tuple(a for a in args if not isinstance(a, str))
+        selection = from_dataspace(_selections.select(shape, plain, dataset=ds).id)
+    n = selection.nelements
+    HUB.access(info, op, selection, n, n * _itemsize(info, args, new_dtype), t0, dt)
+
+
+def _traced_io(op: str, original, selection_of):
+    """Wrap a Dataset method that moves data; ``selection_of(args, kwargs)`` -> (index, new_dtype)."""
+
+    def wrapper(self, *args, **kwargs):
+        tls = _tls
+        if tls.depth or not HUB.active:
+            return original(self, *args, **kwargs)
+        tls.depth += 1
+        t0 = perf_counter()
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            tls.depth -= 1
+            HUB.failed()
+            raise
+        dt = perf_counter() - t0
+        tls.depth -= 1
+        try:
+            index, new_dtype = selection_of(args, kwargs)
+            _record(self, op, index, new_dtype, t0, dt)
+        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+            HUB.error(exc)
+        return result
+
+    wrapper.__name__ = original.__name__
+    wrapper.__qualname__ = original.__qualname__
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original
+    return wrapper
+
+
+def _getitem_sel(args, kwargs):
+    return args[0], args[1] if len(args) > 1 else kwargs.get("new_dtype")
+
+
+def _setitem_sel(args, kwargs):
+    return args[0], None
+
+
+def _direct_sel(position: int, name: str):
+    def sel(args, kwargs):
+        s = args[position] if len(args) > position else kwargs.get(name)
+        return (Ellipsis if s is None else s), None
+
+    return sel
+
+
+def _whole_write(info: DatasetInfo, t0: float, dt: float) -> None:
+    shape = info.shape
+    if shape is None:
+        return
+    n = int(np.prod(shape, dtype=np.int64))
+    HUB.hyperslab(info, WRITE, (0,) * len(shape), (1,) * len(shape), (1,) * len(shape), shape,
+                  n, n * info.itemsize, t0, dt)
+
+
+def _traced_create(original):
+    def create_dataset(self, *args, **kwargs):
+        tls = _tls
+        if tls.depth or not HUB.active:
+            return original(self, *args, **kwargs)
+        tls.depth += 1
+        t0 = perf_counter()
+        try:
+            dset = original(self, *args, **kwargs)
+        except BaseException:
+            tls.depth -= 1
+            HUB.failed()
+            raise
+        dt = perf_counter() - t0
+        tls.depth -= 1
+        try:
+            info = _remember(dset, _describe(dset, created=True))
+            HUB.created(info)
+            data = args[3] if len(args) > 3 else kwargs.get("data")  # (name, shape, dtype, data)
+            if data is not None:
+                _whole_write(info, t0, dt)
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+        return dset
+
+    create_dataset.__qualname__ = original.__qualname__
+    create_dataset.__doc__ = original.__doc__
+    create_dataset.__wrapped__ = original
+    return create_dataset
+
+
+def _traced_group_setitem(original):
+    def __setitem__(self, name, obj):
+        tls = _tls
+        makes_data = not isinstance(
+            obj, h5py._hl.base.HLObject | h5py.SoftLink | h5py.ExternalLink | np.dtype)
+        if tls.depth or not HUB.active or not makes_data:
+            return original(self, name, obj)
+        tls.depth += 1
+        t0 = perf_counter()
+        try:
+            original(self, name, obj)
+        except BaseException:
+            tls.depth -= 1
+            HUB.failed()
+            raise
+        dt = perf_counter() - t0
+        tls.depth -= 1
+        try:
+            dset = self[name]
+            info = _remember(dset, _describe(dset, created=True))
+            HUB.created(info)
+            _whole_write(info, t0, dt)
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+
+    __setitem__.__qualname__ = original.__qualname__
+    __setitem__.__doc__ = original.__doc__
+    __setitem__.__wrapped__ = original
+    return __setitem__
+
+
+def _traced_extent(original):
+    """resize / refresh: the extent may change; record it when it did."""
+
+    def wrapper(self, *args, **kwargs):
+        if not HUB.active:
+            return original(self, *args, **kwargs)
+        result = original(self, *args, **kwargs)
+        try:
+            info = _info(self)
+            shape = self.id.shape
+            if info.shape is not None and tuple(shape) != info.shape:
+                HUB.resize(info, shape, perf_counter())
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+        return result
+
+    wrapper.__name__ = original.__name__
+    wrapper.__qualname__ = original.__qualname__
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original
+    return wrapper
+
+
+def patches() -> list[tuple[object, str, object]]:
+    """(owner, attribute, replacement) for the tracer to install."""
+    return [
+        (Dataset, "__getitem__", _traced_io(READ, Dataset.__getitem__, _getitem_sel)),
+        (Dataset, "__setitem__", _traced_io(WRITE, Dataset.__setitem__, _setitem_sel)),
+        (Dataset, "read_direct", _traced_io(READ, Dataset.read_direct, _direct_sel(1, "source_sel"))),
+        (Dataset, "write_direct", _traced_io(WRITE, Dataset.write_direct, _direct_sel(2, "dest_sel"))),
+        (Dataset, "resize", _traced_extent(Dataset.resize)),
+        (Group, "create_dataset", _traced_create(Group.create_dataset)),
+        (Group, "__setitem__", _traced_group_setitem(Group.__setitem__)),
+    ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh))] if hasattr(Dataset, "refresh") else [])

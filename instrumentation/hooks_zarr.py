@@ -1,0 +1,193 @@
+"""Hooks on zarr 3 (arrays of zarr_format 3 and 2).
+
+Every read and write, whichever API spelled it (``__getitem__``, ``oindex``,
+``vindex``, ``blocks``, ``get_*_selection``/``set_*_selection``, ``append``,
+``create_array(data=...)``, the async API), ends in the module functions
+``zarr.core.array._get_selection`` / ``_set_selection``, which the array
+methods look up by name at call time; resizes end in ``_resize``, and array
+creation in ``AsyncArray._save_metadata``. Those four are patched.
+
+The indexer zarr built describes the selection exactly (see
+``selection.from_zarr_indexer``). The calls run as coroutines on zarr's
+event-loop thread: ``duration`` is the time of that coroutine, which leaves out
+the hand-over from the calling thread (``zarr.core.sync.sync``).
+
+For a sharded array ``chunks`` is the inner chunk shape (what one read decodes),
+``shards`` the shard shape, and ``filters`` the inner codec chain.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import replace
+from time import perf_counter
+
+import numpy as np
+import zarr
+from zarr.core import array as _array
+
+from .records import READ, WRITE, DatasetRecord, Filter
+from .selection import field_itemsize, from_zarr_indexer
+from .tracer import HUB, DatasetInfo
+
+_LIBRARY_VERSION = f"zarr {zarr.__version__}"
+_by_array: dict[tuple[int, str], tuple[weakref.ref, DatasetInfo]] = {}
+
+
+def reset() -> None:
+    """Forget cached metadata (the last tracer exited)."""
+    _by_array.clear()
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _codec_filter(codec) -> Filter:
+    if hasattr(codec, "to_dict"):  # zarr 3 codec: {"name": ..., "configuration": {...}}
+        d = codec.to_dict()
+        name, options = d["name"], dict(d.get("configuration") or {})
+    else:  # numcodecs codec in a zarr_format 2 array
+        options = dict(codec.get_config())
+        name = options.pop("id")
+    name = name.removeprefix("numcodecs.")
+    return Filter("zfp" if name == "zfpy" else name, None, options)
+
+
+def _store_file(store) -> str:
+    root = getattr(store, "root", None)
+    return str(root) if root is not None else str(store)
+
+
+def _describe(store_path, metadata, created: bool) -> DatasetInfo:
+    dtype = (metadata.dtype if metadata.zarr_format == 2 else metadata.data_type).to_native_dtype()
+    shape = tuple(metadata.shape)
+    chunks = tuple(metadata.chunk_grid.chunk_shape) if metadata.zarr_format == 3 else tuple(metadata.chunks)
+    shards = None
+    if metadata.zarr_format == 3:
+        codecs = list(metadata.codecs)
+        if len(codecs) == 1 and type(codecs[0]).__name__ == "ShardingCodec":
+            shards, chunks = chunks, tuple(codecs[0].chunk_shape)
+            codecs = list(codecs[0].codecs)
+    else:
+        codecs = list(metadata.filters or ()) + ([metadata.compressor] if metadata.compressor else [])
+    template = DatasetRecord(
+        id=-1,
+        library="zarr",
+        library_version=_LIBRARY_VERSION,
+        file=_store_file(store_path.store),
+        path=store_path.path,
+        shape=shape,
+        dtype=dtype.str,
+        maxshape=(None,) * len(shape),  # zarr arrays resize freely
+        chunks=chunks,
+        shards=shards,
+        filters=tuple(_codec_filter(c) for c in codecs),
+        fillvalue=_plain(metadata.fill_value),
+        zarr_format=metadata.zarr_format,
+        created=created,
+    )
+    return DatasetInfo(template, dtype)
+
+
+def _info(store_path, metadata, t0: float) -> DatasetInfo:
+    key = (id(store_path.store), store_path.path)
+    entry = _by_array.get(key)
+    if entry is not None and entry[0]() is metadata:
+        return entry[1]
+    info = _describe(store_path, metadata, created=False)
+    if entry is not None:
+        old = entry[1]
+        # the same array with new metadata: resized here or by another handle
+        if replace(old.template, shape=info.template.shape, created=False) == info.template:
+            if old.shape != info.shape:
+                HUB.resize(old, info.shape, t0)
+            info = old
+    _by_array[key] = (weakref.ref(metadata), info)
+    return info
+
+
+def _record(op: str, args, kwargs, t0: float, dt: float) -> None:
+    store_path, metadata, indexer = args[0], args[1], args[4]
+    info = _info(store_path, metadata, t0)
+    selection = from_zarr_indexer(indexer)
+    n = selection.nelements
+    fields = kwargs.get("fields")
+    size = field_itemsize(info.dtype, fields) if fields else info.itemsize
+    HUB.access(info, op, selection, n, n * size, t0, dt)
+
+
+def _traced_selection(op: str, original):
+    async def wrapper(*args, **kwargs):
+        if not HUB.active:
+            return await original(*args, **kwargs)
+        t0 = perf_counter()
+        try:
+            result = await original(*args, **kwargs)
+        except BaseException:
+            HUB.failed()
+            raise
+        dt = perf_counter() - t0
+        try:
+            _record(op, args, kwargs, t0, dt)
+        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+            HUB.error(exc)
+        return result
+
+    wrapper.__name__ = original.__name__
+    wrapper.__qualname__ = original.__qualname__
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original
+    return wrapper
+
+
+def _traced_resize(original):
+    async def _resize(array, *args, **kwargs):
+        if not HUB.active:
+            return await original(array, *args, **kwargs)
+        try:
+            _info(array.store_path, array.metadata, perf_counter())  # know the shape before
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+        result = await original(array, *args, **kwargs)
+        try:
+            _info(array.store_path, array.metadata, perf_counter())  # records the new extent
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+        return result
+
+    _resize.__qualname__ = original.__qualname__
+    _resize.__doc__ = original.__doc__
+    _resize.__wrapped__ = original
+    return _resize
+
+
+def _traced_save_metadata(original):
+    async def _save_metadata(self, metadata, *args, **kwargs):
+        result = await original(self, metadata, *args, **kwargs)
+        if HUB.active:
+            try:
+                info = _describe(self.store_path, metadata, created=True)
+                _by_array[(id(self.store_path.store), self.store_path.path)] = (weakref.ref(metadata), info)
+                HUB.created(info)
+            except Exception as exc:  # noqa: BLE001
+                HUB.error(exc)
+        return result
+
+    _save_metadata.__qualname__ = original.__qualname__
+    _save_metadata.__doc__ = original.__doc__
+    _save_metadata.__wrapped__ = original
+    return _save_metadata
+
+
+def patches() -> list[tuple[object, str, object]]:
+    """(owner, attribute, replacement) for the tracer to install."""
+    return [
+        (_array, "_get_selection", _traced_selection(READ, _array._get_selection)),
+        (_array, "_set_selection", _traced_selection(WRITE, _array._set_selection)),
+        (_array, "_resize", _traced_resize(_array._resize)),
+        (_array.AsyncArray, "_save_metadata", _traced_save_metadata(_array.AsyncArray._save_metadata)),
+    ]

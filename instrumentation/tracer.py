@@ -1,0 +1,448 @@
+"""``advisor.trace``: record every h5py / zarr array access of a program into a trace file.
+
+How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
+
+- Patches are installed when the first tracer enters and the originals put
+  back, exactly, when the last one exits (also on an exception). Libraries
+  imported while a tracer is active are patched on import (a meta-path hook,
+  removed on exit).
+- Scope: an active tracer records the accesses of **every thread** of the
+  process, not only the one that entered it. zarr 3 does its I/O on its own
+  event-loop thread and programs read through thread pools; a trace around the
+  code that starts them must see that I/O. Nested or overlapping tracers each
+  get every access made while they are active, with their own clock origin and
+  dataset ids.
+- One public call is one access: when a traced call reaches another traced
+  call on the same thread (``np.asarray(ds)`` -> ``read_direct``, ``ds['f']``
+  -> fields view -> ``__getitem__``) only the outermost is recorded.
+- Failed calls are not recorded: an access record is I/O that happened. The
+  exception reaches the caller unchanged; ``Tracer.failed_calls`` counts them.
+- Tracing never raises into user code: an error while recording is swallowed,
+  counted in ``Tracer.record_errors`` and reported by one RuntimeWarning at exit.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import os
+import platform
+import socket
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+
+from .records import SCHEMA_VERSION, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
+from .tracefile import Trace, TraceWriter, _ilist, load_trace
+
+# Library name -> hook module (relative). A library is hooked when both it and
+# the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
+_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr"}
+
+
+FLUSH_INTERVAL = 0.2
+"""Seconds between writes of queued records: a killed process loses at most this much."""
+MAX_PENDING = 65536
+"""Queued records beyond which the recording thread writes them itself (bounded memory)."""
+
+
+class _TLS(threading.local):
+    depth = 0  # traced calls in progress on this thread: only the outermost records
+
+
+class DatasetInfo:
+    """What the hooks know of one array, computed once (see field notes: 20 µs per query).
+
+    ``template`` is the DatasetRecord with a placeholder id; ``shape`` follows
+    resizes. Tracers number datasets themselves and look them up by ``key``.
+    """
+
+    __slots__ = ("template", "key", "shape", "itemsize", "dtype", "__weakref__")
+
+    def __init__(self, template: DatasetRecord, dtype):
+        self.template = template
+        self.key = template.key
+        self.shape = tuple(template.shape)
+        self.itemsize = template.itemsize
+        self.dtype = dtype
+
+
+class _Hub:
+    """Process-wide state shared by all tracers and hooks."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.active: tuple[Tracer, ...] = ()
+        self.tls = _TLS()
+        self._patched: list[tuple[object, str, object, bool]] = []  # owner, attr, original, was_own
+        self._hooked: dict[str, object] = {}  # library -> its hook module
+        self._finder: _ImportHook | None = None
+        self._flusher: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- recording (hot path: no locks, no allocation beyond the record) --
+    def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,
+                  n: int, nbytes: int, t0: float, dt: float) -> None:
+        for tr in self.active:
+            tr._hyperslab(info, op, start, count, stride, block, n, nbytes, t0, dt)
+
+    def access(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
+        if selection.kind == "hyperslab":
+            self.hyperslab(info, op, selection.start, selection.count, selection.stride, selection.block,
+                           n, nbytes, t0, dt)
+            return
+        for tr in self.active:
+            tr._access(info, op, selection, n, nbytes, t0, dt)
+
+    def resize(self, info: DatasetInfo, shape, t0: float) -> None:
+        info.shape = tuple(int(s) for s in shape)
+        for tr in self.active:
+            tr._resize(info, t0)
+
+    def created(self, info: DatasetInfo) -> None:
+        for tr in self.active:
+            tr._register(info, created=True)
+
+    def failed(self) -> None:
+        for tr in self.active:
+            tr.failed_calls += 1
+
+    def error(self, exc: BaseException) -> None:
+        for tr in self.active:
+            tr.record_errors += 1
+            if tr.first_error is None:
+                tr.first_error = f"{type(exc).__name__}: {exc}"
+
+    # -- patch management --
+    def attach(self, tracer: "Tracer") -> None:
+        with self.lock:
+            if not self.active:
+                self._install()
+            self.active = self.active + (tracer,)
+
+    def detach(self, tracer: "Tracer") -> None:
+        with self.lock:
+            self.active = tuple(t for t in self.active if t is not tracer)
+            if not self.active:
+                self._uninstall()
+
+    def _flush_loop(self, stop: threading.Event) -> None:
+        # formatting and file writes happen here, off the traced threads
+        while not stop.wait(FLUSH_INTERVAL):
+            for tr in self.active:
+                try:
+                    tr._drain()
+                except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
+                    tr.record_errors += 1
+                    tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
+
+    def _install(self) -> None:
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop,),
+                                         name="ioadvisor-flush", daemon=True)
+        self._flusher.start()
+        self._finder = _ImportHook(self)
+        sys.meta_path.insert(0, self._finder)
+        for lib in _HOOKS:
+            if lib in sys.modules:
+                self._hook(lib)
+
+    def _hook(self, lib: str) -> None:
+        with self.lock:
+            if lib in self._hooked or not self.active and self._finder is None:
+                return
+            try:
+                from importlib import import_module
+
+                module = import_module(_HOOKS[lib], __package__)
+                patches = module.patches()
+                self._hooked[lib] = module
+            except Exception as exc:  # a library version we cannot hook: trace the rest
+                warnings.warn(f"ioadvisor: cannot trace {lib}: {type(exc).__name__}: {exc}",
+                              RuntimeWarning, stacklevel=3)
+                return
+            for owner, attr, wrapper in patches:
+                was_own = attr in vars(owner)
+                self._patched.append((owner, attr, vars(owner).get(attr), was_own))
+                setattr(owner, attr, wrapper)
+
+    def _uninstall(self) -> None:
+        self._stop.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
+        self._flusher = None
+        if self._finder is not None:
+            try:
+                sys.meta_path.remove(self._finder)
+            except ValueError:
+                pass
+            self._finder = None
+        for owner, attr, original, was_own in reversed(self._patched):
+            if was_own:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
+        self._patched.clear()
+        for module in self._hooked.values():
+            module.reset()  # cached shapes may change while nothing is traced
+        self._hooked.clear()
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Patches h5py / zarr as soon as they finish importing while a tracer is active."""
+
+    def __init__(self, hub: _Hub):
+        self.hub = hub
+        self._busy = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _HOOKS or getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True
+        try:
+            from importlib.util import find_spec
+
+            spec = find_spec(fullname)
+        finally:
+            self._busy.on = False
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _HookingLoader(spec.loader, self.hub, fullname)
+        return spec
+
+
+class _HookingLoader(importlib.abc.Loader):
+    def __init__(self, loader, hub: _Hub, name: str):
+        self._loader = loader
+        self._hub = hub
+        self._name = name
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = self._loader  # the module keeps its real loader
+        module.__loader__ = self._loader
+        self._loader.exec_module(module)
+        self._hub._hook(self._name)
+
+
+HUB = _Hub()
+
+
+class _BatchWriter(TraceWriter):
+    """TraceWriter that writes a batch of queued hyperslab accesses in one go.
+
+    Lines are byte-for-byte those of ``TraceWriter.hyperslab_access`` (tested);
+    the parts that repeat from one access to the next (dataset and op; count,
+    stride, block and sizes) are formatted once and reused.
+    """
+
+    def __init__(self, path, header):
+        super().__init__(path, header)
+        self._heads: dict = {}
+        self._middles: dict = {}
+
+    def hyperslab_batch(self, items) -> None:
+        heads, middles, lines = self._heads, self._middles, []
+        for ds, op, start, count, stride, block, n, nbytes, t0, dt in items:
+            head = heads.get((ds, op))
+            if head is None:
+                head = heads[(ds, op)] = f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":'
+            key = (tuple(count), tuple(stride), tuple(block), n, nbytes)
+            middle = middles.get(key)
+            if middle is None:
+                if len(middles) > 4096:
+                    middles.clear()
+                middle = middles[key] = (
+                    f',"count":{_ilist(count)},"stride":{_ilist(stride)},"block":{_ilist(block)}}},'
+                    f'"n":{n},"bytes":{nbytes},"t0":')
+            lines.append(f'{head}{_ilist(start)}{middle}{t0!r},"dt":{dt!r}}}')
+        with self._lock:
+            self.n_access += len(lines)
+            self._buf.extend(lines)
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin"):
+        mod = sys.modules.get(name)
+        if mod is None:
+            try:
+                from importlib.metadata import version
+
+                out[name] = version(name)
+            except Exception:
+                continue
+        else:
+            out[name] = getattr(mod, "__version__", "")
+    h5 = sys.modules.get("h5py")
+    if h5 is not None:
+        out["hdf5"] = h5.version.hdf5_version
+    return out
+
+
+class Tracer:
+    """One trace being written; a context manager (single use)."""
+
+    def __init__(self, path=None, *, comm=None):
+        self._requested = path
+        self._comm = comm
+        self.path: Path | None = None
+        self.rank, self.size = 0, 1
+        self.failed_calls = 0
+        self.record_errors = 0
+        self.first_error: str | None = None
+        self._writer: _BatchWriter | None = None
+        self._ids: dict[DatasetInfo, int] = {}
+        self._n_ids = 0
+        self._key_ids: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._queue: deque = deque()  # hook -> writer hand-over; append/popleft are atomic
+        self._drain_lock = threading.Lock()
+        self._origin = 0.0
+        self._state = "new"
+        self._merge = False
+
+    # -- context manager --
+    def __enter__(self) -> "Tracer":
+        if self._state != "new":
+            raise RuntimeError("a Tracer can be entered only once; call advisor.trace() again")
+        self._state = "active"
+        try:
+            from . import mpi
+
+            self.rank, self.size = mpi.rank_size(self._comm)
+        except ImportError:
+            self.rank, self.size = 0, 1
+        self.path, own = self._paths()
+        header = TraceHeader(
+            schema=SCHEMA_VERSION,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            rank=self.rank,
+            size=self.size,
+            t_origin_unix=time.time(),
+            versions=_versions(),
+            argv=tuple(sys.argv),
+        )
+        self._origin = time.perf_counter()
+        self._writer = _BatchWriter(own, header)
+        HUB.attach(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        HUB.detach(self)
+        self._state = "done"
+        self._drain()
+        self._writer.close()
+        if self._merge:
+            try:
+                from . import mpi
+
+                mpi.finish(self._comm, self.path, self.rank, self.size)
+            except ImportError:
+                pass
+        if self.record_errors:
+            warnings.warn(
+                f"ioadvisor: {self.record_errors} access(es) could not be recorded in {self.path} "
+                f"(first: {self.first_error})", RuntimeWarning, stacklevel=2)
+        return False
+
+    def _paths(self) -> tuple[Path, Path]:
+        """(path the user gets, this rank's own file)."""
+        from_comm = self._requested is None and self.size > 1 and self._comm is not None
+        if self._requested is None and not from_comm:
+            fd, name = tempfile.mkstemp(prefix="ioadvisor-", suffix=".jsonl")
+            os.close(fd)
+            # without a communicator the ranks cannot agree on one name: each keeps its own file
+            self._merge = False
+            return Path(name), Path(name)
+        if from_comm:
+            name = None
+            if self.rank == 0:
+                fd, name = tempfile.mkstemp(prefix="ioadvisor-", suffix=".jsonl")
+                os.close(fd)
+            path = Path(self._comm.bcast(name, root=0))
+        else:
+            path = Path(self._requested).absolute()
+        self._merge = self.size > 1
+        if not self._merge:
+            return path, path
+        from . import mpi
+
+        return path, mpi.rank_path(path, self.rank, self.size)
+
+    def load(self) -> Trace:
+        """The trace written (after exit)."""
+        if self._state != "done":
+            raise RuntimeError("Tracer.load() is available after the with-block has exited")
+        return load_trace(self.path)
+
+    # -- called by the hub --
+    def _register(self, info: DatasetInfo, created: bool = False) -> int:
+        with self._lock:
+            # a created array is new even where an old one had its name (overwritten files)
+            tid = None if created else self._key_ids.get(info.key)
+            if tid is None:
+                tid = self._n_ids
+                self._n_ids += 1
+                self._writer.dataset(replace(info.template, id=tid, shape=info.shape, created=created))
+                self._key_ids[info.key] = tid
+            self._ids[info] = tid
+            return tid
+
+    def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
+        tid = self._ids.get(info)
+        if tid is None:
+            tid = self._register(info)
+        queue = self._queue
+        queue.append((tid, op, start, count, stride, block, n, nbytes, t0 - self._origin, dt))
+        if len(queue) > MAX_PENDING:
+            self._drain()
+
+    def _access(self, info, op, selection, n, nbytes, t0, dt) -> None:
+        tid = self._ids.get(info)
+        if tid is None:
+            tid = self._register(info)
+        self._queue.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt))
+
+    def _resize(self, info, t0) -> None:
+        tid = self._ids.get(info)
+        if tid is None:
+            tid = self._register(info)
+        self._queue.append(ResizeRecord(tid, info.shape, t0 - self._origin))
+
+    def _drain(self) -> None:
+        """Format and write what the hooks queued (the flusher thread, a full queue, or exit)."""
+        writer, queue = self._writer, self._queue
+        with self._drain_lock:
+            batch = []
+            while queue:
+                item = queue.popleft()
+                if type(item) is tuple:
+                    batch.append(item)
+                    continue
+                writer.hyperslab_batch(batch)  # keep file order = call order
+                batch = []
+                if type(item) is AccessRecord:
+                    writer.access(item)
+                else:
+                    writer.resize(item)
+            writer.hyperslab_batch(batch)
+            writer.flush()
+
+
+def trace(path=None, *, comm=None) -> Tracer:
+    """Record every h5py / zarr array access inside the with-block into ``path``.
+
+    ``path=None`` writes a temporary file (``Tracer.path``). ``comm`` (mpi4py) or an
+    MPI launcher's environment gives one file per rank, merged by rank 0 into ``path``.
+    """
+    return Tracer(path, comm=comm)
+
+
+__all__ = ["DatasetInfo", "HUB", "Tracer", "trace"]

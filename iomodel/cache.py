@@ -1,0 +1,219 @@
+"""Cache simulations: HDF5's raw-data chunk cache and the OS page cache.
+
+Both are sequential by nature; they run in compiled code (numba) over a whole
+trace's chunk visits. Each structure lives in flat arrays:
+
+- HDF5 chunk cache (``H5Dchunk.c``): a hash table of ``rdcc_nslots`` slots;
+  a chunk's slot is its scaled coordinates bit-packed (``H5D__chunk_hash_val``)
+  modulo nslots, and a chunk is cached iff its slot holds it, so a collision
+  evicts the occupant. Entries also sit on a doubly-linked list: new entries go
+  to the tail, a hit moves an entry one place toward the tail, and
+  ``H5D__chunk_cache_prune`` frees room from the head with two pointers: method 0
+  evicts entries fully read and/or fully written (``rd_count``/``wr_count``
+  bookkeeping), method 1 (starting after ``w0 x nused`` steps) evicts anything.
+  Dirty entries are written back when evicted and at close.
+- OS page cache: LRU over keys (a whole chunk file or chunk, or a sieve-sized
+  window of a chunk read piecewise), capacity in bytes, starting cold; reads and
+  writes both populate it.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+from numba.typed import Dict
+
+# ---- page cache (LRU): nodes[0]=key, [1]=size, [2]=prev, [3]=next; st = [head, tail, used, nfree, cap]
+_KEY, _SIZE, _PREV, _NEXT = 0, 1, 2, 3
+_HEAD, _TAIL, _USED, _NFREE, _CAP = 0, 1, 2, 3, 4
+
+
+def new_page_cache(capacity: int, max_entries: int):
+    """State of an empty LRU page cache holding up to ``capacity`` bytes."""
+    n = max(2, int(max_entries))
+    nodes = np.full((4, n), -1, np.int64)
+    free = np.arange(n - 1, -1, -1, dtype=np.int64)
+    st = np.array([-1, -1, 0, n, capacity], np.int64)
+    index = Dict.empty(key_type=types.int64, value_type=types.int64)
+    return nodes, free, st, index
+
+
+@numba.njit(cache=True)
+def pc_access(nodes, free, st, index, key, size):
+    """Touch ``key`` (``size`` bytes): True if it was cached; it is cached (MRU) afterwards."""
+    if key in index:
+        i = index[key]
+        if st[_TAIL] != i:  # unlink, append at tail
+            p, nx = nodes[_PREV, i], nodes[_NEXT, i]
+            if p >= 0:
+                nodes[_NEXT, p] = nx
+            else:
+                st[_HEAD] = nx
+            nodes[_PREV, nx] = p
+            t = st[_TAIL]
+            nodes[_NEXT, t] = i
+            nodes[_PREV, i] = t
+            nodes[_NEXT, i] = -1
+            st[_TAIL] = i
+        return True
+    if size > st[_CAP]:
+        return False
+    while st[_USED] + size > st[_CAP] or st[_NFREE] == 0:
+        h = st[_HEAD]
+        nh = nodes[_NEXT, h]
+        st[_USED] -= nodes[_SIZE, h]
+        del index[nodes[_KEY, h]]
+        free[st[_NFREE]] = h
+        st[_NFREE] += 1
+        st[_HEAD] = nh
+        if nh >= 0:
+            nodes[_PREV, nh] = -1
+        else:
+            st[_TAIL] = -1
+    st[_NFREE] -= 1
+    i = free[st[_NFREE]]
+    nodes[_KEY, i] = key
+    nodes[_SIZE, i] = size
+    nodes[_PREV, i] = st[_TAIL]
+    nodes[_NEXT, i] = -1
+    if st[_TAIL] >= 0:
+        nodes[_NEXT, st[_TAIL]] = i
+    else:
+        st[_HEAD] = i
+    st[_TAIL] = i
+    st[_USED] += size
+    index[key] = i
+    return False
+
+
+# ---- HDF5 chunk cache: ent[0]=cid, [1]=prev slot, [2]=next slot, [3]=rd_count, [4]=wr_count, [5]=dirty
+# cc = [head, tail, nused, nbytes_used]
+_CID, _EPREV, _ENEXT, _RD, _WR, _DIRTY = 0, 1, 2, 3, 4, 5
+
+
+def new_chunk_cache(nslots: int):
+    ent = np.full((6, max(1, nslots)), -1, np.int64)
+    cc = np.array([-1, -1, 0, 0], np.int64)
+    return ent, cc
+
+
+@numba.njit(cache=True)
+def hash_slot(cid, grid, bits, nslots):
+    """``H5D__chunk_hash_val``: scaled coordinates bit-packed, modulo nslots.
+
+    HDF5 shifts and XORs; each scaled coordinate fits its bit field, so this is
+    the sum of the coordinates shifted by the bits of the faster dimensions."""
+    rem = cid
+    val = np.uint64(0)
+    shift = np.uint64(0)
+    for d in range(len(grid) - 1, -1, -1):
+        val |= np.uint64(rem % grid[d]) << shift
+        rem //= grid[d]
+        shift += np.uint64(bits[d])
+    return np.int64(val % np.uint64(nslots))
+
+
+@numba.njit(cache=True)
+def cc_hit(ent, cc, slot):
+    """A hit moves the entry one place toward the tail (H5D__chunk_lock)."""
+    nx = ent[_ENEXT, slot]
+    if nx < 0:
+        return
+    nn = ent[_ENEXT, nx]
+    p = ent[_EPREV, slot]
+    if nn >= 0:
+        ent[_EPREV, nn] = slot
+    else:
+        cc[1] = slot
+    ent[_EPREV, nx] = p
+    if p >= 0:
+        ent[_ENEXT, p] = nx
+    else:
+        cc[0] = nx
+    ent[_EPREV, slot] = nx
+    ent[_ENEXT, slot] = nn
+    ent[_ENEXT, nx] = slot
+
+
+@numba.njit(cache=True)
+def cc_evict(ent, cc, slot, csize, evicted, n_ev):
+    """Remove the entry in ``slot``; a dirty one is appended to ``evicted`` for write-back."""
+    if ent[_DIRTY, slot] == 1:
+        evicted[n_ev] = ent[_CID, slot]
+        n_ev += 1
+    p, nx = ent[_EPREV, slot], ent[_ENEXT, slot]
+    if p >= 0:
+        ent[_ENEXT, p] = nx
+    else:
+        cc[0] = nx
+    if nx >= 0:
+        ent[_EPREV, nx] = p
+    else:
+        cc[1] = p
+    ent[_CID, slot] = -1
+    ent[_EPREV, slot] = -1
+    ent[_ENEXT, slot] = -1
+    ent[_DIRTY, slot] = 0
+    cc[2] -= 1
+    cc[3] -= csize
+    return n_ev
+
+
+@numba.njit(cache=True)
+def cc_insert(ent, cc, slot, cid, csize, nbytes_max, w0, evicted):
+    """Insert ``cid`` at ``slot`` (H5D__chunk_lock + H5D__chunk_cache_prune).
+
+    Returns how many dirty chunks were evicted (their ids are in ``evicted``)."""
+    n_ev = 0
+    if ent[_CID, slot] >= 0:  # hash collision: the occupant goes
+        n_ev = cc_evict(ent, cc, slot, csize, evicted, n_ev)
+    w = np.int64(cc[2] * w0)
+    p0 = cc[0]
+    p1 = -1
+    while (p0 >= 0 or p1 >= 0) and cc[3] + csize > nbytes_max:
+        if w == 0:
+            p1 = cc[0]
+        n0 = ent[_ENEXT, p0] if p0 >= 0 else -1
+        n1 = ent[_ENEXT, p1] if p1 >= 0 else -1
+        for i in range(2):
+            if cc[3] + csize <= nbytes_max:
+                break
+            cur = -1
+            if i == 0 and p0 >= 0:
+                rd, wr = ent[_RD, p0], ent[_WR, p0]
+                if (rd == 0 and wr == 0) or (rd == 0 and wr == csize) or (rd == csize and wr == 0):
+                    cur = p0
+            elif i == 1 and p1 >= 0:
+                cur = p1
+            if cur >= 0:
+                if p0 == cur:
+                    p0 = -1
+                if p1 == cur:
+                    p1 = -1
+                if n0 == cur:
+                    n0 = ent[_ENEXT, cur]
+                if n1 == cur:
+                    n1 = ent[_ENEXT, cur]
+                n_ev = cc_evict(ent, cc, cur, csize, evicted, n_ev)
+        p0 = n0
+        p1 = n1
+        w -= 1
+    ent[_CID, slot] = cid
+    ent[_RD, slot] = csize
+    ent[_WR, slot] = csize
+    ent[_DIRTY, slot] = 0
+    ent[_ENEXT, slot] = -1
+    ent[_EPREV, slot] = cc[1]
+    if cc[1] >= 0:
+        ent[_ENEXT, cc[1]] = slot
+    else:
+        cc[0] = slot
+    cc[1] = slot
+    cc[2] += 1
+    cc[3] += csize
+    return n_ev
+
+
+def hash_bits(grid: tuple[int, ...]) -> np.ndarray:
+    """Bits per scaled dimension: log2 of the next power of two of the chunk count."""
+    return np.array([max(0, int(g - 1).bit_length()) for g in grid], np.int64)

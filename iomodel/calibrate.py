@@ -1,0 +1,430 @@
+"""Fit the I/O cost coefficients on this machine (Kang et al., Section IV).
+
+Synthetic microbenchmarks: long 2-D arrays, chunk shapes swept in both
+dimensions, read patterns (full scan, columns, random rows, boxes aligned and
+unaligned to the chunk columns) and write patterns (a fresh array written
+whole, partial-chunk slabs rewritten in a filled one), for HDF5 (default, zero
+and large chunk cache) and Zarr 3, mostly with a cold page cache. Each run is
+measured for real by ``iomodel.replay`` and counted by the model
+(``iomodel.variables.count_variables``, same accesses); the coefficients are a
+non-negative least-squares fit of time on the counted variables, per library,
+with relative weighting so short and long runs count alike.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, ResizeRecord, Selection
+
+from . import replay as _replay
+from .layout import HDF5_DEFAULT_CACHE
+
+MiB = 1 << 20
+
+HDF5_CACHES = {"default": HDF5_DEFAULT_CACHE, "none": (0, 8191, 0.75), "large": (256 * MiB, 8191, 0.75)}
+"""HDF5 chunk caches calibrated: HDF5 2.0's default, none (direct chunk I/O), larger than the array."""
+
+PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full", "append")
+"""Access patterns; 'append' is used by the validation suite, not by calibration."""
+
+TIME_FLOOR = 1e-3
+"""Seconds: relative weights 1/max(t, floor) so sub-millisecond runs (timer noise) do not dominate the fit."""
+
+
+# ---------------------------------------------------------------------------- patterns
+
+def _acc(sel: Selection, op: str, itemsize: int) -> AccessRecord:
+    n = sel.nelements
+    return AccessRecord(0, op, sel, n, n * itemsize, 0.0, 0.0)
+
+
+def pattern_accesses(pattern: str, shape: Sequence[int], *, itemsize: int = 4, rng: np.random.Generator,
+                     n: int = 100, box: Sequence[int] | None = None, slab_rows: int = 1000,
+                     call_bytes: int = 64 * MiB) -> list[AccessRecord | ResizeRecord]:
+    """The accesses of one pattern on an array of ``shape`` (axis 0 is the long one).
+
+    full: the whole array in calls of at most ``call_bytes``; columns: ``n``
+    whole lines along axis 0 at random positions in the other dimensions;
+    rows: ``n`` random single rows (all of the other dimensions); box-aligned /
+    box-unaligned: ``n`` boxes of shape ``box`` at random rows, their other
+    coordinates a multiple of the box edge (aligned) or shifted off it by a third
+    of the edge; write-slabs: ``n`` consecutive slabs of ``slab_rows`` rows from
+    a random row (partial chunks); write-full: the whole array written in calls
+    of at most ``call_bytes``; append: the array grown by ``slab_rows`` rows at a
+    time (resize, then write the new slab) from empty to ``shape``.
+    """
+    shape = tuple(int(s) for s in shape)
+    nd = len(shape)
+    rows, rest = shape[0], shape[1:]
+    row_bytes = int(np.prod(rest, dtype=np.int64)) * itemsize
+    if pattern in ("full", "write-full"):
+        op = READ if pattern == "full" else WRITE
+        step = max(1, call_bytes // max(row_bytes, 1))
+        return [_acc(Selection.box((lo,) + (0,) * (nd - 1), (min(step, rows - lo),) + rest), op, itemsize)
+                for lo in range(0, rows, step)]
+    if pattern == "columns":
+        return [_acc(Selection.box((0,) + tuple(int(rng.integers(0, s)) for s in rest), (rows,) + (1,) * (nd - 1)),
+                     READ, itemsize) for _ in range(n)]
+    if pattern == "rows":
+        return [_acc(Selection.box((int(r),) + (0,) * (nd - 1), (1,) + rest), READ, itemsize)
+                for r in rng.integers(0, rows, n)]
+    if pattern in ("box-aligned", "box-unaligned"):
+        b = tuple(int(x) for x in box)
+        out = []
+        for _ in range(n):
+            start = [int(rng.integers(0, rows - b[0] + 1))]
+            for s, e in zip(rest, b[1:]):
+                shift = 0 if pattern == "box-aligned" or e == s else max(1, e // 3)
+                k = int(rng.integers(0, max(1, (s - e - shift) // e + 1)))
+                start.append(min(k * e + shift, s - e))
+            out.append(_acc(Selection.box(tuple(start), b), READ, itemsize))
+        return out
+    if pattern == "write-slabs":
+        count = min(n, rows // slab_rows)
+        first = int(rng.integers(0, rows - count * slab_rows + 1))
+        return [_acc(Selection.box((first + i * slab_rows,) + (0,) * (nd - 1), (slab_rows,) + rest), WRITE, itemsize)
+                for i in range(count)]
+    if pattern == "append":
+        out: list[AccessRecord | ResizeRecord] = []
+        for lo in range(0, rows, slab_rows):
+            hi = min(rows, lo + slab_rows)
+            out.append(ResizeRecord(0, (hi,) + rest, 0.0))
+            out.append(_acc(Selection.box((lo,) + (0,) * (nd - 1), (hi - lo,) + rest), WRITE, itemsize))
+        return out
+    raise ValueError(f"unknown pattern {pattern!r} (one of {', '.join(PATTERNS)})")
+
+
+def fresh_array(pattern: str) -> bool:
+    """Patterns that start from a created, never-written array (no chunk allocated)."""
+    return pattern in ("write-full", "append")
+
+
+# ---------------------------------------------------------------------------- cases
+
+@dataclass(frozen=True)
+class Case:
+    """One measured run: a layout, an access pattern, the page-cache state at the start."""
+
+    library: str
+    shape: tuple[int, ...]
+    dtype: str
+    chunks: tuple[int, ...]
+    pattern: str
+    accesses: tuple = field(repr=False, compare=False)
+    cache: str | None = None  # HDF5_CACHES key
+    shards: tuple[int, ...] | None = None
+    warm: bool = False
+
+    @property
+    def label(self) -> str:
+        parts = [self.library, "chunks=" + "x".join(map(str, self.chunks))]
+        if self.shards:
+            parts.append("shards=" + "x".join(map(str, self.shards)))
+        if self.cache:
+            parts.append(f"cache={self.cache}")
+        return " ".join(parts + [self.pattern, "warm" if self.warm else "cold"])
+
+    @property
+    def group(self) -> tuple:
+        """Cases of one group share one built array (reads, then partial writes)."""
+        return (self.library, self.shape, self.dtype, self.chunks, self.shards)
+
+    def layout(self):
+        from .layout import Layout
+
+        kw = {}
+        if self.library == "hdf5":
+            nbytes, nslots, w0 = HDF5_CACHES[self.cache or "default"]
+            kw = dict(rdcc_nbytes=nbytes, rdcc_nslots=nslots, rdcc_w0=w0)
+        return Layout(library=self.library, shape=self.shape, itemsize=np.dtype(self.dtype).itemsize,
+                      chunks=self.chunks, shards=self.shards,
+                      maxshape=(None,) + self.shape[1:] if self.pattern == "append" else None, **kw)
+
+    def spec(self) -> _replay.LayoutSpec:
+        """What replay builds (same layout as ``layout()``, with the dtype)."""
+        return _replay.LayoutSpec(
+            library=self.library, shape=self.shape, dtype=self.dtype, chunks=self.chunks, shards=self.shards,
+            rdcc=HDF5_CACHES[self.cache or "default"] if self.library == "hdf5" else None,
+            maxshape=(None,) + self.shape[1:] if self.pattern == "append" else None,
+        )
+
+    def dataset(self) -> DatasetRecord:
+        """The DatasetRecord a tracer would have written for this run (created=True: no chunk on disk yet)."""
+        from instrumentation.records import ChunkCache
+
+        lay = self.layout()
+        start = (0,) + self.shape[1:] if self.pattern == "append" else self.shape
+        return DatasetRecord(
+            id=0, library=self.library, library_version="", file="calibration", path="/data", shape=start,
+            dtype=self.dtype, maxshape=getattr(lay, "maxshape", None), chunks=self.chunks, shards=self.shards,
+            cache=ChunkCache(lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0) if self.library == "hdf5" else None,
+            zarr_format=3 if self.library == "zarr" else None, created=fresh_array(self.pattern),
+        )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A calibration grid: one long 2-D array, chunk shapes, patterns."""
+
+    shape: tuple[int, int]
+    chunks: tuple[tuple[int, int], ...]
+    n_rows: int
+    n_columns: int
+    n_boxes: int
+    n_slabs: int
+    box: tuple[int, int] = (1000, 8)
+    slab_rows: int = 1000
+    dtype: str = "float32"
+    repeat: int = 1
+
+
+QUICK = Grid(shape=(262144, 32), chunks=((4096, 1), (4096, 32), (32768, 8), (65536, 32), (262144, 4)),
+             n_rows=60, n_columns=3, n_boxes=30, n_slabs=12)
+FULL = Grid(shape=(1048576, 64),
+            chunks=((4096, 1), (4096, 8), (4096, 64), (32768, 1), (32768, 8), (32768, 64), (131072, 8),
+                    (131072, 64), (1048576, 4)),
+            n_rows=150, n_columns=4, n_boxes=60, n_slabs=20, repeat=3)
+
+
+def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
+    """Every run of the grid, grouped so each group's array is built once (reads first, writes last)."""
+    rng = np.random.default_rng(seed)
+    item = np.dtype(grid.dtype).itemsize
+    counts = {"columns": grid.n_columns, "rows": grid.n_rows, "box-aligned": grid.n_boxes,
+              "box-unaligned": grid.n_boxes, "write-slabs": grid.n_slabs}
+    acc = {p: tuple(pattern_accesses(p, grid.shape, itemsize=item, rng=rng, n=counts.get(p, 0), box=grid.box,
+                                     slab_rows=grid.slab_rows))
+           for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full")}
+    cases = []
+    for library in ("hdf5", "zarr"):
+        caches = list(HDF5_CACHES) if library == "hdf5" else [None]
+        for chunks in grid.chunks:
+            base = dict(library=library, shape=grid.shape, dtype=grid.dtype, chunks=chunks)
+            for cache in caches:
+                for p in ("full", "columns", "rows", "box-aligned", "box-unaligned"):
+                    cases.append(Case(pattern=p, accesses=acc[p], cache=cache, **base))
+            for p in ("full", "rows"):  # warm page cache: identifies the n_cache/s_cache coefficients
+                cases.append(Case(pattern=p, accesses=acc[p], cache=caches[0], warm=True, **base))
+            for cache in caches[:2]:
+                cases.append(Case(pattern="write-slabs", accesses=acc["write-slabs"], cache=cache, **base))
+            for cache in caches[:2]:
+                cases.append(Case(pattern="write-full", accesses=acc["write-full"], cache=cache, **base))
+    return cases
+
+
+# ---------------------------------------------------------------------------- measure
+
+def measure(case: Case, workdir: str | os.PathLike, *, rebuild: bool, data: np.ndarray | None = None,
+            repeat: int = 1) -> _replay.ReplayResult:
+    """Real replays of the case (array rebuilt as needed): the one with the median total of ``repeat``."""
+    runs = []
+    fresh = fresh_array(case.pattern)
+    for _ in range(repeat):
+        runs.append(_replay.replay(case.accesses, case.spec(), workdir, fill=not fresh, rebuild=rebuild or fresh,
+                                   data=data, cold=not case.warm,
+                                   initial_shape=(0,) + case.shape[1:] if case.pattern == "append" else None))
+        rebuild = False
+    runs.sort(key=lambda r: r.total_seconds)
+    return runs[(len(runs) - 1) // 2]
+
+
+def measure_cases(cases: Sequence[Case], workdir: str | os.PathLike, *, repeat: int = 1,
+                  progress: Callable[[str], None] | None = None) -> list[_replay.ReplayResult]:
+    """Measure every case in order, building each group's array once."""
+    out = []
+    last_group = None
+    t0 = time.perf_counter()
+    for i, case in enumerate(cases):
+        rebuild = case.group != last_group
+        last_group = case.group
+        res = measure(case, Path(workdir) / "array", rebuild=rebuild, repeat=repeat)
+        out.append(res)
+        if progress:
+            progress(f"[{i + 1:3d}/{len(cases)}] {time.perf_counter() - t0:6.1f}s  {case.label}: "
+                     f"{res.total_seconds * 1e3:.1f} ms")
+    return out
+
+
+# ---------------------------------------------------------------------------- fit
+
+@dataclass(frozen=True)
+class LibraryFit:
+    """NNLS fit of one library: coefficients per feature and how well they explain the runs."""
+
+    library: str
+    coefficients: dict[str, float]
+    n_runs: int
+    r2: float
+    median_rel_error: float
+    per_pattern: dict[str, float]  # median |relative error| per pattern
+    per_term: dict[str, dict[str, float]]  # term -> share of predicted time, median rel. error where dominant
+
+    def get_config(self) -> dict:
+        return {"library": self.library, "coefficients": self.coefficients, "n_runs": self.n_runs, "r2": self.r2,
+                "median_rel_error": self.median_rel_error, "per_pattern": self.per_pattern,
+                "per_term": self.per_term}
+
+
+def features_of(case: Case, page_cache_bytes: int) -> dict[str, float]:
+    """The model's counted variables for the case (the design-matrix row)."""
+    from .variables import count_variables
+
+    return count_variables([a for a in case.accesses if isinstance(a, AccessRecord)], case.dataset(), case.layout(),
+                           page_cache_bytes, warm=case.warm).as_features()
+
+
+def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequence[float],
+                patterns: Sequence[str]) -> LibraryFit:
+    """Non-negative least squares of time on the features, each run weighted by 1/max(t, TIME_FLOOR)."""
+    from scipy.optimize import nnls
+
+    from .cost import TERMS
+    from .variables import FEATURES
+
+    X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
+    y = np.asarray(seconds, dtype=float)
+    w = 1.0 / np.maximum(y, TIME_FLOOR)
+    used = np.flatnonzero(np.any(X != 0, axis=0))
+    # scale columns to unit norm so NNLS is well conditioned across counts and byte sums
+    Xw = X[:, used] * w[:, None]
+    norm = np.linalg.norm(Xw, axis=0)
+    norm[norm == 0] = 1.0
+    sol, _ = nnls(Xw / norm, y * w, maxiter=50 * len(used) + 100)
+    coef = np.zeros(len(FEATURES))
+    coef[used] = sol / norm
+    pred = X @ coef
+    rel = np.abs(pred - y) / y
+    ss_res = float(np.sum((pred - y) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2)) or 1.0
+    pats = np.asarray(patterns)
+    per_pattern = {p: float(np.median(rel[pats == p])) for p in dict.fromkeys(patterns)}
+    fidx = {f: i for i, f in enumerate(FEATURES)}
+    term_t = {t: X[:, [fidx[v] for v in vs]] @ coef[[fidx[v] for v in vs]] for t, vs in TERMS.items()}
+    total = np.maximum(pred, 1e-30)
+    per_term = {}
+    for t, tt in term_t.items():
+        dominant = tt / total > 0.5
+        per_term[t] = {
+            "share": float(tt.sum() / total.sum()),
+            "runs_dominant": int(dominant.sum()),
+            "median_rel_error_dominant": float(np.median(rel[dominant])) if dominant.any() else float("nan"),
+        }
+    return LibraryFit(library, {f: float(coef[i]) for i, f in enumerate(FEATURES)}, len(y), 1 - ss_res / ss_tot,
+                      float(np.median(rel)), per_pattern, per_term)
+
+
+def format_fit(fit: LibraryFit) -> str:
+    """Readable fit report: overall quality, per pattern, per term with its coefficients."""
+    from .cost import TERMS
+
+    lines = [f"{fit.library}: {fit.n_runs} runs, R^2 = {fit.r2:.3f}, median |rel. error| = {fit.median_rel_error:.1%}"]
+    lines.append("  per pattern: " + ", ".join(f"{p} {e:.0%}" for p, e in fit.per_pattern.items()))
+    for t, vs in TERMS.items():
+        q = fit.per_term[t]
+        coefs = ", ".join(f"{v}={fit.coefficients[v]:.3g}" for v in vs)
+        err = q["median_rel_error_dominant"]
+        lines.append(f"  {t:9s} share {q['share']:6.1%}  dominant in {q['runs_dominant']:3d} runs"
+                     f" (median err {'-' if err != err else f'{err:.0%}'})  {coefs}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- profile
+
+def machine_info() -> dict:
+    """What the profile was measured on."""
+    import importlib.metadata as md
+
+    info = {"host": platform.node(), "kernel": platform.release(), "python": platform.python_version(),
+            "cores": os.cpu_count(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+        with open("/proc/meminfo") as fh:
+            info["memory_bytes"] = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemTotal"))
+    except (OSError, StopIteration):
+        pass
+    versions = {}
+    for pkg in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin", "scipy"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    try:
+        import h5py
+
+        versions["hdf5"] = h5py.version.hdf5_version
+    except ImportError:
+        pass
+    info["versions"] = versions
+    return info
+
+
+def page_cache_bytes() -> int:
+    """The OS page cache the model may use: MemAvailable."""
+    with open("/proc/meminfo") as fh:
+        return next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable"))
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    profile: object  # iomodel.profile.SystemProfile
+    fits: dict[str, LibraryFit]
+    cases: list[Case]
+    seconds: list[float]
+
+
+def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, grid: Grid | None = None,
+              progress: Callable[[str], None] | None = print) -> CalibrationResult:
+    """Measure the grid, count the model's variables for the same runs, fit per library."""
+    from .profile import SystemProfile
+
+    grid = grid or (QUICK if quick else FULL)
+    cases = calibration_cases(grid)
+    own = workdir is None
+    workdir = Path(workdir or f"/tmp/ioadvisor-calibrate-{os.getpid()}")
+    try:
+        seconds = [r.total_seconds for r in measure_cases(cases, workdir, repeat=grid.repeat, progress=progress)]
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    pcache = page_cache_bytes()
+    t = time.perf_counter()
+    rows = [features_of(c, pcache) for c in cases]
+    if progress:
+        progress(f"counted the model's variables for {len(cases)} runs in {time.perf_counter() - t:.1f}s")
+    fits = {}
+    for lib in ("hdf5", "zarr"):
+        idx = [i for i, c in enumerate(cases) if c.library == lib]
+        fits[lib] = fit_library(lib, [rows[i] for i in idx], [seconds[i] for i in idx], [cases[i].pattern for i in idx])
+        if progress:
+            progress(format_fit(fits[lib]))
+    profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},
+                            page_cache_bytes=pcache, machine=machine_info())
+    return CalibrationResult(profile, fits, cases, seconds)
+
+
+def write_profile(path: str | os.PathLike, result: CalibrationResult, compression: dict | None = None) -> None:
+    """The profile file: {"schema": 1, "machine", "io", "compression"?, "calibration": fit quality}."""
+    doc = {"schema": 1, "machine": result.profile.machine, "io": result.profile.get_config()}
+    if compression is not None:
+        doc["compression"] = compression
+    doc["calibration"] = {lib: f.get_config() for lib, f in result.fits.items()}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+__all__ = ["CalibrationResult", "Case", "FULL", "Grid", "HDF5_CACHES", "LibraryFit", "PATTERNS", "QUICK",
+           "calibrate", "calibration_cases", "features_of", "fit_library", "format_fit", "fresh_array",
+           "machine_info", "measure", "measure_cases", "page_cache_bytes", "pattern_accesses", "write_profile"]

@@ -1,0 +1,342 @@
+"""Chunk walking: which chunks a selection covers and how it lies in each.
+
+For every access the libraries loop over the chunks the selection touches, in
+increasing linear chunk index (HDF5 keeps them in a skip list ordered by chunk
+index; zarr iterates the chunk grid in C order). Per visited chunk we need what
+the cost model counts (Algorithm 1 of Kang et al.):
+
+- ``nsel``: selected elements in the chunk;
+- ``nrun``: runs contiguous in both the chunk buffer and the user buffer (memcpy calls);
+- ``nfrun``: runs contiguous in the chunk alone (file requests when HDF5 reads a
+  chunk piecewise, bypassing its cache);
+- ``lo``/``hi``: byte offsets in the chunk of the first selected element and one
+  past the last (the span a sieve buffer covers);
+- ``full``: whether the write covers the whole chunk (no read-modify-write).
+  HDF5 asks for every element of the full-size chunk; zarr only for the part of
+  an edge chunk inside the array (``zarr.core.indexing`` ``is_complete_chunk``).
+
+Regular hyperslabs (the common case) are enumerated for a whole trace at once in
+compiled code; orthogonal index lists and point selections go through numpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+
+import numba
+import numpy as np
+
+from instrumentation.records import AccessRecord, Selection
+
+from .layout import Layout
+
+_FIELDS = ("cid", "nsel", "nrun", "nfrun", "lo", "hi", "full")
+
+
+@dataclass(frozen=True)
+class ChunkVisits:
+    """Chunk visits of a sequence of accesses, flattened; access i owns
+    ``[offsets[i], offsets[i+1])``. All arrays int64 except ``full`` (bool)."""
+
+    cid: np.ndarray
+    nsel: np.ndarray
+    nrun: np.ndarray
+    nfrun: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    full: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.cid)
+
+    def access(self, i: int) -> "ChunkVisits":
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return ChunkVisits(*(getattr(self, f)[a:b] for f in _FIELDS), np.array([0, b - a]))
+
+
+def _empty(n_access: int = 0) -> ChunkVisits:
+    z = np.zeros(0, np.int64)
+    return ChunkVisits(z, z, z, z, z, z, np.zeros(0, bool), np.zeros(n_access + 1, np.int64))
+
+
+# ---------------------------------------------------------------- regular hyperslabs (compiled)
+_COORD, _CNT, _GRP, _LO, _HI = range(5)
+
+
+@numba.njit(cache=True)
+def _normalize(t, n, b):
+    """A block sequence with stride == block is one contiguous block."""
+    if n > 1 and t == b:
+        return n * b, 1
+    return b, n
+
+
+@numba.njit(cache=True)
+def _dim_segments(s, t, n, b, C, seg, d):
+    """Fill seg[d, :, :m] per chunk coordinate along dimension d: coord, count,
+    groups (contiguous index runs), lo, hi (in-chunk index range); returns m."""
+    b, n = _normalize(t, n, b)
+    m = 0
+    for i in range(n):
+        a = s + i * t
+        end = a + b
+        while a < end:
+            c = a // C
+            seg_end = min(end, (c + 1) * C)
+            if m > 0 and seg[d, _COORD, m - 1] == c:
+                seg[d, _CNT, m - 1] += seg_end - a
+                seg[d, _GRP, m - 1] += 1
+                seg[d, _HI, m - 1] = seg_end - c * C
+            else:
+                seg[d, _COORD, m] = c
+                seg[d, _CNT, m] = seg_end - a
+                seg[d, _GRP, m] = 1
+                seg[d, _LO, m] = a - c * C
+                seg[d, _HI, m] = seg_end - c * C
+                m += 1
+            a = seg_end
+    return m
+
+
+@numba.njit(cache=True)
+def _grow(a, cap):
+    out = np.empty(cap, a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@numba.njit(cache=True)
+def _hyperslab_visits(starts, strides, counts, blocks, chunk, shape, zarr_rule):
+    """Chunk visits of many regular hyperslabs (rows of the (n, ndim) inputs)."""
+    n_acc, nd = starts.shape
+    grid = np.empty(nd, np.int64)
+    for d in range(nd):
+        grid[d] = max(1, -(-max(shape[d], 1) // chunk[d]))
+    gstride = np.ones(nd, np.int64)
+    cstride = np.ones(nd, np.int64)
+    for d in range(nd - 2, -1, -1):
+        gstride[d] = gstride[d + 1] * grid[d + 1]
+        cstride[d] = cstride[d + 1] * chunk[d + 1]
+    cap = 1024
+    out = np.empty((6, cap), np.int64)
+    full_out = np.empty(cap, np.bool_)
+    offsets = np.zeros(n_acc + 1, np.int64)
+    scap = 16
+    seg = np.empty((nd, 5, scap), np.int64)
+    nseg = np.empty(nd, np.int64)
+    dtotal = np.empty(nd, np.int64)
+    m = 0
+    for a in range(n_acc):
+        need = 0
+        for d in range(nd):
+            b, n = _normalize(strides[a, d], counts[a, d], blocks[a, d])
+            need = max(need, n * ((b - 1) // chunk[d] + 2))
+            dtotal[d] = n * b
+        if need > scap:
+            scap = max(need, 2 * scap)
+            seg = np.empty((nd, 5, scap), np.int64)
+        total = 1
+        for d in range(nd):
+            nseg[d] = _dim_segments(starts[a, d], strides[a, d], counts[a, d], blocks[a, d], chunk[d], seg, d)
+            total *= nseg[d]
+        if total == 0:
+            offsets[a + 1] = m
+            continue
+        if m + total > cap:
+            while m + total > cap:
+                cap *= 2
+            o2 = np.empty((6, cap), np.int64)
+            o2[:, :m] = out[:, :m]
+            out = o2
+            full_out = _grow(full_out, cap)
+        pos = np.zeros(nd, np.int64)
+        for _ in range(total):
+            cid = 0
+            nsel = 1
+            lo = 0
+            hi = 0
+            runs = 1
+            fruns = 1
+            merging = True
+            fmerging = True
+            full = True
+            for d in range(nd - 1, -1, -1):
+                p = pos[d]
+                c = seg[d, _CNT, p]
+                coord = seg[d, _COORD, p]
+                cid += coord * gstride[d]
+                nsel *= c
+                lo += seg[d, _LO, p] * cstride[d]
+                hi += (seg[d, _HI, p] - 1) * cstride[d]
+                whole = c == chunk[d]
+                # runs merge across an inner dimension only when it is whole in the chunk
+                # and (for the user buffer) the selection along it lies in this chunk alone
+                if fmerging:
+                    if not whole:
+                        fruns = seg[d, _GRP, p]
+                        fmerging = False
+                else:
+                    fruns *= c
+                if merging:
+                    if not (whole and c == dtotal[d]):
+                        runs = seg[d, _GRP, p]
+                        merging = False
+                else:
+                    runs *= c
+                if zarr_rule:
+                    full = full and c == min(chunk[d], shape[d] - coord * chunk[d])
+                else:
+                    full = full and whole
+            out[0, m] = cid
+            out[1, m] = nsel
+            out[2, m] = runs
+            out[3, m] = fruns
+            out[4, m] = lo
+            out[5, m] = hi + 1
+            full_out[m] = full
+            m += 1
+            # odometer over the per-dimension chunk coordinates, last dimension fastest
+            for d in range(nd - 1, -1, -1):
+                pos[d] += 1
+                if pos[d] < nseg[d]:
+                    break
+                pos[d] = 0
+        offsets[a + 1] = m
+    return out[:, :m], full_out[:m], offsets
+
+
+# ---------------------------------------------------------------- orthogonal / points (numpy)
+def _numpy_visits(sel: Selection, layout: Layout) -> tuple[np.ndarray, ...]:
+    cs = np.asarray(layout.chunk_shape, np.int64)
+    grid = layout.grid
+    shape = np.asarray(layout.shape, np.int64)
+    if sel.kind == "points":
+        pts = np.asarray(sel.points, np.int64)
+        if pts.size == 0:
+            return tuple(np.zeros(0, np.int64) for _ in range(6)) + (np.zeros(0, bool),)
+        cc = pts // cs
+        lin = np.ravel_multi_index(cc.T, grid)
+        loc = np.ravel_multi_index((pts - cc * cs).T, tuple(cs))
+        order = np.lexsort((loc, lin))
+        lin, loc = lin[order], loc[order]
+        uc, start, cnt = np.unique(lin, return_index=True, return_counts=True)
+        lo = loc[start]
+        hi = loc[start + cnt - 1] + 1
+        full = cnt == int(np.prod(cs))
+        return uc, cnt, cnt, cnt, lo * layout.itemsize, hi * layout.itemsize, full
+    nd = sel.ndim
+    per_dim = []
+    for d in range(nd):
+        idx = np.unique(sel.dim_indices(d))
+        if idx.size == 0:
+            return tuple(np.zeros(0, np.int64) for _ in range(6)) + (np.zeros(0, bool),)
+        c = idx // cs[d]
+        loc = idx - c * cs[d]
+        brk = np.ones(len(idx), bool)
+        brk[1:] = c[1:] != c[:-1]
+        starts = np.flatnonzero(brk)
+        ends = np.append(starts[1:], len(idx))
+        gap = brk.copy()
+        gap[1:] |= idx[1:] != idx[:-1] + 1
+        uc = c[starts]
+        cnt = ends - starts
+        grp = np.add.reduceat(gap.astype(np.int64), starts)
+        valid = np.minimum(cs[d], shape[d] - uc * cs[d])
+        per_dim.append((uc, cnt, grp, loc[starts], loc[ends - 1] + 1, len(idx), valid))
+    gstride = np.cumprod((grid[1:] + (1,))[::-1])[::-1]
+    cstride = np.cumprod((tuple(cs[1:]) + (1,))[::-1])[::-1]
+
+    def bc(a, d):
+        return a.reshape([-1 if k == d else 1 for k in range(nd)])
+
+    cid = 0
+    nsel = 1
+    lo = 0
+    hi = 0
+    full_h = True
+    full_z = True
+    runs = np.ones((), np.int64)
+    fruns = np.ones((), np.int64)
+    merging = np.ones((), bool)
+    fmerging = np.ones((), bool)
+    for d in range(nd - 1, -1, -1):
+        uc, cnt, grp, dlo, dhi, total, valid = (bc(x, d) if isinstance(x, np.ndarray) else x for x in per_dim[d])
+        cid = cid + uc * gstride[d]
+        nsel = nsel * cnt
+        lo = lo + dlo * cstride[d]
+        hi = hi + (dhi - 1) * cstride[d]
+        whole = cnt == cs[d]
+        fruns = np.where(fmerging, np.where(whole, 1, grp), fruns * cnt)
+        fmerging = fmerging & whole
+        both = whole & (cnt == total)
+        runs = np.where(merging, np.where(both, 1, grp), runs * cnt)
+        merging = merging & both
+        full_h = full_h & whole
+        full_z = full_z & (cnt == valid)
+    full = full_z if layout.library == "zarr" else full_h
+    shape_b = np.broadcast_shapes(*(np.shape(x) for x in (cid, nsel, runs, fruns, lo, hi, full)))
+    flat = [np.broadcast_to(x, shape_b).ravel().astype(np.int64) for x in (cid, nsel, runs, fruns, lo, hi)]
+    flat[4] = flat[4] * layout.itemsize
+    flat[5] = (flat[5] + 1) * layout.itemsize
+    return (*flat, np.broadcast_to(full, shape_b).ravel().astype(bool))
+
+
+# ---------------------------------------------------------------- public
+def chunk_visits(selection: Selection, layout: Layout) -> ChunkVisits:
+    """The chunks one selection visits, in the libraries' visiting order."""
+    return trace_visits([selection], layout)
+
+
+def trace_visits(selections: list[Selection] | list[AccessRecord], layout: Layout) -> ChunkVisits:
+    """Chunk visits of many selections (or accesses), flattened in order."""
+    sels = [s.selection if isinstance(s, AccessRecord) else s for s in selections]
+    n = len(sels)
+    if n == 0:
+        return _empty()
+    nd = layout.ndim
+    is_slab = np.fromiter((s.kind == "hyperslab" for s in sels), bool, n)
+    slab_ix = np.flatnonzero(is_slab)
+    counts = np.zeros(n, np.int64)
+    parts_slab = None
+    if len(slab_ix):
+        arr = np.fromiter(
+            chain.from_iterable(s.start + s.stride + s.count + s.block for s in (sels[i] for i in slab_ix)),
+            np.int64, len(slab_ix) * 4 * nd,
+        ).reshape(len(slab_ix), 4, nd)
+        if nd == 0:
+            raise ValueError("scalar datasets have no chunks to model")
+        cols, full, offs = _hyperslab_visits(
+            np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1]),
+            np.ascontiguousarray(arr[:, 2]), np.ascontiguousarray(arr[:, 3]),
+            np.asarray(layout.chunk_shape, np.int64), np.asarray(layout.shape, np.int64),
+            layout.library == "zarr",
+        )
+        cols = cols.copy()
+        cols[4] *= layout.itemsize
+        cols[5] *= layout.itemsize
+        parts_slab = (cols, full, offs)
+        counts[slab_ix] = np.diff(offs)
+    other = {}
+    for i in np.flatnonzero(~is_slab):
+        other[i] = _numpy_visits(sels[i], layout)
+        counts[i] = len(other[i][0])
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    total = int(offsets[-1])
+    if not other:
+        cols, full, _ = parts_slab
+        return ChunkVisits(*cols, full, offsets)
+    out = np.empty((6, total), np.int64)
+    full_all = np.empty(total, bool)
+    if parts_slab is not None:
+        cols, full, offs = parts_slab
+        dest = np.repeat(offsets[slab_ix] - offs[:-1], np.diff(offs)) + np.arange(offs[-1])
+        out[:, dest] = cols
+        full_all[dest] = full
+    for i, vis in other.items():
+        a, b = offsets[i], offsets[i + 1]
+        for k in range(6):
+            out[k, a:b] = vis[k]
+        full_all[a:b] = vis[6]
+    return ChunkVisits(*out, full_all, offsets)

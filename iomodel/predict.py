@@ -1,0 +1,95 @@
+"""``predict``: a trace (or accesses) + a layout + a system profile -> Prediction."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+from instrumentation.records import AccessRecord, DatasetRecord
+from instrumentation.tracefile import Trace
+
+from .cost import term_seconds
+from .layout import Layout
+from .parallel import contention_factor, parallel_terms
+from .prediction import Prediction
+from .profile import SystemProfile
+from .variables import count_variables
+
+
+def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
+    """The dataset to model: by id, key ('file::path') or path; default the most accessed."""
+    if not trace.datasets:
+        raise ValueError(f"{trace.source or 'trace'}: no datasets recorded")
+    if dataset is None:
+        counts = Counter(a.dataset for a in trace.accesses)
+        if not counts:
+            raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
+        return trace.datasets[counts.most_common(1)[0][0]]
+    if isinstance(dataset, int) or (isinstance(dataset, str) and dataset.isdigit()):
+        if int(dataset) in trace.datasets:
+            return trace.datasets[int(dataset)]
+    for d in trace.datasets.values():
+        if dataset in (d.key, d.path, d.path.lstrip("/")):
+            return d
+    names = ", ".join(sorted(d.path for d in trace.datasets.values()))
+    raise ValueError(f"{trace.source or 'trace'}: no dataset {dataset!r} (recorded: {names})")
+
+
+def extent(dataset: DatasetRecord, accesses: Sequence[AccessRecord], resized: Sequence[tuple[int, ...]] = ()) -> tuple[int, ...]:
+    """Largest extent the array reaches in the trace (creation shape, resizes, selections)."""
+    shape = np.asarray(dataset.shape, np.int64)
+    for s in resized:
+        shape = np.maximum(shape, s)
+    for a in accesses:
+        shape = np.maximum(shape, a.selection.bounds()[1])
+    return tuple(int(x) for x in shape)
+
+
+def predict(
+    trace_or_accesses: Trace | Sequence[AccessRecord],
+    layout: Layout,
+    profile: SystemProfile,
+    procs: int = 1,
+    servers: int | None = None,
+    dataset: DatasetRecord | int | str | None = None,
+    warm: bool = False,
+) -> Prediction:
+    """Predicted time of the traced accesses of one array stored as ``layout``.
+
+    Ranks are taken as recorded. ``procs`` > the recorded ranks models each
+    recorded rank's pattern running on procs processes on their own data (weak
+    scaling): contention from procs, variables from the recorded ranks.
+    ``servers`` overrides the profile's c. ``warm``: the array starts in the
+    page cache (see ``count_variables``).
+    """
+    if isinstance(trace_or_accesses, Trace):
+        ds = dataset if isinstance(dataset, DatasetRecord) else pick_dataset(trace_or_accesses, dataset)
+        accesses = [a for a in trace_or_accesses.accesses if a.dataset == ds.id]
+        resized = [r.shape for r in trace_or_accesses.resizes if r.dataset == ds.id]
+    else:
+        if not isinstance(dataset, DatasetRecord):
+            raise ValueError("predict(accesses, ...) needs dataset= the DatasetRecord they refer to")
+        ds = dataset
+        accesses = [a for a in trace_or_accesses if a.dataset == ds.id]
+        resized = []
+    if procs < 1:
+        raise ValueError(f"procs must be >= 1, got {procs}")
+    shape = extent(ds, accesses, resized)
+    if shape != layout.shape:
+        layout = layout.with_shape(shape)
+    ranks = sorted({a.rank for a in accesses}) or [0]
+    p = max(procs, len(ranks))
+    c = servers if servers is not None else profile.servers(layout.library)
+    cf = contention_factor(p, c)
+    per_rank = []
+    for r in ranks:
+        mine = [a for a in accesses if a.rank == r]
+        v = count_variables(mine, ds, layout, profile.page_cache_bytes,
+                            parallel=p > 1 and layout.library == "hdf5", warm=warm)
+        terms = term_seconds(v, layout.library, profile)
+        if p > 1:
+            terms = parallel_terms(terms, layout.library, p, c)
+        per_rank.append((sum(terms.values()), terms, v))
+    seconds, terms, v = max(per_rank, key=lambda x: x[0])
+    return Prediction(layout, seconds, terms, v, p, cf, tuple(x[0] for x in per_rank))

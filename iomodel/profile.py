@@ -1,0 +1,152 @@
+"""System profile: the fitted cost coefficients and the machine they describe.
+
+A profile file is JSON ``{"schema": 1, "machine": {...}, "io": <SystemProfile
+config>, "compression": {...}}``; this module reads and writes the ``"io"``
+section only (the compression model owns its own). The default profile,
+measured on the development machine by ``ioadvisor calibrate``, ships as
+package data ``iomodel/profiles/default.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROFILE_SCHEMA = 1
+DEFAULT_PROFILE = Path(__file__).with_name("profiles") / "default.json"
+
+
+class ProfileError(ValueError):
+    """A profile cannot be read or is inconsistent; one line naming file and field."""
+
+
+def available_memory() -> int:
+    """MemAvailable from /proc/meminfo (bytes): the default page-cache capacity."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 * 1024**3
+
+
+@dataclass(frozen=True)
+class SystemProfile:
+    """Coefficients of the cost formulas plus the machine's cache and server counts.
+
+    ``coefficients[library][variable]`` is seconds per unit of that variable
+    (per call, per request, per byte); names are ``iomodel.variables.FEATURES``.
+    """
+
+    coefficients: dict = field(compare=False)
+    page_cache_bytes: int = field(default_factory=available_memory)
+    data_servers: int = 1
+    stripe_count: int = 1
+    stripe_size: int = 1024 * 1024
+    machine: dict = field(default_factory=dict, compare=False)
+    schema: int = PROFILE_SCHEMA
+
+    def __post_init__(self) -> None:
+        from .variables import FEATURES  # variables imports nothing from here; avoid a cycle at load
+
+        if self.schema != PROFILE_SCHEMA:
+            raise ProfileError(f"unknown io profile schema {self.schema} (this ioadvisor reads {PROFILE_SCHEMA})")
+        if not isinstance(self.coefficients, dict):
+            raise ProfileError("field 'io.coefficients' must be an object {library: {variable: seconds}}")
+        for lib, coefs in self.coefficients.items():
+            if lib not in ("hdf5", "zarr") or not isinstance(coefs, dict):
+                raise ProfileError(f"field 'io.coefficients.{lib}' is not a known library's coefficient table")
+            for name, value in coefs.items():
+                if name not in FEATURES:
+                    raise ProfileError(f"field 'io.coefficients.{lib}.{name}' is not a model variable")
+                if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                    raise ProfileError(f"field 'io.coefficients.{lib}.{name}' must be a number >= 0")
+        for name in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size"):
+            if getattr(self, name) < (0 if name == "page_cache_bytes" else 1):
+                raise ProfileError(f"field 'io.{name}' out of range: {getattr(self, name)}")
+
+    def coefficient(self, library: str, variable: str) -> float:
+        """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""
+        return float(self.coefficients.get(library, {}).get(variable, 0.0))
+
+    def servers(self, library: str) -> int:
+        """``c`` of the contention factor: stripe count for HDF5, data servers for Zarr."""
+        return self.stripe_count if library == "hdf5" else self.data_servers
+
+    def get_config(self) -> dict:
+        return {
+            "schema": self.schema,
+            "coefficients": {lib: dict(c) for lib, c in self.coefficients.items()},
+            "page_cache_bytes": self.page_cache_bytes,
+            "data_servers": self.data_servers,
+            "stripe_count": self.stripe_count,
+            "stripe_size": self.stripe_size,
+            "machine": dict(self.machine),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "SystemProfile":
+        if not isinstance(config, dict):
+            raise ProfileError("field 'io' must be a JSON object")
+        if "coefficients" not in config:
+            raise ProfileError("missing field 'io.coefficients'")
+        known = {"schema", "coefficients", "page_cache_bytes", "data_servers", "stripe_count",
+                 "stripe_size", "machine"}
+        kw = {k: v for k, v in config.items() if k in known}
+        kw["coefficients"] = {lib: {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                                    for k, v in c.items()} if isinstance(c, dict) else c
+                              for lib, c in config["coefficients"].items()}
+        for k in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "schema"):
+            if k in kw and (not isinstance(kw[k], int) or isinstance(kw[k], bool)):
+                raise ProfileError(f"field 'io.{k}' must be an integer")
+        return cls(**kw)
+
+
+def load_profile(path: str | os.PathLike | None = None) -> SystemProfile:
+    """The ``"io"`` section of a profile file; ``None`` = the shipped default."""
+    p = Path(path) if path is not None else DEFAULT_PROFILE
+    if not p.exists():
+        if path is None:
+            raise ProfileError(
+                f"{p}: no default I/O profile installed yet: run `ioadvisor calibrate` "
+                "(or pass --profile FILE)"
+            )
+        raise ProfileError(f"{p}: profile file not found (create one with `ioadvisor calibrate -o {p}`)")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ProfileError(f"{p}: not a readable JSON profile ({exc})") from None
+    if not isinstance(doc, dict) or "io" not in doc:
+        raise ProfileError(f"{p}: profile has no 'io' section")
+    if doc.get("schema", PROFILE_SCHEMA) != PROFILE_SCHEMA:
+        raise ProfileError(f"{p}: unknown profile schema {doc.get('schema')!r} (this ioadvisor reads {PROFILE_SCHEMA})")
+    try:
+        prof = SystemProfile.from_config(doc["io"])
+    except ProfileError as exc:
+        raise ProfileError(f"{p}: {exc}") from None
+    except TypeError as exc:
+        raise ProfileError(f"{p}: bad 'io' section ({exc})") from None
+    if not prof.machine and isinstance(doc.get("machine"), dict):
+        prof = SystemProfile(**{**prof.__dict__, "machine": doc["machine"]})
+    return prof
+
+
+def save_profile(profile: SystemProfile, path: str | os.PathLike) -> None:
+    """Write ``profile`` as the ``"io"`` section of ``path``, keeping other sections."""
+    p = Path(path)
+    doc: dict = {"schema": PROFILE_SCHEMA, "machine": dict(profile.machine)}
+    if p.exists():
+        try:
+            old = json.loads(p.read_text())
+            if isinstance(old, dict):
+                doc.update({k: v for k, v in old.items() if k != "io"})
+        except json.JSONDecodeError:
+            raise ProfileError(f"{p}: existing file is not JSON; refusing to overwrite it") from None
+    doc["io"] = profile.get_config()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, p)

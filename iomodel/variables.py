@@ -1,0 +1,469 @@
+"""Serial variable counting: Algorithm 1 of Kang et al. and its analogues.
+
+For each access, walk the chunks it covers (``chunks.trace_visits``) and replay
+them through the library's behaviour, with cache state persisting across the
+whole trace:
+
+HDF5 read: chunk-cache hit -> memcpy only; miss on a chunk that fits the cache
+(or any filtered chunk) -> read (and decode) the whole chunk, cache it; an
+unfiltered chunk larger than the cache (and contiguous storage) is read
+piecewise through the 64 KiB sieve buffer, only the selected span.
+HDF5 write: whole-chunk writes and never-written chunks need no read; partial
+writes of a chunk on disk and not cached read it first; dirty chunks are written
+back on eviction and at close; uncacheable unfiltered chunks are written
+piecewise (sieve read + write for small runs).
+Zarr (3, no chunk cache): every access reads and decodes whole chunks; a
+partial write reads, merges and rewrites the chunk; shards: a partial shard read
+fetches the shard index and the inner chunks byte-ranged, a full one the whole
+shard; any shard write rewrites the whole shard.
+Every OS request goes through the page cache (LRU) first: a hit counts
+n_cache/s_cache, a miss n_rdisk/s_rdisk (+ n_rseek when it does not start where
+the previous device read ended).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Sequence
+
+import numba
+import numpy as np
+from numba import types
+from numba.typed import Dict
+
+from instrumentation.records import WRITE, AccessRecord, DatasetRecord
+
+from .cache import cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
+from .chunks import trace_visits
+from .layout import Layout
+
+FEATURES = (
+    "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
+    "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
+)
+"""Counted variables, in design-matrix column order (also the coefficient names)."""
+
+(N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
+ N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE) = range(len(FEATURES))
+
+
+@dataclass(frozen=True)
+class Variables:
+    """The model's variables for one rank's accesses to one array (see FEATURES)."""
+
+    n_calls: float = 0.0
+    """Library calls (accesses): Python selection overhead per call."""
+    n_memcpy: float = 0.0
+    """Runs copied between chunk buffer and user buffer, Algorithm 1 (formula 1)."""
+    s_memcpy: float = 0.0
+    """Bytes of those runs (formula 1)."""
+    n_cache: float = 0.0
+    """OS read requests served by the page cache (formula 7)."""
+    s_cache: float = 0.0
+    """Bytes of those requests (formula 7)."""
+    n_rdisk: float = 0.0
+    """OS read requests that reach the device (formulas 2-3)."""
+    s_rdisk: float = 0.0
+    """Bytes read from the device (formulas 2-3)."""
+    n_wdisk: float = 0.0
+    """OS write requests (formulas 5-6)."""
+    s_wdisk: float = 0.0
+    """Bytes written (formulas 5-6)."""
+    n_rseek: float = 0.0
+    """Device reads not starting where the previous one ended (formula 4)."""
+    n_wseek: float = 0.0
+    """Writes not starting where the previous one ended (formula 6)."""
+    n_rindex: float = 0.0
+    """HDF5 index blocks first read; zarr shard-index reads (formula 4)."""
+    n_windex: float = 0.0
+    """HDF5 index blocks first written; zarr shard-index writes (formula 6)."""
+    n_zopen: float = 0.0
+    """Zarr store operations (a chunk/shard key get or set: open, stat, read/write)."""
+    n_chunks: float = 0.0
+    """Chunk visits (the library's per-chunk work: lookup, locking, codec setup)."""
+    s_decode: float = 0.0
+    """Raw bytes decoded by a filter pipeline."""
+    s_encode: float = 0.0
+    """Raw bytes encoded by a filter pipeline."""
+
+    def as_features(self) -> dict[str, float]:
+        """Design-matrix row: {variable: value}, keys == FEATURES."""
+        return {name: float(getattr(self, name)) for name in FEATURES}
+
+    def __add__(self, other: "Variables") -> "Variables":
+        return Variables(*(getattr(self, n) + getattr(other, n) for n in FEATURES))
+
+    def get_config(self) -> dict:
+        return self.as_features()
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Variables":
+        if not isinstance(config, dict):
+            raise ValueError("variables must be a JSON object")
+        unknown = set(config) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown variable {sorted(unknown)[0]!r}")
+        return cls(**{k: float(v) for k, v in config.items()})
+
+    @classmethod
+    def from_array(cls, arr: np.ndarray) -> "Variables":
+        return cls(*(float(x) for x in arr))
+
+
+assert tuple(f.name for f in fields(Variables)) == FEATURES
+
+
+# ------------------------------------------------------------------------ the replay kernel
+@numba.njit(cache=True)
+def _os_read(out, pc, key, nbytes, offset, last_end):
+    """One read request through the page cache; returns the new device position."""
+    nodes, free, st, index = pc
+    if pc_access(nodes, free, st, index, key, nbytes):
+        out[N_CACHE] += 1
+        out[S_CACHE] += nbytes
+        return last_end
+    out[N_RDISK] += 1
+    out[S_RDISK] += nbytes
+    if offset != last_end:
+        out[N_RSEEK] += 1
+    return offset + nbytes
+
+
+@numba.njit(cache=True)
+def _os_write(out, pc, key, nbytes, offset, last_end):
+    nodes, free, st, index = pc
+    pc_access(nodes, free, st, index, key, nbytes)
+    out[N_WDISK] += 1
+    out[S_WDISK] += nbytes
+    if offset != last_end:
+        out[N_WSEEK] += 1
+    return offset + nbytes
+
+
+@numba.njit(cache=True)
+def _offset_of(unit, alloc, prealloc, unit_bytes, next_off):
+    """File offset of a chunk (or shard): recorded, allocation order, or row-major."""
+    if unit in alloc:
+        return alloc[unit], next_off
+    if prealloc == 1:
+        return unit * unit_bytes, next_off
+    alloc[unit] = next_off
+    return next_off, next_off + unit_bytes
+
+
+@numba.njit(cache=True)
+def _exists(unit, alloc, prealloc):
+    return prealloc == 1 or unit in alloc
+
+
+@numba.njit(cache=True)
+def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
+              is_zarr, itemsize, csize, stored, chunk_elems, grid, bits,
+              rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
+              cps_grid, shard_grid, n_inner, index_bytes,
+              prealloc, alloc, nchunks, pc, parallel, fill_alloc, warm):
+    out = np.zeros(17, np.float64)
+    nd = len(grid)
+    ent = np.full((6, max(1, nslots)), -1, np.int64)
+    cc = np.array([-1, -1, 0, 0], np.int64)
+    evicted = np.empty(max(1, nslots) + 2, np.int64)
+    rtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
+    wtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
+    # page-cache keys: unit * kmul (whole unit) or unit * kmul + 1 + window (piecewise)
+    kmul = (csize + sieve - 1) // sieve + 2
+    shard_key0 = nchunks + 1
+    rd_end = -1
+    wr_end = -1
+    next_off = np.int64(0)
+    if prealloc == 1:
+        next_off = nchunks * stored
+    use_cc = (not is_zarr) and chunked and (not parallel) and nslots > 0
+    fits = use_cc and csize <= rdcc_nbytes
+    n_acc = len(offsets) - 1
+    sharded = n_inner > 0
+    shard_stored = n_inner * stored + index_bytes
+    if warm:  # every stored byte starts in the page cache, in file order
+        nodes, free, st, index = pc
+        piecewise = (not is_zarr) and not (filtered or fits) and not parallel
+        nunits = nchunks
+        if sharded:
+            nunits = 1
+            for d in range(nd):
+                nunits *= shard_grid[d]
+        for u in range(nunits):
+            if not _exists(u, alloc, prealloc):
+                continue
+            if sharded:
+                pc_access(nodes, free, st, index, (shard_key0 + u) * kmul, shard_stored)
+            elif piecewise:
+                for w in range((csize + sieve - 1) // sieve):
+                    pc_access(nodes, free, st, index, u * kmul + 1 + w, min(sieve, csize - w * sieve))
+            else:
+                pc_access(nodes, free, st, index, u * kmul, stored)
+    for a in range(n_acc):
+        out[N_CALLS] += 1
+        write = ops[a] == 1
+        v0, v1 = offsets[a], offsets[a + 1]
+        if is_zarr and sharded:
+            # group the inner chunks by shard (zarr visits shard by shard)
+            nv = v1 - v0
+            sid = np.empty(nv, np.int64)
+            for k in range(nv):
+                rem = cid_a[v0 + k]
+                s_lin = 0
+                mul = 1
+                for d in range(nd - 1, -1, -1):
+                    cd = rem % grid[d]
+                    rem //= grid[d]
+                    s_lin += (cd // cps_grid[d]) * mul
+                    mul *= shard_grid[d]
+                sid[k] = s_lin
+            order = np.argsort(sid, kind="mergesort")
+            k = 0
+            while k < nv:
+                s = sid[order[k]]
+                k2 = k
+                all_full = True
+                nbytes_sel = 0
+                while k2 < nv and sid[order[k2]] == s:
+                    j = v0 + order[k2]
+                    out[N_CHUNKS] += 1
+                    out[N_MEMCPY] += nrun_a[j]
+                    out[S_MEMCPY] += nsel_a[j] * itemsize
+                    all_full = all_full and full_a[j]
+                    k2 += 1
+                cnt = k2 - k
+                exists = _exists(s, alloc, prealloc)
+                skey = (shard_key0 + s) * kmul
+                if not write:
+                    out[N_ZOPEN] += 1
+                    if exists:
+                        off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
+                        if cnt == n_inner:
+                            rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end)
+                        else:
+                            out[N_RINDEX] += 1
+                            rd_end = _os_read(out, pc, skey + 1, index_bytes, off + n_inner * stored, rd_end)
+                            for q in range(k, k2):
+                                j = v0 + order[q]
+                                out[N_ZOPEN] += 1
+                                inner = cid_a[j] * kmul
+                                rd_end = _os_read(out, pc, inner, stored, off, rd_end)
+                        if filtered:
+                            out[S_DECODE] += cnt * csize
+                else:
+                    complete = cnt == n_inner and all_full
+                    if exists and not complete:
+                        out[N_ZOPEN] += 1
+                        off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
+                        rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end)
+                        if filtered:
+                            for q in range(k, k2):
+                                if not full_a[v0 + order[q]]:
+                                    out[S_DECODE] += csize
+                    off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
+                    out[N_ZOPEN] += 1
+                    out[N_WINDEX] += 1
+                    if filtered:
+                        out[S_ENCODE] += cnt * csize
+                    wr_end = _os_write(out, pc, skey, shard_stored, off, wr_end)
+                k = k2
+            continue
+        for j in range(v0, v1):
+            cid = cid_a[j]
+            nbytes = nsel_a[j] * itemsize
+            out[N_CHUNKS] += 1
+            out[N_MEMCPY] += nrun_a[j]
+            out[S_MEMCPY] += nbytes
+            key = cid * kmul
+            if is_zarr:
+                exists = _exists(cid, alloc, prealloc)
+                out[N_ZOPEN] += 1
+                if not write:
+                    if exists:
+                        off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                        if filtered:
+                            out[S_DECODE] += csize
+                else:
+                    if exists and not full_a[j]:
+                        out[N_ZOPEN] += 1
+                        off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                        if filtered:
+                            out[S_DECODE] += csize
+                    if filtered:
+                        out[S_ENCODE] += csize
+                    off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                    wr_end = _os_write(out, pc, key, stored, off, wr_end)
+                continue
+            # ------------------------------------------------------------ HDF5
+            allocated = _exists(cid, alloc, prealloc)
+            blk = cid // ibc
+            if allocated and chunked and blk not in rtouched:
+                rtouched[blk] = 1
+                out[N_RINDEX] += 1
+            if parallel and not filtered:
+                # MPI-IO: one request per run contiguous in both chunk and buffer (formulas 8-10)
+                off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                if write:
+                    out[N_WDISK] += nrun_a[j]
+                    out[S_WDISK] += nbytes
+                    out[N_WSEEK] += nrun_a[j]
+                    if blk not in wtouched:
+                        wtouched[blk] = 1
+                        out[N_WINDEX] += 1
+                else:
+                    out[N_RDISK] += nrun_a[j]
+                    out[S_RDISK] += nbytes
+                    out[N_RSEEK] += nrun_a[j]
+                continue
+            slot = -1
+            if fits:
+                slot = hash_slot(cid, grid, bits, nslots)
+                if ent[0, slot] == cid:
+                    cc_hit(ent, cc, slot)
+                    if write:
+                        ent[4, slot] -= min(ent[4, slot], nbytes)
+                        ent[5, slot] = 1
+                    else:
+                        ent[3, slot] -= min(ent[3, slot], nbytes)
+                    continue
+            cacheable = filtered or fits or (write and not allocated and chunked and fill_alloc)
+            if not cacheable:
+                # piecewise through the sieve buffer (unfiltered, larger than the cache)
+                if not allocated and not write:
+                    continue  # fill value, no I/O
+                off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                run = nbytes // max(1, nfrun_a[j])
+                lo, hi = lo_a[j], hi_a[j]
+                if run >= sieve:
+                    nreq = nfrun_a[j]
+                    step = (hi - lo - run) // max(1, nreq - 1)
+                    for r in range(nreq):
+                        roff = lo + r * step
+                        wkey = key + 1 + roff // sieve
+                        if write:
+                            wr_end = _os_write(out, pc, wkey, run, off + roff, wr_end)
+                        else:
+                            rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end)
+                else:
+                    nwin = (hi - lo + sieve - 1) // sieve
+                    for r in range(nwin):
+                        woff = lo + r * sieve
+                        wlen = min(sieve, csize - woff)
+                        wkey = key + 1 + woff // sieve
+                        if not write or wlen > run:
+                            rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end)
+                        if write:
+                            wr_end = _os_write(out, pc, wkey, wlen, off + woff, wr_end)
+                if write and blk not in wtouched:
+                    wtouched[blk] = 1
+                    out[N_WINDEX] += 1
+                continue
+            # whole chunk through the cache (or a filtered chunk larger than it)
+            if allocated and (not write or not full_a[j]):
+                off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+                rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                if filtered:
+                    out[S_DECODE] += csize
+            n_ev = 0
+            if fits:
+                n_ev = cc_insert(ent, cc, slot, cid, csize, rdcc_nbytes, w0, evicted)
+                if write:
+                    ent[4, slot] -= min(ent[4, slot], nbytes)
+                    ent[5, slot] = 1
+                else:
+                    ent[3, slot] -= min(ent[3, slot], nbytes)
+            elif write:  # processed outside the cache: written at once
+                evicted[0] = cid
+                n_ev = 1
+            for e in range(n_ev):  # write-back of dirty chunks
+                vcid = evicted[e]
+                off, next_off = _offset_of(vcid, alloc, prealloc, stored, next_off)
+                if filtered:
+                    out[S_ENCODE] += csize
+                wr_end = _os_write(out, pc, vcid * kmul, stored, off, wr_end)
+                vb = vcid // ibc
+                if vb not in wtouched:
+                    wtouched[vb] = 1
+                    out[N_WINDEX] += 1
+    # close: flush dirty chunks from the head of the list
+    s = cc[0]
+    while s >= 0:
+        if ent[5, s] == 1:
+            vcid = ent[0, s]
+            off, next_off = _offset_of(vcid, alloc, prealloc, stored, next_off)
+            if filtered:
+                out[S_ENCODE] += csize
+            wr_end = _os_write(out, pc, vcid * kmul, stored, off, wr_end)
+            vb = vcid // ibc
+            if vb not in wtouched:
+                wtouched[vb] = 1
+                out[N_WINDEX] += 1
+        s = ent[2, s]
+    return out
+
+
+def count_variables(
+    accesses: Sequence[AccessRecord],
+    dataset: DatasetRecord,
+    layout: Layout,
+    page_cache_bytes: int,
+    *,
+    parallel: bool = False,
+    warm: bool = False,
+) -> Variables:
+    """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
+
+    The page cache starts cold. Data that existed before the trace (the dataset
+    was not created in it) is on disk in row-major chunk order, or at the chunk
+    offsets the trace recorded when ``layout`` is the recorded one; data written
+    in the trace is allocated in write order. ``parallel`` selects HDF5's MPI-IO
+    path (no chunk cache; requests per run, formulas 8-10). ``warm``: every
+    stored byte of the array starts in the page cache (the library cache empty).
+    """
+    accesses = [a for a in accesses if a.dataset == dataset.id]
+    vis = trace_visits(accesses, layout)
+    ops = np.fromiter((a.op == WRITE for a in accesses), np.int64, len(accesses))
+    chunked = layout.chunks is not None
+    alloc = Dict.empty(key_type=types.int64, value_type=types.int64)
+    prealloc = 0 if dataset.created else 1
+    same_layout = (dataset.library == layout.library and dataset.chunks is not None
+                   and tuple(dataset.chunks) == layout.chunks and layout.shards is None)
+    if not dataset.created and dataset.chunk_offsets is not None and same_layout and len(dataset.chunk_offsets):
+        co = np.asarray(dataset.chunk_offsets, np.int64)
+        cid = np.ravel_multi_index(co[:, : layout.ndim].T, layout.grid, mode="clip")
+        for c, off in zip(cid.tolist(), co[:, layout.ndim].tolist()):
+            alloc[c] = off
+        prealloc = 2
+    cps = layout.chunks_per_shard
+    if cps is not None:
+        cps_grid = np.asarray(cps, np.int64)
+        shard_grid = np.asarray([-(-g // c) for g, c in zip(layout.grid, cps)], np.int64)
+        n_inner = int(np.prod(cps))
+        index_bytes = 16 * n_inner + 4
+    else:
+        cps_grid = shard_grid = np.ones(layout.ndim, np.int64)
+        n_inner = index_bytes = 0
+    csize = layout.chunk_nbytes
+    stored = layout.stored_chunk_nbytes
+    # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request
+    spans = (vis.hi - vis.lo) // layout.sieve_bytes + 2 if len(vis) else np.zeros(0, np.int64)
+    bound = int(spans.sum() + 2 * len(vis) + 16)
+    if warm:
+        bound += layout.nchunks * (layout.chunk_nbytes // layout.sieve_bytes + 2)
+    min_entry = max(1, min(stored, layout.sieve_bytes, index_bytes or stored))
+    pc = new_page_cache(page_cache_bytes, min(bound, page_cache_bytes // min_entry + 2))
+    grid = np.asarray(layout.grid, np.int64)
+    out = _simulate(
+        vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, ops,
+        layout.library == "zarr", layout.itemsize, csize, stored, int(np.prod(layout.chunk_shape)),
+        grid, hash_bits(layout.grid), layout.rdcc_nbytes, layout.rdcc_nslots, layout.rdcc_w0,
+        layout.filtered, chunked, layout.index_block_chunks, layout.sieve_bytes,
+        cps_grid, shard_grid, n_inner, index_bytes, prealloc, alloc, layout.nchunks, pc, parallel,
+        layout.fill_on_alloc, warm,
+    )
+    return Variables.from_array(out)
+
+
+__all__ = ["FEATURES", "Variables", "count_variables"]

@@ -1,0 +1,105 @@
+"""iomodel.calibrate: patterns, the NNLS fit, and a real calibration on a tiny grid."""
+import json
+
+import numpy as np
+import pytest
+
+from instrumentation.records import READ, WRITE, AccessRecord, ResizeRecord
+from iomodel.calibrate import (
+    Grid,
+    calibrate,
+    calibration_cases,
+    fit_library,
+    machine_info,
+    pattern_accesses,
+    write_profile,
+)
+
+TINY = Grid(shape=(8192, 16), chunks=((512, 4), (2048, 16)), n_rows=5, n_columns=2, n_boxes=4, n_slabs=3,
+            box=(300, 4), slab_rows=300)
+
+
+@pytest.mark.parametrize("shape", [(5000, 24), (60, 50, 40)])
+@pytest.mark.parametrize("pattern", ["full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs",
+                                     "write-full", "append"])
+def test_patterns_stay_inside_the_array(shape, pattern):
+    rng = np.random.default_rng(0)
+    box = (30,) + (8,) * (len(shape) - 1)
+    events = pattern_accesses(pattern, shape, rng=rng, n=20, box=box, slab_rows=7, call_bytes=1 << 14)
+    accesses = [e for e in events if isinstance(e, AccessRecord)]
+    assert accesses
+    extent = list(shape)
+    if pattern == "append":
+        extent[0] = 0
+    for e in events:
+        if isinstance(e, ResizeRecord):
+            extent = list(e.shape)
+            continue
+        lo, hi = e.selection.bounds()
+        assert all(0 <= a < b <= s for a, b, s in zip(lo, hi, extent)), (lo, hi, extent)
+        assert e.op == (WRITE if pattern.startswith("write") or pattern == "append" else READ)
+    if pattern in ("full", "write-full", "append"):
+        assert sum(a.nelements for a in accesses) == int(np.prod(shape))
+        assert extent == list(shape)
+    if pattern.startswith("box"):
+        starts = np.array([a.selection.start[1:] for a in accesses])
+        aligned = np.all(starts % 8 == 0, axis=1)
+        assert aligned.all() if pattern == "box-aligned" else not aligned.any()
+
+
+def test_fit_recovers_known_nonnegative_coefficients():
+    from iomodel.cost import TERMS
+    from iomodel.variables import FEATURES
+
+    rng = np.random.default_rng(3)
+    truth = {f: 0.0 for f in FEATURES}
+    truth.update({"n_calls": 2e-5, "s_memcpy": 1e-10, "n_rdisk": 5e-5, "s_rdisk": 5e-10})
+    rows = [{f: float(rng.integers(0, 1000)) * (1e6 if f.startswith("s_") else 1) for f in FEATURES}
+            for _ in range(60)]
+    y = [sum(truth[f] * r[f] for f in FEATURES) + 1e-6 for r in rows]
+    fit = fit_library("hdf5", rows, y, ["p"] * len(rows))
+    assert all(v >= 0 for v in fit.coefficients.values())
+    assert fit.r2 > 0.99 and fit.median_rel_error < 0.05
+    for f in ("n_calls", "n_rdisk", "s_rdisk"):
+        assert fit.coefficients[f] == pytest.approx(truth[f], rel=0.1)
+    assert set(fit.per_term) == set(TERMS)
+
+
+def test_cases_build_each_array_once_and_write_last():
+    cases = calibration_cases(TINY)
+    groups = [c.group for c in cases]
+    # each group's cases are consecutive, reads before writes
+    assert len(set(groups)) == len([g for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g])
+    for g in set(groups):
+        pats = [c.pattern for c in cases if c.group == g]
+        first_write = min(i for i, p in enumerate(pats) if p.startswith("write"))
+        assert all(p.startswith("write") for p in pats[first_write:])
+    assert {c.cache for c in cases if c.library == "hdf5"} == {"default", "none", "large"}
+    assert any(c.warm for c in cases) and any(not c.warm for c in cases)
+
+
+def test_tiny_calibration_gives_a_loadable_profile(tmp_path):
+    from iomodel.profile import SystemProfile, load_profile
+
+    result = calibrate(grid=TINY, workdir=tmp_path / "work", progress=None)
+    assert len(result.seconds) == len(result.cases) and all(s > 0 for s in result.seconds)
+    for lib in ("hdf5", "zarr"):
+        coefs = result.profile.coefficients[lib]
+        assert all(v >= 0 for v in coefs.values())
+        assert any(v > 0 for v in coefs.values())
+        assert np.isfinite(result.fits[lib].r2)
+    cfg = result.profile.get_config()
+    assert SystemProfile.from_config(json.loads(json.dumps(cfg))) == result.profile
+    path = tmp_path / "profile.json"
+    write_profile(path, result, compression={"codecs": {}})
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == 1 and doc["compression"] == {"codecs": {}}
+    assert doc["machine"]["cores"] >= 1
+    loaded = load_profile(path)
+    assert loaded.coefficients == result.profile.coefficients
+
+
+def test_machine_info_names_the_machine():
+    info = machine_info()
+    assert info["cores"] >= 1 and info["memory_bytes"] > 0 and info["kernel"]
+    assert {"h5py", "zarr", "numpy", "hdf5"} <= set(info["versions"])

@@ -1,0 +1,104 @@
+"""Cost terms, the parallel model, predict() and the `ioadvisor predict` CLI."""
+import json
+
+import pytest
+
+from advisor.cli import main
+from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
+from instrumentation.tracefile import Trace, write_trace
+from iomodel import FEATURES, Prediction, SystemProfile, Variables, predict, term_seconds
+from iomodel.cost import TERMS
+from iomodel.layout import parse_layout
+from iomodel.parallel import contention_factor
+from iomodel.profile import save_profile
+
+DS = DatasetRecord(0, "hdf5", "2.0", "f.h5", "/x", (4000, 64), "float32", chunks=(500, 8))
+
+
+def _profile():
+    # distinct powers of ten per variable so every term's sum can be checked exactly
+    coefs = {v: 10.0 ** -(i + 1) for i, v in enumerate(FEATURES)}
+    return SystemProfile({"hdf5": coefs, "zarr": coefs}, page_cache_bytes=1 << 34, data_servers=2, stripe_count=4)
+
+
+def _trace(ranks=(0,)):
+    acc = [AccessRecord(0, "read", Selection.box((r * 1000 + i * 10, 0), (10, 64)), 640, 2560, 0.0, 0.0, rank=r)
+           for r in ranks for i in range(50)]
+    heads = [TraceHeader(1, "h", 1, r, len(ranks), 0.0) for r in ranks]
+    return Trace(heads, {0: DS}, acc, [], True, "t.jsonl")
+
+
+def test_terms_are_linear_in_their_variables():
+    prof = _profile()
+    v = Variables(*[float(i + 1) for i in range(len(FEATURES))])
+    terms = term_seconds(v, "hdf5", prof)
+    for term, names in TERMS.items():
+        assert terms[term] == pytest.approx(sum(prof.coefficient("hdf5", n) * getattr(v, n) for n in names))
+    doubled = term_seconds(v + v, "hdf5", prof)
+    assert all(doubled[t] == pytest.approx(2 * terms[t]) for t in TERMS)
+
+
+def test_every_variable_belongs_to_exactly_one_term():
+    names = [n for ns in TERMS.values() for n in ns]
+    assert sorted(names) == sorted(FEATURES)
+
+
+def test_predict_total_is_sum_of_terms_and_round_trips():
+    p = predict(_trace(), parse_layout("current", DS), _profile())
+    assert p.seconds == pytest.approx(sum(p.terms.values())) and p.seconds > 0
+    assert Prediction.from_config(json.loads(json.dumps(p.get_config()))) == p
+    assert p.variables.n_calls == 50
+
+
+def test_contention_factor():
+    assert contention_factor(1, 4) == 1.0
+    assert contention_factor(5, 4) == 2.0
+    with pytest.raises(ValueError):
+        contention_factor(0, 1)
+
+
+def test_parallel_disk_terms_scale_with_cf_and_zarr_metadata_with_p():
+    prof = _profile()
+    lay = parse_layout("zarr:chunks=500x8", DS)
+    one = predict(_trace(), lay, prof)
+    four = predict(_trace(), lay, prof, procs=4)
+    cf = contention_factor(4, prof.data_servers)
+    assert four.cf == cf
+    assert four.terms["t_rdisk"] == pytest.approx(one.terms["t_rdisk"] * cf)
+    assert four.terms["t_zopen"] == pytest.approx(one.terms["t_zopen"] * 4)
+    assert four.terms["t_memcpy"] == pytest.approx(one.terms["t_memcpy"])
+
+
+def test_parallel_hdf5_uses_mpiio_requests_per_run_and_slowest_rank():
+    prof = _profile()
+    tr = _trace(ranks=(0, 1, 2))
+    p = predict(tr, parse_layout("current", DS), prof)
+    assert p.procs == 3 and len(p.per_rank_seconds) == 3
+    assert p.seconds == max(p.per_rank_seconds)
+    # each 10x64 box covers 8 chunks of 8 columns: 10 runs each, one MPI-IO request per run
+    assert p.variables.n_rdisk == 50 * 8 * 10
+
+
+def test_cli_predict_json_and_table(tmp_path, capsys):
+    tpath, ppath = tmp_path / "t.jsonl", tmp_path / "p.json"
+    write_trace(_trace(), tpath)
+    save_profile(_profile(), ppath)
+    rc = main(["predict", str(tpath), "--layout", "hdf5:chunks=500x8", "--layout", "zarr:chunks=500x8",
+               "--layout", "current", "--profile", str(ppath), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [o["library"] for o in out] == ["hdf5", "zarr", "hdf5"]
+    assert set(out[0]) == {"library", "chunks", "seconds", "terms", "variables"}
+    assert out[0]["chunks"] == [500, 8] and set(out[0]["variables"]) == set(FEATURES)
+    assert main(["predict", str(tpath), "--layout", "zarr:chunks=500x8", "--profile", str(ppath)]) == 0
+    table = capsys.readouterr().out
+    assert "zarr 500x8" in table and "t_zopen" in table
+
+
+def test_cli_predict_bad_layout_is_one_line_error(tmp_path, capsys):
+    tpath, ppath = tmp_path / "t.jsonl", tmp_path / "p.json"
+    write_trace(_trace(), tpath)
+    save_profile(_profile(), ppath)
+    rc = main(["predict", str(tpath), "--layout", "hdf5:chunks=0x8", "--profile", str(ppath)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("ioadvisor predict: error:") and err.count("\n") == 1
