@@ -6,6 +6,7 @@
     with advisor.trace("run.jsonl"):
         ...  # existing h5py / zarr code
 """
+from advisor.api import advise
 from instrumentation.tracer import trace
 
-__all__ = ["trace"]
+__all__ = ["advise", "trace"]

@@ -83,11 +83,17 @@ def cases(n):
     rows = [_acc(Selection.box((int(r), 0), (1, 64)), "read") for r in rng.integers(0, shape[0], n)]
     cols = [_acc(Selection.box((0, int(c)), (shape[0], 1)), "read") for c in rng.integers(0, 64, 4)]
     boxes = [_acc(Selection.box((int(r), 8), (500, 8)), "read") for r in rng.integers(0, shape[0] - 500, n)]
+    slabr = [_acc(Selection.box((i, 0), (700, 64)), "read") for i in range(0, shape[0] - 700, 700)]
     slabw = [_acc(Selection.box((i, 0), (700, 64)), "write") for i in range(0, shape[0] - 700, 700)]
     yield "hdf5 rows, chunks 1000x8, 8 MiB cache", "hdf5", shape, (1000, 8), 8 << 20, False, rows, False
     yield "hdf5 rows, chunks 1000x8, no cache", "hdf5", shape, (1000, 8), 0, False, rows, False
     yield "hdf5 boxes, chunks 1000x8, no cache", "hdf5", shape, (1000, 8), 0, False, boxes, False
     yield "hdf5 columns, chunks 20000x8, 64 KiB cache", "hdf5", shape, (20000, 8), 65536, False, cols, False
+    yield "hdf5 columns, contiguous", "hdf5", shape, None, 8 << 20, False, cols, False
+    yield "hdf5 boxes, contiguous", "hdf5", shape, None, 8 << 20, False, boxes, False
+    yield "hdf5 700-row writes, existing, chunks 20000x8, no cache", "hdf5", shape, (20000, 8), 0, False, slabw, False
+    yield "hdf5 700-row reads, chunks 20000x8, no cache", "hdf5", shape, (20000, 8), 0, False, slabr, False
+    yield "hdf5 700-row writes, existing, contiguous", "hdf5", shape, None, 0, False, slabw, False
     yield "hdf5 rows, gzip chunks 1000x8, no cache", "hdf5", shape, (1000, 8), 0, True, rows, False
     yield "hdf5 700-row writes, existing, chunks 1000x64", "hdf5", shape, (1000, 64), 8 << 20, False, slabw, False
     yield "hdf5 700-row writes, fresh, chunks 1000x64", "hdf5", shape, (1000, 64), 8 << 20, False, slabw, True

@@ -42,8 +42,9 @@ def synthetic_field(shape, beta: float, rng, masked: bool = False) -> np.ndarray
 def _fields(quick: bool, rng):
     s2 = (384, 512) if quick else (1024, 1024)
     s3 = (48, 64, 64) if quick else (96, 128, 128)
+    betas = (2.0, 4.0) if quick else (2.0, 3.0, 4.0)
     out = []
-    for beta in (2.0, 3.0, 4.0):
+    for beta in betas:
         out.append((f"grf2d_b{beta:g}", synthetic_field(s2, beta, rng)))
         out.append((f"grf3d_b{beta:g}", synthetic_field(s3, beta + 1.0, rng)))
     out.append(("grf2d_masked", synthetic_field(s2, 3.0, rng, masked=True)))
@@ -111,65 +112,80 @@ def _filter_kwargs(codec: str, abs_error: float | None) -> dict:
     return get_codec(codec).hdf5_kwargs()
 
 
-def _fit_ratio(rows):
-    """NNLS of chunk bytes ~ terms @ coef on relative error; log spread of per-dataset totals."""
+def _fit_ratio(codec, rows):
+    """NNLS of chunk bytes ~ terms @ coef on relative error; log spread of per-case totals.
+
+    Unpredictable values are stored raw (coefficient fixed at 1): few calibration chunks have any, so a
+    free coefficient would be fitted on noise.
+    """
     from scipy.optimize import nnls
 
-    T = np.array([r[0] for r in rows])
+    T = np.array([r[0] for r in rows], dtype=float)
     y = np.array([r[1] for r in rows], dtype=float)
-    scale = np.maximum(T.max(axis=0), 1e-30)
-    c, _ = nnls((T / scale) / y[:, None], np.ones(len(y)))
-    coef = c / scale
+    fixed = np.zeros(T.shape[1])
+    if "unpred" in TERMS[codec]:
+        fixed[TERMS[codec].index("unpred")] = 1.0
+    free = fixed == 0
+    scale = np.maximum(T[:, free].max(axis=0), 1e-30)
+    c, _ = nnls((T[:, free] / scale) / y[:, None], (y - T @ fixed) / y)
+    coef = fixed.copy()
+    coef[free] = c / scale
     groups = {}
     for (terms, actual, key) in rows:
         a, p = groups.get(key, (0.0, 0.0))
-        groups[key] = (a + actual, p + float(np.asarray(terms) @ coef))
+        groups[key] = (a + actual, p + float(np.asarray(terms) @ coef))  # per (field, chunks, bound)
     logs = np.array([math.log(a / p) for a, p in groups.values() if p > 0])
     return {"coef": [float(v) for v in coef], "log_sigma": float(np.sqrt(np.mean(logs ** 2))),
             "n_fit": int(len(y))}
 
 
-def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
-    """Measure the real HDF5 filters on synthetic fields and fit the compression profile.
+def collect(quick: bool = False, progress=print) -> dict:
+    """Measurements for :func:`fit`: {"ratio": {codec: [(terms, chunk bytes, case key)]},
+    "time": {codec: [(stage counts, compress s, log sd, decompress s, log sd)]}} (JSON-friendly lists)."""
+    import tempfile
 
-    quick: smaller fields, fewer chunkings and repeats (about a minute); otherwise a few minutes.
-    Ratio: per-chunk stored bytes against the gray-box terms of that chunk (:data:`graybox.TERMS`).
-    Time: whole-dataset write/read seconds against the stage counts of a 2% gray-box estimate.
-    """
     rng = np.random.default_rng(20261122)
     repeats = 3 if quick else 5
     per_field_chunks = 4 if quick else 8
     ratio_rows = {c: [] for c in LOSSY}
     time_rows = {}
     lossless = _lossless_codecs()
-    for name, x in _fields(quick, rng):
-        rng_x = float(x.max() - x.min())
-        for chunks in _chunkings(x.shape, quick):
-            n_chunks = math.prod(-(-s // c) for s, c in zip(x.shape, chunks))
-            sample = sample_blocks(x, 0.02, chunks=chunks, rng=rng)
-            for codec in LOSSY:
-                for rel in REL_BOUNDS:
-                    eb = rel * rng_x
-                    tc, sc, td, sd, stored, sizes = measure_hdf5(x, _filter_kwargs(codec, eb), chunks, repeats)
-                    # Ratio rows: a few full interior chunks, each modeled as one tile.
-                    full = [o for o in sizes if all(a + c <= s for a, c, s in zip(o, chunks, x.shape))]
-                    for i in rng.permutation(len(full))[:per_field_chunks]:
-                        o = full[i]
-                        tile = x[tuple(slice(a, a + c) for a, c in zip(o, chunks))][None].astype(np.float64)
-                        terms, _ = tile_terms(tile, codec, eb, x.dtype.itemsize, rng)
-                        ratio_rows[codec].append((terms[0], sizes[o], (name, chunks, rel)))
-                    counts = graybox_ratio(sample, codec, eb, chunks, CompressionProfile(), rng).counts
-                    counts = StageCounts(**{**counts.get_config(), "out_bytes": float(stored)})
-                    time_rows.setdefault(codec, []).append((stage_counts(counts, codec), tc, sc, td, sd))
-            for codec in lossless:
-                tc, sc, td, sd, stored, _ = measure_hdf5(x, _filter_kwargs(codec, None), chunks, repeats)
-                counts = StageCounts(n_points=x.size, itemsize=x.dtype.itemsize, n_chunks=n_chunks,
-                                     out_bytes=float(stored))
-                time_rows.setdefault(codec, []).append((stage_counts(counts, codec), tc, sc, td, sd))
-        progress(f"calibrate: {name} {x.shape} done")
-    ratio = {c: _fit_ratio(rows) for c, rows in ratio_rows.items()}
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-calibrate-") as work:
+        for name, x in _fields(quick, rng):
+            rng_x = float(x.max() - x.min())
+            for chunks in _chunkings(x.shape, quick):
+                n_chunks = math.prod(-(-s // c) for s, c in zip(x.shape, chunks))
+                sample = sample_blocks(x, 0.02, chunks=chunks, rng=rng)
+                for codec in LOSSY:
+                    for rel in REL_BOUNDS:
+                        eb = rel * rng_x
+                        tc, sc, td, sd, stored, sizes = measure_hdf5(x, _filter_kwargs(codec, eb), chunks,
+                                                                     repeats, work)
+                        # Ratio rows: a few full interior chunks, each modeled as one tile.
+                        full = [o for o in sizes if all(a + c <= s for a, c, s in zip(o, chunks, x.shape))]
+                        for i in rng.permutation(len(full))[:per_field_chunks]:
+                            o = full[i]
+                            tile = x[tuple(slice(a, a + c) for a, c in zip(o, chunks))][None].astype(np.float64)
+                            terms, _ = tile_terms(tile, codec, eb, x.dtype.itemsize, rng)
+                            ratio_rows[codec].append((terms[0].tolist(), sizes[o], f"{name}|{chunks}|{rel}"))
+                        counts = graybox_ratio(sample, codec, eb, chunks, CompressionProfile(), rng).counts
+                        counts = StageCounts(**{**counts.get_config(), "out_bytes": float(stored)})
+                        time_rows.setdefault(codec, []).append(
+                            (stage_counts(counts, codec).tolist(), tc, sc, td, sd))
+                for codec in lossless:
+                    tc, sc, td, sd, stored, _ = measure_hdf5(x, _filter_kwargs(codec, None), chunks, repeats, work)
+                    counts = StageCounts(n_points=x.size, itemsize=x.dtype.itemsize, n_chunks=n_chunks,
+                                         out_bytes=float(stored))
+                    time_rows.setdefault(codec, []).append((stage_counts(counts, codec).tolist(), tc, sc, td, sd))
+            progress(f"calibrate: {name} {x.shape} measured")
+    return {"ratio": ratio_rows, "time": time_rows}
+
+
+def fit(measured: dict, quick: bool = False, progress=print) -> CompressionProfile:
+    """Fit the ratio and time coefficients from :func:`collect`'s measurements."""
+    ratio = {c: _fit_ratio(c, rows) for c, rows in measured["ratio"].items() if rows}
     times = {}
-    for codec, rows in time_rows.items():
+    for codec, rows in measured["time"].items():
         X = np.array([r[0] for r in rows])
         times[codec] = {
             "compress": fit_stage_model(X, np.array([r[1] for r in rows]), np.array([r[2] for r in rows])),
@@ -186,6 +202,17 @@ def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
         quick=quick, ratio=ratio, time=times)
 
 
+def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
+    """Measure the real HDF5 filters on synthetic fields and fit the compression profile.
+
+    quick: smaller fields, fewer chunkings and repeats (a few minutes on a shared 2-core machine).
+    Ratio: per-chunk stored bytes against the gray-box terms of that chunk (:data:`graybox.TERMS`).
+    Time: whole-dataset write/read seconds (real file, ``ds[...] = x``) against the stage counts of a
+    2% gray-box estimate.
+    """
+    return fit(collect(quick, progress), quick, progress)
+
+
 def _lossless_codecs():
     try:
         from .codecs import CODEC_NAMES
@@ -198,8 +225,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compression_model.calibrate", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(DEFAULT_PATH))
+    ap.add_argument("--raw", help="also write the raw measurements (JSON) here")
+    ap.add_argument("--from-raw", help="refit from raw measurements written by --raw (no measuring)")
     args = ap.parse_args(argv)
-    profile = calibrate(args.quick)
+    if args.from_raw:
+        import json
+
+        with open(args.from_raw) as fh:
+            measured = json.load(fh)
+    else:
+        measured = collect(args.quick)
+    if args.raw and not args.from_raw:
+        import json
+
+        with open(args.raw, "w") as fh:
+            json.dump(measured, fh)
+    profile = fit(measured, args.quick)
     save_profile(profile, args.out)
     print(f"wrote {args.out}")
     return 0

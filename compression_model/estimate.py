@@ -110,7 +110,9 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
     if data_range is None:
         data_range = safety.data_range
     codec, error_bound = resolve_codec(codec, error_bound, data_range)
-    problems = tuple(codec_problems(codec, safety))
+    problems = tuple(codec_problems(codec, safety, target))
+    if target == "hdf5" and safety.n_nan and not codec.hdf5_handles_nan:
+        target = "zarr"  # measure with the Python binding rather than crash in the HDF5 filter
     chosen = "sampling" if method == "auto" else method
     if chosen != "sampling" and not codec.lossy:
         chosen = "sampling"  # the gray-box model covers the lossy codecs only
@@ -123,7 +125,10 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
         b_stored, b_comp, _ = se.bootstrap(m, shape, chunks, seed=seed)
         ratio = raw / stored
         ratio_ci = tuple(float(v) for v in np.percentile(raw / b_stored, [2.5, 97.5]))
-        time_ci = tuple(float(v) for v in np.percentile(b_comp, [2.5, 97.5]))
+        lo, hi = np.percentile(b_comp, [2.5, 97.5])
+        # content variability (bootstrap) and the noise of the single timed anchor chunk
+        noise = math.exp(Z95 * se.anchor_log_sd(m))
+        time_ci = (float(min(lo, comp) / noise), float(max(hi, comp) * noise))
         errors = m.errors
     if chosen in ("graybox", "hybrid"):
         g_ratio, g_ratio_ci, g_comp, g_decomp, g_time_ci = _graybox(data, codec, chunks, sample_fraction, seed)
@@ -151,10 +156,11 @@ def _graybox(data, codec, chunks, sample_fraction, seed):
         from compression_model.timemodel import predict_time
     except ImportError as exc:
         raise ValueError(f"gray-box model not available ({exc}); use method=sampling") from exc
-    sample = sample_blocks(data, sample_fraction, rng=seed)
+    sample = sample_blocks(data, sample_fraction, chunks=chunks, rng=seed)  # chunk-aligned pieces (E's note)
     r = graybox_ratio(sample, codec.codec_id, codec.tolerance, chunks=chunks)
     t = predict_time(r.counts, codec.codec_id)
-    return r.ratio, tuple(r.ratio_ci), t.compress_s, t.decompress_s, tuple(t.compress_ci)
+    return (float(r.ratio), tuple(float(v) for v in r.ratio_ci), float(t.compress_s), float(t.decompress_s),
+            tuple(float(v) for v in t.compress_ci))
 
 
 def _combine(x1, ci1, x2, ci2):

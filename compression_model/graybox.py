@@ -16,6 +16,9 @@ import numpy as np
 from . import graybox_sz, graybox_zfp
 
 GRAYBOX_CODECS = ("sz3", "sz", "zfp")
+#: sample floor for the gray-box model (points): below it tiles lack predictor context (pass as
+#: ``sample_blocks(..., min_points=MIN_SAMPLE_POINTS)``).
+MIN_SAMPLE_POINTS = 32768
 _Z95 = 1.959964
 
 

@@ -65,10 +65,13 @@ def scan(values, fill_value: float | None = None) -> DataSafety:
                       None if fill_value is None else float(fill_value), int(fill_mask.sum()), lo, hi)
 
 
-def codec_problems(codec, safety: DataSafety) -> list[str]:
-    """Reasons the codec instance must not be used on this data ([] = safe).
+def codec_problems(codec, safety: DataSafety, target: str | None = None) -> list[str]:
+    """Reasons the codec instance must not be used on this data ([] = safe); ``target`` "hdf5" or "zarr"
+    adds the library's own limits (None: both).
 
     - NaN/Inf with a codec that does not preserve them (ZFP);
+    - NaN with a codec whose HDF5 filter fails on them (SZ3), for the HDF5 target;
+    - a codec with no zarr 3 implementation (SZ2), for the Zarr target;
     - a fill value within the lossy codec's tolerance of the valid data's range: a reconstructed valid
       point could then be read back as fill (or a fill point as data).
     """
@@ -76,6 +79,10 @@ def codec_problems(codec, safety: DataSafety) -> list[str]:
     name = codec.codec_id
     if safety.has_nonfinite and not codec.preserves_nan:
         problems.append(f"{name} does not preserve NaN/Inf ({safety.n_nan} NaN, {safety.n_inf} Inf in sample)")
+    if target == "zarr" and not codec.has_zarr_codec:
+        problems.append(f"{name}: no zarr 3 codec exists")
+    if safety.n_nan and not codec.hdf5_handles_nan and target in (None, "hdf5"):
+        problems.append(f"{name}: its HDF5 filter crashes on NaN data ({safety.n_nan} NaN in sample)")
     if safety.has_fill and codec.lossy:
         tol = codec.tolerance
         if safety.finite_min - tol <= safety.fill_value <= safety.finite_max + tol:

@@ -8,8 +8,9 @@ contiguous blocks, never scattered points. Two layouts:
 - ``"random"``: more, smaller tiles at uniformly random positions (skewed/sparse data, where a few
   regions carry most of the information and a regular grid can alias with the structure).
 
-The layout is chosen from a measured feature, the Gini coefficient of the per-block mean absolute
-adjacent difference on a pilot of stratified blocks (see :func:`block_skew`).
+The layout is chosen from a measured feature, the skew of activity (Gini coefficient of the per-block
+mean absolute adjacent difference, or share of constant blocks) on a pilot of stratified blocks
+(see :func:`block_skew`).
 ``data`` may be a numpy array or anything sliceable with ``.shape``/``.dtype`` (h5py Dataset, zarr
 Array): only the sampled blocks are read.
 """
@@ -120,7 +121,8 @@ def _read(data, origins, block_shape):
 
 
 def block_skew(blocks) -> float:
-    """Gini coefficient of per-block mean |adjacent difference| (0: uniform activity, 1: all in one block).
+    """Skew of activity across blocks: the larger of the Gini coefficient of per-block mean |adjacent
+    difference| (0: uniform, 1: all in one block) and the share of constant blocks (sparse/masked data).
 
     Non-finite values are ignored; a block with no finite difference counts as zero activity.
     """
@@ -135,10 +137,13 @@ def block_skew(blocks) -> float:
         d = d[np.isfinite(d)]
         act.append(float(d.mean()) if d.size else 0.0)
     a = np.sort(np.array(act))
-    if a.size < 2 or a.sum() <= 0:  # one block, or constant data: no skew to speak of
+    if a.size < 2:
         return 0.0
+    constant = float((a == 0).mean())  # sparse/masked data: many blocks without any variation
+    if a.sum() <= 0:
+        return constant
     n = a.size
-    return float((2 * np.arange(1, n + 1) - n - 1) @ a / (n * a.sum()))
+    return max(constant, float((2 * np.arange(1, n + 1) - n - 1) @ a / (n * a.sum())))
 
 
 def chunk_block_shape(shape, chunks, budget_points: int) -> tuple:
@@ -170,7 +175,7 @@ def _snap(origins, shape, block_shape, chunks):
 
 
 def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, strategy=None,
-                  chunks=None) -> Sample:
+                  chunks=None, min_points: int = 0) -> Sample:
     """Read about ``fraction`` of ``data`` as contiguous blocks.
 
     ``strategy`` None chooses from the measured skew: a pilot of stratified blocks (half the budget)
@@ -178,7 +183,8 @@ def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, stra
     random tiles of half the block edge, otherwise to more stratified blocks. Arrays no larger than
     the block (or fraction >= 1) are taken whole. With ``chunks`` (the HDF5/Zarr chunk shape) blocks
     are whole chunks or chunk-aligned pieces of them (:func:`chunk_block_shape`), so each block is
-    compressed as the filter would see it.
+    compressed as the filter would see it. ``min_points`` floors the budget (small fields: 1% is less
+    than a chunk, too little predictor context for a model).
     """
     if not 0 < fraction <= 1:
         raise ValueError(f"sample fraction must be in (0, 1], got {fraction}")
@@ -186,6 +192,7 @@ def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, stra
     shape = tuple(int(s) for s in data.shape)
     dtype = np.dtype(data.dtype)
     n_total = int(np.prod(shape, dtype=np.int64))
+    fraction = min(1.0, max(fraction, min_points / max(n_total, 1)))
     if block_shape is None and chunks is not None:
         block_shape = chunk_block_shape(shape, chunks, int(fraction * n_total))
     elif block_shape is None:

@@ -7,12 +7,15 @@ Two regimes, by how many target chunks fit in the sample budget:
   compressed; stored bytes = n_chunks x mean bytes per chunk (same for seconds).
 - ``"tiles"``: chunks are too large for the budget. Interior chunks are represented by tiles shaped like the
   chunk, scaled down, sampled by helper E's ``sampling.sample_blocks`` (stratified or random by measured
-  skew). Each tile is compressed whole and as its 2^d half-edge sub-blocks; the two sizes give a per-stream
-  fixed cost ``a`` (headers, Huffman tables, predictor warm-up) and a per-point cost ``b``:
-  bytes(n) = a + b n, so an interior chunk costs a + b * chunk_points. Time: the fixed per-call time is the
-  median of a few tiny-block calls, the rest is per point. Edge chunks (partly padding, which changes both
-  size and speed a lot, e.g. 4x slower for the HDF5 SZ3 filter) are measured directly: up to MAX_EDGE of
-  them are compressed whole and stand for all edge chunks.
+  skew). A tile compresses worse than the chunk it stands for (per-stream headers and Huffman tables,
+  predictor warm-up at its faces, fewer SZ3 interpolation levels), by a factor that depends on the codec,
+  the bound and the data. So one interior "anchor" chunk, the one holding the tile of median bytes per point,
+  is compressed whole *and* as tile-shaped pieces: kappa = bytes(chunk) / sum bytes(pieces) calibrates the
+  tiles (interior bytes = kappa x tile bytes per point x interior points). Time is not linear in the block
+  size either (the HDF5 SZ3 filter takes 0.8 ms for 128x128 and 26 ms for 256x256 of the same field): it is
+  the anchor's time per chunk, scaled by the tiles' time per point relative to the anchor's pieces. Edge
+  chunks (partly padding, which changes size and speed a lot) are measured directly: up to MAX_EDGE of them
+  are compressed whole; a per-padding-point cost fitted on them extends the interior model to all edges.
 
 The 95% intervals are bootstrap percentiles over the blocks. The wall time of the whole estimate is kept
 by the caller in ``cost_seconds`` so the estimation budget (5% of compressing the field) can be checked.
@@ -31,28 +34,33 @@ from compression_model.sampling import sample_blocks
 
 MIN_BLOCKS = 8
 """Fewest blocks behind an estimate (the bootstrap needs a spread)."""
-MIN_TILE_POINTS = 1024
-"""Smallest tile: below this, fixed per-stream costs dominate what is measured."""
+TARGET_TILES = 16
+"""Tiles per sample when chunks do not fit: sparse fields (87% zeros in the UM sea-ice field) need many
+tiles; 8 tiles of 11.6k points put the ratio 40% off there."""
+MIN_TILE_POINTS = 4096
+"""Smallest tile: with 1k-point tiles the boundary effects put ZFP's ratio 70% low on a smooth 3-D field."""
+TILE_ALIGN = 4
+"""Tile edges are multiples of ZFP's 4-point block (a partial block costs a whole one)."""
 MAX_EDGE = 2
 """Edge chunks measured whole in the tiles regime."""
 N_BOOTSTRAP = 400
 FEW = 4
-"""Blocks also decoded (and, for tiles, split into halves)."""
-TINY_REPEATS = 5
+"""Blocks also decoded (decompression time and errors)."""
 
 
 @dataclass(frozen=True)
 class BlockMeasurements:
-    """Per sampled block: points, compressed bytes, seconds; tiles also as 2^d halves; edge chunks apart."""
+    """Per sampled block: points, compressed bytes, seconds; the anchor chunk and edge chunks apart."""
 
     regime: str  # "chunks" | "tiles"
     points: np.ndarray
     nbytes: np.ndarray
     comp_s: np.ndarray
     decomp_s: np.ndarray  # the first FEW blocks only
-    nbytes_halves: np.ndarray  # tiles regime only, first FEW blocks
-    n_halves: int
-    call_s: float  # fixed seconds per compress call (tiles regime)
+    kappa: float  # tiles regime: bytes of the anchor chunk / sum of bytes of its tile-shaped pieces
+    chunk_comp_s: float  # tiles regime: the anchor chunk compressed whole ...
+    chunk_decomp_s: float  # ... and decompressed
+    pieces_comp_s_per_point: float  # ... and the time per point of its pieces
     edge_points: np.ndarray  # array points (not padding) in each measured edge chunk
     edge_nbytes: np.ndarray  # measured edge chunks (tiles regime)
     edge_comp_s: np.ndarray
@@ -99,17 +107,25 @@ def edge_chunks(shape, chunks) -> list[tuple]:
     return [idx for idx in itertools.product(*map(range, grid)) if any(i == e for i, e in zip(idx, last))]
 
 
+def interior_chunk(origin, shape, chunks) -> tuple:
+    """Grid index of the interior chunk holding ``origin`` (the nearest interior one; any if none is)."""
+    grid = chunk_grid(shape, chunks)
+    last_full = [g - 1 if s % c == 0 else g - 2 for g, s, c in zip(grid, shape, chunks)]
+    return tuple(max(0, min(o // c, lf)) for o, c, lf in zip(origin, chunks, last_full))
+
+
 def valid_points(index, shape, chunks) -> int:
     """Points of chunk ``index`` inside the array (the rest is padding)."""
     return int(np.prod([min(c, s - i * c) for i, c, s in zip(index, chunks, shape)]))
 
 
-def _halves(block: np.ndarray) -> list[np.ndarray]:
-    """The 2^d sub-blocks of half edge (dimensions of extent 1 are not split)."""
+def _pieces(block: np.ndarray, tile: tuple) -> list[np.ndarray]:
+    """``block`` cut into pieces of about the tile shape (as many per axis as fit)."""
     parts = [block]
-    for axis, n in enumerate(block.shape):
-        if n >= 2:
-            parts = [p for q in parts for p in np.array_split(q, 2, axis=axis)]
+    for axis, (n, t) in enumerate(zip(block.shape, tile)):
+        k = max(1, round(n / t))
+        if k > 1:
+            parts = [p for q in parts for p in np.array_split(q, k, axis=axis)]
     return [np.ascontiguousarray(p) for p in parts]
 
 
@@ -131,26 +147,24 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
     n_chunks = int(np.prod(grid, dtype=np.int64))
     budget = max(sample_fraction * n_total, MIN_BLOCKS * MIN_TILE_POINTS)
 
-    edges, edge_points, call_s, halves = [], [], 0.0, []
+    edges, edge_points = [], []
     if budget >= MIN_BLOCKS * chunk_points or n_chunks <= MIN_BLOCKS:
         regime = "chunks"
         k = min(n_chunks, max(MIN_BLOCKS, math.ceil(budget / chunk_points)))
         blocks = [_read_chunk(data, np.unravel_index(i, grid), shape, chunks) for i in _systematic(n_chunks, k, rng)]
     else:
         regime = "tiles"
-        scale = (max(budget / MIN_BLOCKS, MIN_TILE_POINTS) / chunk_points) ** (1.0 / len(shape))
-        tile = tuple(max(1, min(c, round(c * scale))) for c in chunks)
-        blocks = list(sample_blocks(data, min(1.0, budget / n_total), block_shape=tile, rng=rng).blocks)
+        scale = (max(budget / TARGET_TILES, MIN_TILE_POINTS) / chunk_points) ** (1.0 / len(shape))
+        tile = tuple(min(c, max(TILE_ALIGN, TILE_ALIGN * round(c * scale / TILE_ALIGN))) if c >= TILE_ALIGN
+                     else c for c in chunks)
+        sample = sample_blocks(data, min(1.0, budget / n_total), block_shape=tile, rng=rng)
+        blocks = list(sample.blocks)
         all_edges = edge_chunks(shape, chunks)
         if all_edges:
             picks = _systematic(len(all_edges), min(MAX_EDGE, len(all_edges)), rng)
             edges = [_read_chunk(data, all_edges[i], shape, chunks) for i in picks]
             edge_points = [valid_points(all_edges[i], shape, chunks) for i in picks]
-        tiny = np.ascontiguousarray(blocks[0][tuple(slice(0, 4) for _ in shape)])
-    shapes = [b.shape for b in blocks + edges] + [h.shape for h in _halves(blocks[0])] * (regime == "tiles")
-    encode, decode = _codec_calls(codec, target, shapes + [tiny.shape] * (regime == "tiles"), blocks[0].dtype)
-    if regime == "tiles":
-        call_s = float(np.median([_timed(encode, tiny)[1] for _ in range(TINY_REPEATS)]))
+    encode, decode = _codec_calls(codec, target, [b.shape for b in blocks + edges], blocks[0].dtype)
 
     def run(block_list, n_decoded):
         """Compress every block; decode the first ``n_decoded`` (decompression time and errors)."""
@@ -165,21 +179,31 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
                 pairs.append((block, out))
         return np.array(sizes, float), np.array(comp), np.array(decomp), pairs
 
-    # Decoding and splitting into halves serve the time ratio, the errors and the fixed cost ``a``, which
-    # vary little between blocks: a few blocks suffice, and the estimate stays within its cost budget.
+    # Decoding serves the time ratio and the errors, which vary little between blocks: a few suffice,
+    # and the estimate stays within its cost budget.
     nbytes, comp_s, decomp_s, pairs = run(blocks, FEW)
     e_nbytes, e_comp, e_decomp, e_pairs = run(edges, len(edges))
+    kappa, chunk_comp_s, chunk_decomp_s, pieces_s = 1.0, 0.0, 0.0, 0.0
     if regime == "tiles":
-        halves = [sum(len(encode(h)) for h in _halves(b)) for b in blocks[:FEW]]
+        points = np.array([b.size for b in blocks], float)
+        median_tile = int(np.argsort(nbytes / points)[len(blocks) // 2])
+        index = interior_chunk(sample.origins[median_tile], shape, chunks)
+        anchor = _read_chunk(data, index, shape, chunks)
+        pieces = _pieces(anchor, blocks[0].shape)
+        encode, decode = _codec_calls(codec, target, [anchor.shape] + [p.shape for p in pieces], anchor.dtype)
+        buf, chunk_comp_s = _timed(encode, anchor)
+        chunk_decomp_s = _timed(decode, buf, anchor.shape, anchor.dtype)[1]
+        piece_runs = [_timed(encode, p) for p in pieces]
+        kappa = len(buf) / sum(len(b) for b, _ in piece_runs)
+        pieces_s = sum(t for _, t in piece_runs) / anchor.size
     errors = None
     if codec.lossy:
         original = np.concatenate([b.ravel() for b, _ in pairs + e_pairs])
         decoded = np.concatenate([np.asarray(o).ravel() for _, o in pairs + e_pairs])
         errors = ErrorStats.measure(original, decoded, data_range if data_range is not None else 0.0)
     return BlockMeasurements(
-        regime, np.array([b.size for b in blocks], float), nbytes, comp_s, decomp_s, np.array(halves, float),
-        2 ** sum(1 for c in blocks[0].shape if c >= 2), call_s, np.array(edge_points, float), e_nbytes, e_comp,
-        e_decomp, errors)
+        regime, np.array([b.size for b in blocks], float), nbytes, comp_s, decomp_s, kappa, chunk_comp_s,
+        chunk_decomp_s, pieces_s, np.array(edge_points, float), e_nbytes, e_comp, e_decomp, errors)
 
 
 def scale_up(m: BlockMeasurements, shape, chunks, idx: np.ndarray | None = None):
@@ -188,46 +212,48 @@ def scale_up(m: BlockMeasurements, shape, chunks, idx: np.ndarray | None = None)
         idx = np.arange(m.points.size)[None, :]
     n_total = int(np.prod(shape, dtype=np.int64))
     n_chunks = int(np.prod(chunk_grid(shape, chunks), dtype=np.int64))
-    # decompression: measured on the first FEW blocks, scaled by their decompress/compress time ratio
-    dec_per_comp = m.decomp_s.sum() / m.comp_s[: m.decomp_s.size].sum()
     if m.regime == "chunks":
+        # decompression: measured on the first FEW chunks, scaled by their decompress/compress time ratio
+        dec_per_comp = m.decomp_s.sum() / m.comp_s[: m.decomp_s.size].sum()
         stored, comp = (v[idx].mean(axis=1) * n_chunks for v in (m.nbytes, m.comp_s))
         return stored, comp, comp * dec_per_comp
 
-    k = idx.shape[1]
     n = m.points[idx].sum(axis=1)
     chunk_points = int(np.prod(chunks, dtype=np.int64))
     edges = edge_chunks(shape, chunks)
     n_edge = len(edges)
     edge_valid = sum(valid_points(e, shape, chunks) for e in edges)
     n_in, pts_in = n_chunks - n_edge, n_total - edge_valid
-    # bytes(n) = a + b n per stream, from whole tiles and their halves (a >= 0: no credit for splitting)
-    few = m.nbytes_halves.size
-    a = max((m.nbytes_halves - m.nbytes[:few]).sum() / (few * (m.n_halves - 1)), 0.0)
-    b = (m.nbytes[idx].sum(axis=1) - k * a) / n
-    # seconds(n) = call_s + per_point n
-    per_point = np.maximum(m.comp_s[idx].sum(axis=1) - k * m.call_s, 0.0) / n
+    bpp = m.kappa * m.nbytes[idx].sum(axis=1) / n  # calibrated bytes per point of a whole chunk
+    # time per interior chunk: the anchor's, scaled by the tiles' speed relative to the anchor's pieces
+    spp = m.comp_s[idx].sum(axis=1) / n
+    t_chunk = m.chunk_comp_s * spp / m.pieces_comp_s_per_point
+    stored = bpp * pts_in
+    comp = t_chunk * n_in
+    decomp = comp * m.chunk_decomp_s / m.chunk_comp_s
+    if n_edge:
+        # edge chunks: the interior model on their array points plus a per-padding-point cost fitted on the
+        # measured edge chunks (padding is cheap for a lossless codec, costly for a predictor at a cliff)
+        pad_measured = (chunk_points - m.edge_points).sum()
+        rest = m.edge_nbytes.sum() - bpp * m.edge_points.sum()
+        pad = rest / pad_measured if pad_measured else 0.0
+        stored = stored + bpp * edge_valid + pad * (n_edge * chunk_points - edge_valid)
+        comp = comp + n_edge * m.edge_comp_s.mean()
+        decomp = decomp + n_edge * m.edge_decomp_s.mean()
+    return stored, comp, decomp
 
-    def total(fixed, per, edge_measured):
-        """Interior chunks by the linear model; edge chunks = the same model on their array points plus a
-        per-padding-point cost fitted on the measured edge chunks (padding can be cheap or, for a
-        predictor hitting a cliff of zeros, expensive)."""
-        out = fixed * n_in + per * pts_in
-        if n_edge:
-            pad_measured = (chunk_points - m.edge_points).sum()
-            rest = edge_measured.sum() - fixed * m.edge_points.size - per * m.edge_points.sum()
-            pad = rest / pad_measured if pad_measured else 0.0
-            out = out + fixed * n_edge + per * edge_valid + pad * (n_edge * chunk_points - edge_valid)
-        return out
 
-    stored = total(a, b, m.edge_nbytes)
-    comp = total(m.call_s, per_point, m.edge_comp_s)
-    return stored, comp, comp * dec_per_comp
+def anchor_log_sd(m: BlockMeasurements) -> float:
+    """Spread (log sd) of one timing: robust spread of the tiles' log time per point (0 for chunks)."""
+    if m.regime == "chunks":
+        return 0.0
+    log_spp = np.log(np.maximum(m.comp_s, 1e-9) / m.points)
+    return float(1.4826 * np.median(np.abs(log_spp - np.median(log_spp))))
 
 
 def bootstrap(m: BlockMeasurements, shape, chunks, seed: int = 0):
-    """Bootstrap replicates of ``scale_up`` (resampling the blocks; edge chunks and the fixed cost per
-    stream are kept as measured)."""
+    """Bootstrap replicates of ``scale_up`` (resampling the blocks; the anchor and edge chunks are kept
+    as measured)."""
     rng = np.random.default_rng(seed)
     k = m.points.size
     return scale_up(m, shape, chunks, rng.integers(0, k, size=(N_BOOTSTRAP, k)))

@@ -57,9 +57,13 @@ def reset() -> None:
 
 
 def _plain(value):
-    """A JSON-friendly Python value for a fill value."""
+    """A JSON-friendly Python value for a fill value (complex as [re, im])."""
     if isinstance(value, np.ndarray | np.generic):
         value = value.tolist()
+    if isinstance(value, np.generic):  # long double / complex256 have no Python equivalent
+        value = complex(value) if np.iscomplexobj(value) else float(value)
+    if isinstance(value, complex):
+        return [value.real, value.imag]
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, tuple | list):
@@ -104,6 +108,10 @@ def _describe(ds, created: bool) -> DatasetInfo:
         fill = _plain(ds.fillvalue)
     except Exception:  # noqa: BLE001 - vlen/reference types have no numpy fill value
         fill = None
+    try:
+        maxshape = ds.maxshape
+    except TypeError:  # h5py cannot report it for a NULL dataspace
+        maxshape = None
     offsets = None
     if chunks is not None and not created:
         try:
@@ -118,7 +126,7 @@ def _describe(ds, created: bool) -> DatasetInfo:
         path=ds.name or "",
         shape=() if shape is None else tuple(shape),
         dtype=ds.dtype.str,
-        maxshape=None if ds.maxshape is None else tuple(ds.maxshape),
+        maxshape=None if maxshape is None else tuple(maxshape),
         chunks=chunks,
         filters=_filters(dsid.get_create_plist()),
         fillvalue=fill,
@@ -164,7 +172,8 @@ def _itemsize(info: DatasetInfo, args: tuple, new_dtype) -> int:
 
 
 def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
-    info = _info(ds)
+    entry = _by_obj.get(id(ds))
+    info = entry[1] if entry is not None and entry[0]() is ds else _info(ds)
     shape = info.shape
     if shape is None:
         return
@@ -174,7 +183,8 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     if hs is not None:
         start, count, stride, block, n = hs
         size = info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize
-        HUB.hyperslab(info, op, start, count, stride, block, n, n * size, t0, dt)
+        for tr in HUB.active:
+            tr._hyperslab(info, op, start, count, stride, block, n, n * size, t0, dt)
         return
     try:
         selection = normalize(args, shape)
@@ -192,16 +202,16 @@ def _traced_io(op: str, original, selection_of):
         tls = _tls
         if tls.depth or not HUB.active:
             return original(self, *args, **kwargs)
-        tls.depth += 1
+        tls.depth = 1
         t0 = perf_counter()
         try:
             result = original(self, *args, **kwargs)
         except BaseException:
-            tls.depth -= 1
+            tls.depth = 0
             HUB.failed()
             raise
         dt = perf_counter() - t0
-        tls.depth -= 1
+        tls.depth = 0
         try:
             index, new_dtype = selection_of(args, kwargs)
             _record(self, op, index, new_dtype, t0, dt)
@@ -216,8 +226,33 @@ def _traced_io(op: str, original, selection_of):
     return wrapper
 
 
-def _getitem_sel(args, kwargs):
-    return args[0], args[1] if len(args) > 1 else kwargs.get("new_dtype")
+def _traced_getitem(original):
+    """The hot path (every read), specialised: no generic argument juggling."""
+
+    def __getitem__(self, args, *rest, **kwargs):
+        tls = _tls
+        if tls.depth or not HUB.active:
+            return original(self, args, *rest, **kwargs)
+        tls.depth = 1
+        t0 = perf_counter()
+        try:
+            result = original(self, args, *rest, **kwargs)
+        except BaseException:
+            tls.depth = 0
+            HUB.failed()
+            raise
+        dt = perf_counter() - t0
+        tls.depth = 0
+        try:
+            _record(self, READ, args, rest[0] if rest else kwargs.get("new_dtype"), t0, dt)
+        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+            HUB.error(exc)
+        return result
+
+    __getitem__.__qualname__ = original.__qualname__
+    __getitem__.__doc__ = original.__doc__
+    __getitem__.__wrapped__ = original
+    return __getitem__
 
 
 def _setitem_sel(args, kwargs):
@@ -246,16 +281,16 @@ def _traced_create(original):
         tls = _tls
         if tls.depth or not HUB.active:
             return original(self, *args, **kwargs)
-        tls.depth += 1
+        tls.depth = 1
         t0 = perf_counter()
         try:
             dset = original(self, *args, **kwargs)
         except BaseException:
-            tls.depth -= 1
+            tls.depth = 0
             HUB.failed()
             raise
         dt = perf_counter() - t0
-        tls.depth -= 1
+        tls.depth = 0
         try:
             info = _remember(dset, _describe(dset, created=True))
             HUB.created(info)
@@ -279,16 +314,16 @@ def _traced_group_setitem(original):
             obj, h5py._hl.base.HLObject | h5py.SoftLink | h5py.ExternalLink | np.dtype)
         if tls.depth or not HUB.active or not makes_data:
             return original(self, name, obj)
-        tls.depth += 1
+        tls.depth = 1
         t0 = perf_counter()
         try:
             original(self, name, obj)
         except BaseException:
-            tls.depth -= 1
+            tls.depth = 0
             HUB.failed()
             raise
         dt = perf_counter() - t0
-        tls.depth -= 1
+        tls.depth = 0
         try:
             dset = self[name]
             info = _remember(dset, _describe(dset, created=True))
@@ -309,9 +344,13 @@ def _traced_extent(original):
     def wrapper(self, *args, **kwargs):
         if not HUB.active:
             return original(self, *args, **kwargs)
+        try:
+            info = _info(self)  # the extent before the call
+        except Exception as exc:  # noqa: BLE001
+            HUB.error(exc)
+            return original(self, *args, **kwargs)
         result = original(self, *args, **kwargs)
         try:
-            info = _info(self)
             shape = self.id.shape
             if info.shape is not None and tuple(shape) != info.shape:
                 HUB.resize(info, shape, perf_counter())
@@ -329,7 +368,7 @@ def _traced_extent(original):
 def patches() -> list[tuple[object, str, object]]:
     """(owner, attribute, replacement) for the tracer to install."""
     return [
-        (Dataset, "__getitem__", _traced_io(READ, Dataset.__getitem__, _getitem_sel)),
+        (Dataset, "__getitem__", _traced_getitem(Dataset.__getitem__)),
         (Dataset, "__setitem__", _traced_io(WRITE, Dataset.__setitem__, _setitem_sel)),
         (Dataset, "read_direct", _traced_io(READ, Dataset.read_direct, _direct_sel(1, "source_sel"))),
         (Dataset, "write_direct", _traced_io(WRITE, Dataset.write_direct, _direct_sel(2, "dest_sel"))),

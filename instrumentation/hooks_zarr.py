@@ -26,7 +26,7 @@ import zarr
 from zarr.core import array as _array
 
 from .records import READ, WRITE, DatasetRecord, Filter
-from .selection import field_itemsize, from_zarr_indexer
+from .selection import field_itemsize, from_zarr_indexer, zarr_hyperslab
 from .tracer import HUB, DatasetInfo
 
 _LIBRARY_VERSION = f"zarr {zarr.__version__}"
@@ -113,10 +113,15 @@ def _info(store_path, metadata, t0: float) -> DatasetInfo:
 def _record(op: str, args, kwargs, t0: float, dt: float) -> None:
     store_path, metadata, indexer = args[0], args[1], args[4]
     info = _info(store_path, metadata, t0)
-    selection = from_zarr_indexer(indexer)
-    n = selection.nelements
     fields = kwargs.get("fields")
     size = field_itemsize(info.dtype, fields) if fields else info.itemsize
+    hs = zarr_hyperslab(indexer)
+    if hs is not None:
+        start, count, stride, block, n = hs
+        HUB.hyperslab(info, op, start, count, stride, block, n, n * size, t0, dt)
+        return
+    selection = from_zarr_indexer(indexer)
+    n = selection.nelements
     HUB.access(info, op, selection, n, n * size, t0, dt)
 
 

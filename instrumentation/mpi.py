@@ -31,6 +31,8 @@ WAIT_SECONDS = float(os.environ.get("IOADVISOR_MPI_WAIT", "600"))
 """Longest wait for the other ranks in ``finish`` (a rank killed without closing its file)."""
 GRACE_SECONDS = 2.0
 """Wait for a rank that closed its file but did not reach ``finish`` (its program failed)."""
+MISSING_SECONDS = float(os.environ.get("IOADVISOR_MPI_MISSING", "60"))
+"""Wait for a rank that has no trace file at all (it died before tracing began)."""
 POLL_SECONDS = 0.1
 """Interval between rank 0's looks at the rank files while waiting."""
 DONE_TAG = 31_415
@@ -100,31 +102,38 @@ def _poll(done, deadline: float) -> bool:
     return False
 
 
-def _wait_for_ranks(comm, path: Path, size: int) -> bool:
-    """Rank 0: wait until every rank arrived (True) or gave up on a failed or killed one (False).
+def _wait_for_ranks(comm, path: Path, size: int) -> None:
+    """Rank 0: wait until every rank arrived, or give up on a failed or dead one.
 
     Ranks that arrive post a non-blocking barrier. A failed rank closes its
-    file but never posts, so once all files are closed and the barrier is still
-    open after GRACE_SECONDS, waiting stops. Only rank 0 looks at the files,
-    every POLL_SECONDS: no metadata storm on a parallel file system.
+    file but never posts: once every file is closed and the barrier is still
+    open after GRACE_SECONDS, waiting stops. A rank that died before it began
+    tracing has no file at all: it is given up MISSING_SECONDS after all the
+    other files are closed. Only rank 0 looks at the files, from every
+    POLL_SECONDS to every 2 s: no metadata storm on a parallel file system.
     """
     req = comm.Ibarrier() if comm is not None else None
     files = [rank_path(path, r, size) for r in range(size)]
-    state = {"next_look": 0.0, "closed_at": None}
+    grace = GRACE_SECONDS if req is not None else 0.0  # without MPI, closed files are all we can know
+    state = {"next_look": 0.0, "interval": POLL_SECONDS, "settled": None, "since": 0.0}
 
     def done() -> bool:
         if req is not None and req.Test():
             return True
         now = time.monotonic()
         if now >= state["next_look"]:
-            state["next_look"] = now + POLL_SECONDS
-            if state["closed_at"] is None and all(_file_done(f) for f in files):
-                state["closed_at"] = now
-        closed = state["closed_at"]
-        return closed is not None and (req is None or now - closed > GRACE_SECONDS)
+            state["next_look"] = now + state["interval"]
+            state["interval"] = min(2 * state["interval"], 2.0)  # long waits look less often
+            present = [f for f in files if f.exists()]
+            settled = len(present) if all(_file_done(f) for f in present) else None
+            if settled != state["settled"]:  # a late rank may open its file: start over
+                state["settled"], state["since"] = settled, now
+        if state["settled"] is None:
+            return False
+        patience = grace if state["settled"] == size else MISSING_SECONDS
+        return now - state["since"] > patience
 
     _poll(done, time.monotonic() + WAIT_SECONDS)
-    return req is not None and req.Test()
 
 
 def merge_rank_files(path: str | os.PathLike, size: int) -> Path:
@@ -162,10 +171,12 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
         return
     if failed is None:
         failed = _failing()
+    if failed and rank != 0:
+        return
     path = Path(path)
     comm = _communicator(comm)
     if rank != 0:
-        if not failed and comm is not None:
+        if comm is not None:
             here = comm.Ibarrier()  # "I am here"; completes, or is abandoned if a failed rank never comes
             if _poll(lambda: comm.Iprobe(source=0, tag=DONE_TAG), time.monotonic() + WAIT_SECONDS):
                 comm.recv(source=0, tag=DONE_TAG)  # consumed, so no later receive of the program gets it

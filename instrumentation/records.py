@@ -18,11 +18,16 @@ READ = "read"
 WRITE = "write"
 
 
+_PLAIN_INT = {int}
+
+
 class RecordError(ValueError):
     """A record does not match the schema; the message names the field."""
 
 
 def _ints(value: Any, name: str) -> tuple[int, ...]:
+    if type(value) is list and set(map(type, value)) <= _PLAIN_INT:
+        return tuple(value)  # the JSON case, checked at C speed: loading is dominated by this
     if not isinstance(value, (list, tuple)) or not all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
     ):
@@ -390,7 +395,12 @@ class ResizeRecord:
     rank: int = 0
 
     def get_config(self) -> dict:
-        return {"ds": self.dataset, "shape": list(self.shape), "t0": self.t_start}
+        return {
+            "ds": self.dataset,
+            "shape": list(self.shape),
+            "t0": self.t_start,
+            **({"rank": self.rank} if self.rank else {}),
+        }
 
     @classmethod
     def from_config(cls, config: dict, rank: int = 0) -> "ResizeRecord":
@@ -403,7 +413,7 @@ class ResizeRecord:
             _typed(config["ds"], int, "ds"),
             _ints(config["shape"], "shape"),
             float(_typed(config["t0"], (int, float), "t0")),
-            rank,
+            _typed(config.get("rank", rank), int, "rank"),
         )
 
 

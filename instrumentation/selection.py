@@ -35,63 +35,60 @@ class SelectionError(ValueError):
     """An index the normalizer does not understand (the library accepted it)."""
 
 
+_FULL = slice(None)
+
+
+def _expand(args: tuple, ndim: int):
+    """args with Ellipsis / missing trailing dimensions spelled out as full slices, or None."""
+    n_ell = sum(1 for a in args if a is Ellipsis)
+    if n_ell > 1:
+        return None
+    if n_ell == 0:
+        return args + (_FULL,) * (ndim - len(args)) if len(args) < ndim else None
+    i = next(k for k, a in enumerate(args) if a is Ellipsis)
+    fill = ndim - len(args) + 1
+    return args[:i] + (_FULL,) * fill + args[i + 1:] if fill >= 0 else None
+
+
 def fast_hyperslab(args: tuple, shape: tuple[int, ...]):
     """(start, count, stride, block, nelements) for ints, slices and Ellipsis, else None.
 
     The hot path of every traced read: plain Python, no numpy, no records.
     ``args`` has already been accepted by the library, so it is in range.
     """
-    ndim = len(shape)
-    nargs = len(args)
-    if nargs > ndim + 1:
-        return None
-    start = [0] * ndim
-    count = [1] * ndim
-    stride = [1] * ndim
-    block = list(shape)
+    if len(args) != len(shape):
+        args = _expand(args, len(shape))
+        if args is None:
+            return None
+    dims = []
     n = 1
-    d = 0
-    for i, a in enumerate(args):
+    for a, dim in zip(args, shape):
         t = type(a)
         if t is slice:
-            if d >= ndim:
-                return None
-            lo, hi, step = a.indices(shape[d])
+            lo, hi, step = a.indices(dim)
             if step == 1:
                 m = hi - lo if hi > lo else 0
-                start[d] = lo
-                block[d] = m
+                dims.append((lo, 1, 1, m))
             else:
                 m = len(range(lo, hi, step))
-                if m == 0:
-                    start[d], block[d] = lo, 0
-                elif m == 1:
-                    start[d], block[d] = lo, 1
-                else:
+                if m > 1:
                     if step < 0:
                         lo, step = lo + (m - 1) * step, -step
-                    start[d], count[d], stride[d], block[d] = lo, m, step, 1
+                    dims.append((lo, m, step, 1))
+                else:
+                    dims.append((lo, 1, 1, m))
             n *= m
-            d += 1
-        elif t is int or (isinstance(a, np.integer) and t is not bool and t is not np.bool_):
-            if d >= ndim:
-                return None
+        elif t is int or isinstance(a, np.integer):
             a = int(a)
-            start[d] = a + shape[d] if a < 0 else a
-            block[d] = 1
-            d += 1
-        elif a is Ellipsis:
-            # the dimensions the rest of the args do not name
-            skip = ndim - d - (nargs - i - 1)
-            if skip < 0 or Ellipsis in args[i + 1:]:
-                return None
-            for _ in range(skip):
-                n *= shape[d]
-                d += 1
+            dims.append((a + dim if a < 0 else a, 1, 1, 1))
+        elif a is Ellipsis:  # with as many args as dimensions, it stands for none of them
+            args = _expand(args, len(shape))
+            return None if args is None else fast_hyperslab(args, shape)
         else:
             return None
-    for k in range(d, ndim):
-        n *= shape[k]
+    if not dims:
+        return (), (), (), (), 1
+    start, count, stride, block = zip(*dims)
     return start, count, stride, block, n
 
 
@@ -267,6 +264,37 @@ def field_itemsize(dtype: np.dtype, names) -> int:
     return sum(dtype.fields[n][0].itemsize for n in names if n in dtype.fields) or dtype.itemsize
 
 
+def _zarr_dims(indexer) -> list:
+    dims = []
+    for dix in indexer.dim_indexers:
+        name = type(dix).__name__
+        if name == "IntDimIndexer":
+            dims.append(("h", int(dix.dim_sel), 1, 1, 1))
+        elif name == "SliceDimIndexer":
+            dims.append(_slice_dim(slice(dix.start, dix.stop, dix.step), dix.dim_len))
+        elif name in ("IntArrayDimIndexer", "BoolArrayDimIndexer"):
+            dims.append(_index_dim(dix.dim_sel, dix.dim_len))
+        else:
+            raise SelectionError(f"unsupported zarr dimension indexer {name}")
+    return dims
+
+
+def zarr_hyperslab(indexer):
+    """(start, count, stride, block, nelements) when a zarr indexer selects a regular hyperslab, else None."""
+    if not hasattr(indexer, "dim_indexers"):
+        return None
+    dims = _zarr_dims(indexer)
+    if any(d[0] != "h" for d in dims):
+        return None
+    if not dims:
+        return (), (), (), (), 1
+    _, start, count, stride, block = zip(*dims)
+    n = 1
+    for c, b in zip(count, block):
+        n *= c * b
+    return start, count, stride, block, n
+
+
 def from_zarr_indexer(indexer) -> Selection:
     """A zarr 3 indexer (Basic/Orthogonal/Block/Coordinate/Mask) -> Selection."""
     if hasattr(indexer, "sel_shape") and hasattr(indexer, "selection"):  # Coordinate/MaskIndexer
@@ -279,18 +307,7 @@ def from_zarr_indexer(indexer) -> Selection:
             orig[sort] = pts
             pts = orig
         return points_selection(pts)
-    dims = []
-    for dix in indexer.dim_indexers:
-        name = type(dix).__name__
-        if name == "IntDimIndexer":
-            dims.append(("h", int(dix.dim_sel), 1, 1, 1))
-        elif name == "SliceDimIndexer":
-            dims.append(_slice_dim(slice(dix.start, dix.stop, dix.step), dix.dim_len))
-        elif name in ("IntArrayDimIndexer", "BoolArrayDimIndexer"):
-            dims.append(_index_dim(dix.dim_sel, dix.dim_len))
-        else:
-            raise SelectionError(f"unsupported zarr dimension indexer {name}")
-    return _from_dims(dims)
+    return _from_dims(_zarr_dims(indexer))
 
 
 __all__ = [
@@ -301,4 +318,5 @@ __all__ = [
     "from_zarr_indexer",
     "normalize",
     "points_selection",
+    "zarr_hyperslab",
 ]

@@ -193,6 +193,7 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
     if not lines or not lines[0].strip():
         raise TraceError(f"{path}:1: empty trace, no header line")
     header = None
+    other_headers: list[TraceHeader] = []
     datasets: dict[int, DatasetRecord] = {}
     accesses: list[AccessRecord] = []
     resizes: list[ResizeRecord] = []
@@ -230,14 +231,16 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
             resizes.append(rec)
         elif kind == "end":
             complete = True
+        elif header.size > 1 and rec.rank not in {h.rank for h in [header, *other_headers]}:
+            other_headers.append(rec)  # a merged trace keeps every rank's header
         else:
-            raise TraceError(f"{where}: a second header line")
+            raise TraceError(f"{where}: a second header line for rank {rec.rank}")
     if not complete and not allow_truncated:
         raise TraceError(
             f"{path}:{len(lines)}: trace has no end record (the traced process did not finish): "
             "pass allow_truncated / --allow-truncated to use the prefix"
         )
-    return Trace([header], datasets, accesses, resizes, complete, path)
+    return Trace([header, *other_headers], datasets, accesses, resizes, complete, path)
 
 
 def merge_traces(traces: list[Trace]) -> Trace:
@@ -273,12 +276,13 @@ def merge_traces(traces: list[Trace]) -> Trace:
 def write_trace(trace: Trace, path: str | os.PathLike) -> None:
     """Write a loaded (possibly merged) trace back out.
 
-    A merged trace is written under rank 0's header with ``size`` set to the
-    number of ranks; each access record names its rank.
+    A merged trace starts with rank 0's header, ``size`` set to the number of
+    ranks, followed by the other ranks' headers; each record names its rank.
     """
-    head = replace(trace.header, size=trace.nprocs)
+    size = trace.nprocs
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(_dumps({"t": "h", **head.get_config()}) + "\n")
+        for h in trace.headers:
+            fh.write(_dumps({"t": "h", **replace(h, size=size).get_config()}) + "\n")
         for d in trace.datasets.values():
             fh.write(_dumps({"t": "d", **d.get_config()}) + "\n")
         for a in trace.accesses:

@@ -22,6 +22,7 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 """
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import os
 import platform
@@ -57,7 +58,8 @@ class DatasetInfo:
     """What the hooks know of one array, computed once (see field notes: 20 µs per query).
 
     ``template`` is the DatasetRecord with a placeholder id; ``shape`` follows
-    resizes. Tracers number datasets themselves and look them up by ``key``.
+    resizes (None: an HDF5 NULL dataspace, which holds no data). Tracers number
+    datasets themselves and look them up by ``key``.
     """
 
     __slots__ = ("template", "key", "shape", "itemsize", "dtype", "__weakref__")
@@ -98,8 +100,12 @@ class _Hub:
             tr._access(info, op, selection, n, nbytes, t0, dt)
 
     def resize(self, info: DatasetInfo, shape, t0: float) -> None:
+        active = self.active
+        for tr in active:  # a dataset first seen now is recorded with its extent before the change
+            if info not in tr._ids:
+                tr._register(info)
         info.shape = tuple(int(s) for s in shape)
-        for tr in self.active:
+        for tr in active:
             tr._resize(info, t0)
 
     def created(self, info: DatasetInfo) -> None:
@@ -233,34 +239,28 @@ class _HookingLoader(importlib.abc.Loader):
 HUB = _Hub()
 
 
+@atexit.register
+def _close_at_exit() -> None:
+    # a tracer entered by hand and never exited: still end its file cleanly
+    for tr in HUB.active[::-1]:
+        try:
+            tr.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - nothing to report to at interpreter exit
+            pass
+
+
+def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
+    """The line ``TraceWriter.hyperslab_access`` writes, as a %-template of (*start, t0, dt) (tested)."""
+    start = "[" + ",".join(["%d"] * ndim) + "]"
+    return (f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{start},"count":{_ilist(count)},'
+            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},'
+            '"t0":%r,"dt":%r}')
+
+
 class _BatchWriter(TraceWriter):
-    """TraceWriter that writes a batch of queued hyperslab accesses in one go.
+    """TraceWriter that also takes access lines already formatted, many at a time."""
 
-    Lines are byte-for-byte those of ``TraceWriter.hyperslab_access`` (tested);
-    the parts that repeat from one access to the next (dataset and op; count,
-    stride, block and sizes) are formatted once and reused.
-    """
-
-    def __init__(self, path, header):
-        super().__init__(path, header)
-        self._heads: dict = {}
-        self._middles: dict = {}
-
-    def hyperslab_batch(self, items) -> None:
-        heads, middles, lines = self._heads, self._middles, []
-        for ds, op, start, count, stride, block, n, nbytes, t0, dt in items:
-            head = heads.get((ds, op))
-            if head is None:
-                head = heads[(ds, op)] = f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":'
-            key = (tuple(count), tuple(stride), tuple(block), n, nbytes)
-            middle = middles.get(key)
-            if middle is None:
-                if len(middles) > 4096:
-                    middles.clear()
-                middle = middles[key] = (
-                    f',"count":{_ilist(count)},"stride":{_ilist(stride)},"block":{_ilist(block)}}},'
-                    f'"n":{n},"bytes":{nbytes},"t0":')
-            lines.append(f'{head}{_ilist(start)}{middle}{t0!r},"dt":{dt!r}}}')
+    def access_lines(self, lines: list[str]) -> None:
         with self._lock:
             self.n_access += len(lines)
             self._buf.extend(lines)
@@ -302,6 +302,7 @@ class Tracer:
         self._key_ids: dict[str, int] = {}
         self._lock = threading.Lock()
         self._queue: deque = deque()  # hook -> writer hand-over; append/popleft are atomic
+        self._templates: dict = {}
         self._drain_lock = threading.Lock()
         self._origin = 0.0
         self._state = "new"
@@ -376,6 +377,12 @@ class Tracer:
 
         return path, mpi.rank_path(path, self.rank, self.size)
 
+    def flush(self) -> None:
+        """Write every access recorded so far to the file now (the flusher thread does it every
+        FLUSH_INTERVAL seconds anyway)."""
+        if self._state == "active":
+            self._drain()
+
     def load(self) -> Trace:
         """The trace written (after exit)."""
         if self._state != "done":
@@ -390,17 +397,26 @@ class Tracer:
             if tid is None:
                 tid = self._n_ids
                 self._n_ids += 1
-                self._writer.dataset(replace(info.template, id=tid, shape=info.shape, created=created))
+                shape = info.template.shape if info.shape is None else info.shape  # None: no dataspace
+                self._writer.dataset(replace(info.template, id=tid, shape=shape, created=created))
                 self._key_ids[info.key] = tid
             self._ids[info] = tid
             return tid
 
     def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
-        tid = self._ids.get(info)
-        if tid is None:
-            tid = self._register(info)
+        # Formatted here, into a str: queued tuples of numbers would survive long enough
+        # to be traversed by the garbage collector, which cost more than the formatting.
+        key = (info, op, count, stride, block, nbytes)
+        tmpl = self._templates.get(key)
+        if tmpl is None:
+            tid = self._ids.get(info)
+            if tid is None:
+                tid = self._register(info)
+            if len(self._templates) > 4096:
+                self._templates.clear()
+            tmpl = self._templates[key] = hyperslab_template(tid, op, len(start), count, stride, block, n, nbytes)
         queue = self._queue
-        queue.append((tid, op, start, count, stride, block, n, nbytes, t0 - self._origin, dt))
+        queue.append(tmpl % (*start, t0 - self._origin, dt))
         if len(queue) > MAX_PENDING:
             self._drain()
 
@@ -417,22 +433,22 @@ class Tracer:
         self._queue.append(ResizeRecord(tid, info.shape, t0 - self._origin))
 
     def _drain(self) -> None:
-        """Format and write what the hooks queued (the flusher thread, a full queue, or exit)."""
+        """Write what the hooks queued (the flusher thread, a full queue, or exit)."""
         writer, queue = self._writer, self._queue
         with self._drain_lock:
-            batch = []
+            lines = []
             while queue:
                 item = queue.popleft()
-                if type(item) is tuple:
-                    batch.append(item)
+                if type(item) is str:
+                    lines.append(item)
                     continue
-                writer.hyperslab_batch(batch)  # keep file order = call order
-                batch = []
+                writer.access_lines(lines)  # keep file order = call order
+                lines = []
                 if type(item) is AccessRecord:
                     writer.access(item)
                 else:
                     writer.resize(item)
-            writer.hyperslab_batch(batch)
+            writer.access_lines(lines)
             writer.flush()
 
 

@@ -3,6 +3,10 @@
 Pure computation on trace records: no h5py or zarr import here, so a trace from
 another machine replays anywhere.
 """
+from ._jitcache import invalidate_if_stale
+
+invalidate_if_stale()
+
 from .cost import TERMS, term_seconds
 from .layout import Layout, LayoutError, parse_layout
 from .parallel import contention_factor

@@ -23,17 +23,18 @@ import numpy as np
 from numba import types
 from numba.typed import Dict
 
-# ---- page cache (LRU): nodes[0]=key, [1]=size, [2]=prev, [3]=next; st = [head, tail, used, nfree, cap]
+# ---- page cache (LRU): nodes[0]=key, [1]=size, [2]=prev, [3]=next
+# st = [head, tail, used bytes, free-stack depth, capacity bytes, nodes ever handed out]
 _KEY, _SIZE, _PREV, _NEXT = 0, 1, 2, 3
-_HEAD, _TAIL, _USED, _NFREE, _CAP = 0, 1, 2, 3, 4
+_HEAD, _TAIL, _USED, _NFREE, _CAP, _HW = 0, 1, 2, 3, 4, 5
 
 
 def new_page_cache(capacity: int, max_entries: int):
-    """State of an empty LRU page cache holding up to ``capacity`` bytes."""
+    """State of an empty LRU page cache holding up to ``capacity`` bytes in at most ``max_entries`` keys."""
     n = max(2, int(max_entries))
-    nodes = np.full((4, n), -1, np.int64)
-    free = np.arange(n - 1, -1, -1, dtype=np.int64)
-    st = np.array([-1, -1, 0, n, capacity], np.int64)
+    nodes = np.empty((4, n), np.int64)
+    free = np.empty(n, np.int64)
+    st = np.array([-1, -1, 0, 0, capacity, 0], np.int64)
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     return nodes, free, st, index
 
@@ -58,7 +59,8 @@ def pc_access(nodes, free, st, index, key, size):
         return True
     if size > st[_CAP]:
         return False
-    while st[_USED] + size > st[_CAP] or st[_NFREE] == 0:
+    n = nodes.shape[1]
+    while st[_USED] + size > st[_CAP] or (st[_NFREE] == 0 and st[_HW] == n):
         h = st[_HEAD]
         nh = nodes[_NEXT, h]
         st[_USED] -= nodes[_SIZE, h]
@@ -70,8 +72,12 @@ def pc_access(nodes, free, st, index, key, size):
             nodes[_PREV, nh] = -1
         else:
             st[_TAIL] = -1
-    st[_NFREE] -= 1
-    i = free[st[_NFREE]]
+    if st[_NFREE] > 0:
+        st[_NFREE] -= 1
+        i = free[st[_NFREE]]
+    else:
+        i = st[_HW]
+        st[_HW] += 1
     nodes[_KEY, i] = key
     nodes[_SIZE, i] = size
     nodes[_PREV, i] = st[_TAIL]
@@ -87,13 +93,13 @@ def pc_access(nodes, free, st, index, key, size):
 
 
 # ---- HDF5 chunk cache: ent[0]=cid, [1]=prev slot, [2]=next slot, [3]=rd_count, [4]=wr_count, [5]=dirty
-# cc = [head, tail, nused, nbytes_used]
+# cc = [head, tail, nused, nbytes_used, n_preemptable]
 _CID, _EPREV, _ENEXT, _RD, _WR, _DIRTY = 0, 1, 2, 3, 4, 5
 
 
 def new_chunk_cache(nslots: int):
     ent = np.full((6, max(1, nslots)), -1, np.int64)
-    cc = np.array([-1, -1, 0, 0], np.int64)
+    cc = np.array([-1, -1, 0, 0, 0], np.int64)
     return ent, cc
 
 
@@ -111,6 +117,24 @@ def hash_slot(cid, grid, bits, nslots):
         rem //= grid[d]
         shift += np.uint64(bits[d])
     return np.int64(val % np.uint64(nslots))
+
+
+@numba.njit(cache=True)
+def _preemptable(rd, wr, csize):
+    """Method 0 of the prune: fully read and/or fully written, not partially either."""
+    return (rd == 0 and wr == 0) or (rd == 0 and wr == csize) or (rd == csize and wr == 0)
+
+
+@numba.njit(cache=True)
+def cc_access(ent, cc, slot, nbytes, write, csize):
+    """Account ``nbytes`` read or written in a cached chunk (H5D__chunk_unlock)."""
+    before = _preemptable(ent[_RD, slot], ent[_WR, slot], csize)
+    if write:
+        ent[_WR, slot] -= min(ent[_WR, slot], nbytes)
+        ent[_DIRTY, slot] = 1
+    else:
+        ent[_RD, slot] -= min(ent[_RD, slot], nbytes)
+    cc[4] += np.int64(_preemptable(ent[_RD, slot], ent[_WR, slot], csize)) - np.int64(before)
 
 
 @numba.njit(cache=True)
@@ -141,6 +165,8 @@ def cc_evict(ent, cc, slot, csize, evicted, n_ev):
     if ent[_DIRTY, slot] == 1:
         evicted[n_ev] = ent[_CID, slot]
         n_ev += 1
+    if _preemptable(ent[_RD, slot], ent[_WR, slot], csize):
+        cc[4] -= 1
     p, nx = ent[_EPREV, slot], ent[_ENEXT, slot]
     if p >= 0:
         ent[_ENEXT, p] = nx
@@ -168,7 +194,14 @@ def cc_insert(ent, cc, slot, cid, csize, nbytes_max, w0, evicted):
     if ent[_CID, slot] >= 0:  # hash collision: the occupant goes
         n_ev = cc_evict(ent, cc, slot, csize, evicted, n_ev)
     w = np.int64(cc[2] * w0)
-    p0 = cc[0]
+    if cc[4] == 0:
+        # nothing for method 0: the walk reduces to method 1 evicting from the head once
+        # pointer 0 has gone w steps (never, if w reaches the end of the list)
+        if w < cc[2]:
+            while cc[0] >= 0 and cc[3] + csize > nbytes_max:
+                n_ev = cc_evict(ent, cc, cc[0], csize, evicted, n_ev)
+        w = -1
+    p0 = cc[0] if w >= 0 else -1
     p1 = -1
     while (p0 >= 0 or p1 >= 0) and cc[3] + csize > nbytes_max:
         if w == 0:

@@ -188,12 +188,12 @@ class Grid:
     repeat: int = 1
 
 
-QUICK = Grid(shape=(262144, 32), chunks=((4096, 1), (4096, 32), (32768, 8), (65536, 32), (262144, 4)),
-             n_rows=60, n_columns=3, n_boxes=30, n_slabs=12)
-FULL = Grid(shape=(1048576, 64),
-            chunks=((4096, 1), (4096, 8), (4096, 64), (32768, 1), (32768, 8), (32768, 64), (131072, 8),
-                    (131072, 64), (1048576, 4)),
-            n_rows=150, n_columns=4, n_boxes=60, n_slabs=20, repeat=3)
+QUICK = Grid(shape=(262144, 32), chunks=((4096, 1), (4096, 32), (32768, 8), (262144, 4)),
+             n_rows=40, n_columns=3, n_boxes=25, n_slabs=10)
+FULL = Grid(shape=(524288, 32),
+            chunks=((4096, 1), (4096, 8), (4096, 32), (32768, 1), (32768, 8), (32768, 32), (131072, 8),
+                    (131072, 32), (524288, 4)),
+            n_rows=100, n_columns=4, n_boxes=50, n_slabs=20, repeat=3)
 
 
 def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
@@ -210,11 +210,17 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
         caches = list(HDF5_CACHES) if library == "hdf5" else [None]
         for chunks in grid.chunks:
             base = dict(library=library, shape=grid.shape, dtype=grid.dtype, chunks=chunks)
+            # without a chunk cache HDF5 sends one request per run contiguous in chunk and buffer: a whole-array
+            # read of narrow chunks is millions of requests (tens of seconds); columns, rows and boxes
+            # identify that per-request cost at a fraction of the time
             for cache in caches:
                 for p in ("full", "columns", "rows", "box-aligned", "box-unaligned"):
-                    cases.append(Case(pattern=p, accesses=acc[p], cache=cache, **base))
-            for p in ("full", "rows"):  # warm page cache: identifies the n_cache/s_cache coefficients
-                cases.append(Case(pattern=p, accesses=acc[p], cache=caches[0], warm=True, **base))
+                    if p != "full" or cache != "none":
+                        cases.append(Case(pattern=p, accesses=acc[p], cache=cache, **base))
+            # a warm page cache identifies the n_cache/s_cache coefficients
+            for cache in caches[:2]:
+                for p in ("full", "rows") if cache != "none" else ("columns", "rows"):
+                    cases.append(Case(pattern=p, accesses=acc[p], cache=cache, warm=True, **base))
             for cache in caches[:2]:
                 cases.append(Case(pattern="write-slabs", accesses=acc["write-slabs"], cache=cache, **base))
             for cache in caches[:2]:
@@ -267,12 +273,13 @@ class LibraryFit:
     r2: float
     median_rel_error: float
     per_pattern: dict[str, float]  # median |relative error| per pattern
-    per_term: dict[str, dict[str, float]]  # term -> share of predicted time, median rel. error where dominant
+    per_term: dict[str, dict]  # term -> its variables, share of fitted time, median rel. error where dominant
+    runs: tuple[tuple[str, float, float], ...] = ()  # (label, measured s, fitted s) per run
 
     def get_config(self) -> dict:
         return {"library": self.library, "coefficients": self.coefficients, "n_runs": self.n_runs, "r2": self.r2,
                 "median_rel_error": self.median_rel_error, "per_pattern": self.per_pattern,
-                "per_term": self.per_term}
+                "per_term": self.per_term, "runs": [list(r) for r in self.runs]}
 
 
 def features_of(case: Case, page_cache_bytes: int) -> dict[str, float]:
@@ -284,7 +291,7 @@ def features_of(case: Case, page_cache_bytes: int) -> dict[str, float]:
 
 
 def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequence[float],
-                patterns: Sequence[str]) -> LibraryFit:
+                patterns: Sequence[str], labels: Sequence[str] | None = None) -> LibraryFit:
     """Non-negative least squares of time on the features, each run weighted by 1/max(t, TIME_FLOOR)."""
     from scipy.optimize import nnls
 
@@ -315,12 +322,14 @@ def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequenc
     for t, tt in term_t.items():
         dominant = tt / total > 0.5
         per_term[t] = {
+            "variables": list(TERMS[t]),
             "share": float(tt.sum() / total.sum()),
             "runs_dominant": int(dominant.sum()),
             "median_rel_error_dominant": float(np.median(rel[dominant])) if dominant.any() else float("nan"),
         }
+    runs = tuple(zip(labels, y.tolist(), pred.tolist())) if labels is not None else ()
     return LibraryFit(library, {f: float(coef[i]) for i, f in enumerate(FEATURES)}, len(y), 1 - ss_res / ss_tot,
-                      float(np.median(rel)), per_pattern, per_term)
+                      float(np.median(rel)), per_pattern, per_term, runs)
 
 
 def format_fit(fit: LibraryFit) -> str:
@@ -405,7 +414,8 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
     fits = {}
     for lib in ("hdf5", "zarr"):
         idx = [i for i, c in enumerate(cases) if c.library == lib]
-        fits[lib] = fit_library(lib, [rows[i] for i in idx], [seconds[i] for i in idx], [cases[i].pattern for i in idx])
+        fits[lib] = fit_library(lib, [rows[i] for i in idx], [seconds[i] for i in idx],
+                                [cases[i].pattern for i in idx], [cases[i].label for i in idx])
         if progress:
             progress(format_fit(fits[lib]))
     profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},

@@ -295,7 +295,7 @@ def trace_visits(selections: list[Selection] | list[AccessRecord], layout: Layou
     if n == 0:
         return _empty()
     nd = layout.ndim
-    is_slab = np.fromiter((s.kind == "hyperslab" for s in sels), bool, n)
+    is_slab = np.fromiter((s.indices is None and s.points is None or s.kind == "hyperslab" for s in sels), bool, n)
     slab_ix = np.flatnonzero(is_slab)
     counts = np.zeros(n, np.int64)
     parts_slab = None
@@ -312,7 +312,6 @@ def trace_visits(selections: list[Selection] | list[AccessRecord], layout: Layou
             np.asarray(layout.chunk_shape, np.int64), np.asarray(layout.shape, np.int64),
             layout.library == "zarr",
         )
-        cols = cols.copy()
         cols[4] *= layout.itemsize
         cols[5] *= layout.itemsize
         parts_slab = (cols, full, offs)

@@ -3,11 +3,17 @@
 P processes each replay their own hyperslabs (``AccessRecord.rank``). Disk terms
 grow with contention on the c data servers: cf = 1 + (p-1)/c (c = the stripe
 count for HDF5, all data servers for Zarr). Zarr's per-chunk metadata operations
-go to a shared metadata service: x p. HDF5 goes through MPI-IO without its chunk
-cache, one request per run contiguous in both chunk and buffer (counted by
-``count_variables(..., parallel=True)``). The job takes as long as its slowest rank.
+go to a shared metadata service: x p. HDF5 ranks that write a shared file go
+through MPI-IO without their chunk caches, one request per run contiguous in both
+chunk and buffer (counted by ``count_variables(..., parallel=True)``, see
+``mpio_uncached``); read-only ranks keep their chunk caches. The job takes as
+long as its slowest rank.
 """
 from __future__ import annotations
+
+from typing import Sequence
+
+from instrumentation.records import WRITE, AccessRecord
 
 from .cost import DISK_TERMS, METADATA_TERMS
 
@@ -29,3 +35,22 @@ def parallel_terms(terms: dict[str, float], library: str, p: int, c: int) -> dic
         for t in METADATA_TERMS:
             out[t] = terms[t] * p
     return out
+
+
+def mpio_uncached(library: str, procs: int, accesses: Sequence[AccessRecord]) -> bool:
+    """Whether HDF5 ranks bypass their chunk caches (MPI-IO requests per run, formulas 9-10).
+
+    HDF5 bypasses the chunk cache only for an MPI file driver on a file open for
+    writing (``H5D__chunk_cacheable``, H5Dchunk.c), since another rank may write
+    the same chunk. Serial h5py cannot open one file for writing in several
+    processes (file locking), so a dataset written by two or more ranks, or by
+    the only recorded rank replicated on procs > 1 (weak scaling), means
+    ``driver='mpio'``. Read-only ranks, serial h5py or MPI-IO alike, keep their
+    caches: measured 19 read calls per rank where per-run requests predict 80000
+    (docs/parallel-validation.md).
+    """
+    if library != "hdf5" or procs < 2:
+        return False
+    writers = {a.rank for a in accesses if a.op == WRITE}
+    recorded = {a.rank for a in accesses}
+    return bool(writers) and len(writers) >= min(2, len(recorded))

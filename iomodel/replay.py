@@ -119,9 +119,9 @@ class ReplayResult:
     """
 
     total_seconds: float
-    per_access: np.ndarray
-    open_seconds: float
-    close_seconds: float
+    per_access: np.ndarray = field(compare=False)
+    open_seconds: float = 0.0
+    close_seconds: float = 0.0
     evicted_files: tuple[str, ...] = ()
     stored_bytes: int = 0
     values: list[np.ndarray] | None = field(default=None, compare=False)

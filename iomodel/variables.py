@@ -6,12 +6,14 @@ whole trace:
 
 HDF5 read: chunk-cache hit -> memcpy only; miss on a chunk that fits the cache
 (or any filtered chunk) -> read (and decode) the whole chunk, cache it; an
-unfiltered chunk larger than the cache (and contiguous storage) is read
-piecewise through the 64 KiB sieve buffer, only the selected span.
+unfiltered chunk larger than the cache is read piecewise: one request per run
+contiguous in both chunk and user buffer, exact bytes; contiguous storage goes
+through the 64 KiB sieve buffer (windows over the selected span).
 HDF5 write: whole-chunk writes and never-written chunks need no read; partial
 writes of a chunk on disk and not cached read it first; dirty chunks are written
 back on eviction and at close; uncacheable unfiltered chunks are written
-piecewise (sieve read + write for small runs).
+piecewise (one write per run, no read); contiguous storage by sieve windows,
+each read and written back.
 Zarr (3, no chunk cache): every access reads and decodes whole chunks; a
 partial write reads, merges and rewrites the chunk; shards: a partial shard read
 fetches the shard index and the inner chunks byte-ranged, a full one the whole
@@ -32,7 +34,7 @@ from numba.typed import Dict
 
 from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 
-from .cache import cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
+from .cache import cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
 from .chunks import trace_visits
 from .layout import Layout
 
@@ -164,7 +166,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
     out = np.zeros(17, np.float64)
     nd = len(grid)
     ent = np.full((6, max(1, nslots)), -1, np.int64)
-    cc = np.array([-1, -1, 0, 0], np.int64)
+    cc = np.array([-1, -1, 0, 0, 0], np.int64)
     evicted = np.empty(max(1, nslots) + 2, np.int64)
     rtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
     wtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -322,22 +324,20 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                 slot = hash_slot(cid, grid, bits, nslots)
                 if ent[0, slot] == cid:
                     cc_hit(ent, cc, slot)
-                    if write:
-                        ent[4, slot] -= min(ent[4, slot], nbytes)
-                        ent[5, slot] = 1
-                    else:
-                        ent[3, slot] -= min(ent[3, slot], nbytes)
+                    cc_access(ent, cc, slot, nbytes, write, csize)
                     continue
             cacheable = filtered or fits or (write and not allocated and chunked and fill_alloc)
             if not cacheable:
-                # piecewise through the sieve buffer (unfiltered, larger than the cache)
+                # piecewise (unfiltered and larger than the cache, or contiguous storage)
                 if not allocated and not write:
                     continue  # fill value, no I/O
                 off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                run = nbytes // max(1, nfrun_a[j])
                 lo, hi = lo_a[j], hi_a[j]
-                if run >= sieve:
-                    nreq = nfrun_a[j]
+                if chunked:
+                    # one request per run contiguous in both chunk and user buffer, exact bytes,
+                    # no sieve and no read before a write (measured: benchmarks/iomodel_syscalls.py)
+                    nreq = nrun_a[j]
+                    run = nbytes // nreq
                     step = (hi - lo - run) // max(1, nreq - 1)
                     for r in range(nreq):
                         roff = lo + r * step
@@ -347,13 +347,14 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                         else:
                             rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end)
                 else:
+                    # contiguous storage goes through the 64 KiB sieve buffer: windows over the
+                    # selected span, each read (and for writes, read then written back)
                     nwin = (hi - lo + sieve - 1) // sieve
                     for r in range(nwin):
                         woff = lo + r * sieve
                         wlen = min(sieve, csize - woff)
                         wkey = key + 1 + woff // sieve
-                        if not write or wlen > run:
-                            rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end)
+                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end)
                         if write:
                             wr_end = _os_write(out, pc, wkey, wlen, off + woff, wr_end)
                 if write and blk not in wtouched:
@@ -369,11 +370,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
             n_ev = 0
             if fits:
                 n_ev = cc_insert(ent, cc, slot, cid, csize, rdcc_nbytes, w0, evicted)
-                if write:
-                    ent[4, slot] -= min(ent[4, slot], nbytes)
-                    ent[5, slot] = 1
-                else:
-                    ent[3, slot] -= min(ent[3, slot], nbytes)
+                cc_access(ent, cc, slot, nbytes, write, csize)
             elif write:  # processed outside the cache: written at once
                 evicted[0] = cid
                 n_ev = 1

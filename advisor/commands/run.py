@@ -10,11 +10,15 @@ suffix and rank 0 merges them into ``TRACE``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import runpy
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+from instrumentation.mpi import rank_path
 
 DEFAULT_TRACE = "ioadvisor-trace.jsonl"
 
@@ -98,35 +102,48 @@ def exit_status(exc: BaseException | None) -> int:
 
 
 def summary_line(tracer) -> str:
-    """``ioadvisor: trace PATH: N datasets, M accesses (reads/writes), P ranks``."""
-    try:
-        tr = tracer.load()
-    except ValueError as exc:
-        return f"ioadvisor: trace {tracer.path} written but not readable: {exc}"
-    n_read = sum(1 for a in tr.accesses if a.op == "read")
-    ranks = f", {tr.nprocs} ranks" if tr.nprocs > 1 else ""
-    return (f"ioadvisor: trace {tracer.path}: {len(tr.datasets)} datasets, {len(tr.accesses)} accesses "
-            f"({n_read} reads, {len(tr.accesses) - n_read} writes){ranks}")
+    """``ioadvisor: trace PATH: N datasets, M accesses (R reads, W writes), P ranks``.
+
+    Counted by scanning lines, not by loading records: the trace may hold millions of accesses.
+    """
+    path = Path(tracer.path)
+    if not path.exists() and tracer.size > 1:
+        own = rank_path(path, tracer.rank, tracer.size)
+        return (f"ioadvisor: no merged trace; per-rank traces like {own} are kept "
+                f"(merge them: ioadvisor trace merge -o {path} {path.stem}.rank*{path.suffix})")
+    n_ds = n_acc = n_read = 0
+    with open(path, "rb") as fh:  # every record line starts with its type: {"t":"a",...
+        head = json.loads(fh.readline() or b"{}")
+        for line in fh:
+            if line.startswith(b'{"t":"a"'):
+                n_acc += 1
+                n_read += b'"op":"read"' in line
+            elif line.startswith(b'{"t":"d"'):
+                n_ds += 1
+    ranks = f", {head['size']} ranks" if head.get("size", 1) > 1 else ""
+    return (f"ioadvisor: trace {path}: {n_ds} datasets, {n_acc} accesses "
+            f"({n_read} reads, {n_acc - n_read} writes){ranks}")
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "run",
         help="trace an unmodified Python program (also under mpiexec)",
-        description=__doc__.split("\n\n")[0],
+        description="Trace an unmodified Python program, like python -m cProfile; under mpiexec each rank "
+                    "writes TRACE with .rankNNNN before the suffix and rank 0 merges them into TRACE.",
         usage="ioadvisor run [-o TRACE] -- [python [-m]] script.py args...",
     )
     p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
                    help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+    # not "command": the CLI's own subcommand name lives there (error messages use it)
+    p.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     import advisor
-    from instrumentation.mpi import rank_size
 
-    program = Program.parse(args.command)
+    program = Program.parse(args.program)
     ending: BaseException | None = None
     tracer = None
     try:
@@ -144,6 +161,6 @@ def run(args) -> int:
     finally:
         sys.stdout.flush()
     status = exit_status(ending)
-    if rank_size()[0] == 0:
+    if tracer.rank == 0:
         print(summary_line(tracer), file=sys.stderr)
     return status

@@ -4,16 +4,20 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
 
 
-def _size(nbytes: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if nbytes < 1000 or unit == "GB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+def _size(nbytes: float) -> str:
+    if nbytes < 1000:
+        return f"{nbytes:.0f} B"
+    for unit in ("KB", "MB"):
         nbytes /= 1000
-    raise AssertionError("unreachable")
+        if nbytes < 1000:
+            return f"{nbytes:.1f} {unit}"
+    return f"{nbytes / 1000:.1f} GB"
 
 
 def _dims(shape) -> str:
@@ -34,7 +38,7 @@ def format_usage(u: DatasetUsage) -> str:
     filters = ",".join(f.name for f in d.filters) or "none"
     lines = [
         f"[{d.id}] {d.library} {d.key}",
-        f"    shape {_dims(d.shape)} {d.dtype}, chunks {_dims(d.chunks)}"
+        f"    shape {_dims(d.shape)} {np.dtype(d.dtype).name}, chunks {_dims(d.chunks)}"
         + (f", shards {_dims(d.shards)}" if d.shards else "") + f", filters {filters}",
     ]
     for op, n, nbytes, seconds, pattern in (

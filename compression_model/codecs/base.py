@@ -21,6 +21,10 @@ class Codec(abc.ABC):
     lossy: ClassVar[bool] = False
     preserves_nan: ClassVar[bool] = True
     """False when NaN/Inf do not survive a round trip (ZFP): never recommend for such data."""
+    has_zarr_codec: ClassVar[bool] = True
+    """False when no zarr 3 codec exists (SZ2): not a Zarr candidate."""
+    hdf5_handles_nan: ClassVar[bool] = True
+    """False when the codec's HDF5 filter fails on NaN data (the hdf5plugin SZ3 filter segfaults)."""
 
     @property
     def tolerance(self) -> float | None:

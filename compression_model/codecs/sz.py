@@ -11,9 +11,16 @@ from compression_model.codecs.base import LossyCodec, check_float
 @dataclasses.dataclass(frozen=True)
 class SZ(LossyCodec):
     codec_id = "sz"
+    has_zarr_codec = False
 
     def encode(self, data: np.ndarray) -> bytes:
         return self.hdf5_encode(check_float(self.codec_id, data))
+
+    def hdf5_encode(self, data: np.ndarray) -> bytes:
+        if data.ndim > 4:
+            # the SZ2 library calls exit() on more than 4 dimensions, killing the whole process
+            raise ValueError(f"sz: at most 4 dimensions, not {data.ndim}")
+        return super().hdf5_encode(data)
 
     def decode(self, buf: bytes, shape: tuple, dtype) -> np.ndarray:
         return self.hdf5_decode(buf, shape, dtype)

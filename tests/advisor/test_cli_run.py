@@ -109,6 +109,7 @@ def test_bad_program_is_a_one_line_error(tmp_path, capsys):
     assert main(["run", "--", "python", "-c", "print(1)"]) == 2
     assert "python option -c is not supported" in capsys.readouterr().err
     assert main(["run"]) == 2
+    assert capsys.readouterr().err.startswith("ioadvisor run: error: no program given")
 
 
 def test_program_parse():

@@ -30,7 +30,8 @@ def test_strategy_follows_measured_skew():
     ss = sample_blocks(sparse, 0.05, rng=0)
     assert su.strategy == "stratified" and su.skew < 0.5
     assert ss.strategy == "random" and ss.skew > 0.5
-    assert block_skew([np.ones(10), np.ones(10)]) == 0.0
+    assert block_skew([np.arange(10.0), np.arange(10.0)]) == 0.0
+    assert block_skew([np.ones(10), np.arange(10.0)]) == 0.5
 
 
 def test_chunk_aware_blocks_stay_inside_one_chunk():

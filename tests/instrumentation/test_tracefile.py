@@ -99,6 +99,7 @@ def test_unflushed_prefix_of_killed_process_is_readable(tmp_path):
         (lambda L: L.__setitem__(3, "{not json"), r":4: not valid JSON"),
         (lambda L: L.pop(0), r":1: first record must be the header"),
         (lambda L: L.pop(), r"no end record"),
+        (lambda L: L.insert(1, L[0]), r":2: a second header line for rank 0"),
     ],
 )
 def test_bad_input_names_file_and_line(tmp_path, mutate, message):
@@ -146,6 +147,7 @@ def test_merge_unifies_datasets_and_keeps_ranks(tmp_path):
     out = tmp_path / "merged.jsonl"
     write_trace(m, out)
     back = load_trace(out)
-    assert back.nprocs == 3
+    assert back.nprocs == 3 and [h.rank for h in back.headers] == [0, 1, 2]
     assert sorted(a.rank for a in back.accesses) == sorted(a.rank for a in m.accesses)
+    assert sorted(r.rank for r in back.resizes) == [0, 1, 2]
     assert json.loads(out.read_text().splitlines()[0])["size"] == 3

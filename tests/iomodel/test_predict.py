@@ -102,3 +102,16 @@ def test_cli_predict_bad_layout_is_one_line_error(tmp_path, capsys):
     rc = main(["predict", str(tpath), "--layout", "hdf5:chunks=0x8", "--profile", str(ppath)])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("ioadvisor predict: error:") and err.count("\n") == 1
+
+
+def test_appends_grow_the_modelled_extent():
+    from instrumentation.records import ResizeRecord
+
+    ds = DatasetRecord(0, "zarr", "3", "s.zarr", "/", (0, 64), "float32", chunks=(500, 8), created=True)
+    acc = [AccessRecord(0, "write", Selection.box((i * 500, 0), (500, 64)), 32000, 128000, 0.0, 0.0)
+           for i in range(4)]
+    tr = Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {0: ds}, acc,
+               [ResizeRecord(0, ((i + 1) * 500, 64), 0.0) for i in range(4)], True, "t")
+    p = predict(tr, parse_layout("current", ds), _profile())
+    assert p.layout.shape == (2000, 64)
+    assert p.variables.n_wdisk == 4 * 8 and p.variables.n_rdisk + p.variables.n_cache == 0  # whole new chunks

@@ -53,13 +53,32 @@ def test_second_read_served_by_chunk_cache():
     assert two.n_memcpy == 2 * one.n_memcpy
 
 
-def test_chunk_larger_than_cache_unfiltered_reads_only_the_span():
+def test_chunk_larger_than_cache_unfiltered_reads_only_the_runs():
     ds = _ds()
     lay = replace(Layout.from_dataset(ds), rdcc_nbytes=1000)
     v = count_variables([_row(5), _row(5)], ds, lay, BIG)
-    # one sieve-buffer read from the first selected byte: min(64 KiB, rest of the chunk), not the chunk
-    assert v.n_rdisk == 1 and v.s_rdisk == 40000 - 5 * 400
-    assert v.n_cache == 1  # the second read comes from the page cache: nothing was kept in the chunk cache
+    # a row is one run contiguous in chunk and buffer: one request of exactly 400 bytes, not the chunk
+    assert (v.n_rdisk, v.s_rdisk) == (1, 400)
+    assert (v.n_cache, v.s_cache) == (1, 400)  # the second read: page cache, nothing kept in the chunk cache
+    col = count_variables([_col(3)], ds, lay, BIG)
+    assert col.n_rdisk + col.n_cache == 1000 and col.s_rdisk + col.s_cache == 4000
+
+
+def test_uncached_partial_write_is_one_write_per_run_without_read():
+    ds = _ds()
+    lay = replace(Layout.from_dataset(ds), rdcc_nbytes=0)
+    v = count_variables([_acc(Selection.box((0, 0), (10, 50)), "write")], ds, lay, BIG)
+    assert (v.n_wdisk, v.s_wdisk, v.n_rdisk + v.n_cache) == (10, 2000, 0)
+
+
+def test_contiguous_storage_reads_through_sieve_windows():
+    ds = _ds(chunks=None)
+    lay = Layout.from_dataset(ds)
+    assert lay.chunks is None
+    v = count_variables([_col(3)], ds, lay, BIG)  # span of 400 KB -> 7 windows of 64 KiB
+    assert v.n_rdisk == -(-(999 * 400 + 4) // 65536)
+    w = count_variables([_acc(Selection.box((0, 0), (1, 100)), "write")], ds, lay, BIG)
+    assert w.n_wdisk == 1 and w.n_rdisk == 1  # the sieve window is read before it is written back
 
 
 def test_chunk_larger_than_cache_filtered_is_read_whole_every_time():

@@ -1,0 +1,494 @@
+"""Advice records: what the advisor recommends per dataset, why, and the code to apply it.
+
+``Recommendation`` is one evaluated candidate (layout + predicted seconds with
+its 95% interval, term breakdown, stored size); ``DatasetAdvice`` holds the
+ranked candidates of one array with the current layout and the libraries'
+defaults for comparison, and a plain-language explanation computed from those
+predictions; ``Advice`` is the whole answer (``advisor.advise``). All are
+frozen dataclasses with a JSON round trip (``get_config``/``from_config``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.candidates import Candidate, format_bytes
+from compression_model.error_bound import ErrorBound
+
+TERM_MEANING = {
+    "t_call": "per-call library overhead",
+    "t_memcpy": "copying between chunk buffers and your arrays",
+    "t_rdisk": "reading from the storage device (requests, seeks, bytes)",
+    "t_wdisk": "writing to the storage device",
+    "t_cache": "copying file data out of the OS page cache",
+    "t_chunk": "per-chunk library work (lookup, codec pipeline set-up)",
+    "t_zopen": "opening one file per chunk",
+    "t_codec": "the filter pipeline",
+    "t_compress": "compressing the chunks written",
+    "t_decompress": "decompressing the chunks read",
+}
+"""Plain-language meaning of each term of the joint cost (iomodel.cost.TERMS + compression)."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One evaluated candidate: its layout, predicted seconds (95% interval), terms and stored size."""
+
+    candidate: Candidate
+    seconds: float
+    seconds_ci: tuple[float, float]
+    terms: dict = field(compare=False)
+    """Seconds per term of the slowest rank: the I/O model's terms plus t_compress / t_decompress."""
+    stored_bytes: int
+    ratio: float = 1.0
+    """Raw / stored bytes (1 = uncompressed)."""
+    ratio_ci: tuple[float, float] = (1.0, 1.0)
+    variables: dict = field(default_factory=dict, compare=False)
+    """The I/O model's counted variables (slowest rank)."""
+    facts: dict = field(default_factory=dict, compare=False)
+    """Geometry behind the explanation: chunk_bytes, chunks_per_access, read_amplification, partial_writes."""
+    exact: bool = True
+    """False when the I/O part was scaled from the uncompressed layout (screening) rather than replayed."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.candidate.label
+
+    @property
+    def library(self) -> str:
+        return self.candidate.library
+
+    def to_json_obj(self) -> dict:
+        """The ``--json`` recommendation object."""
+        c = self.candidate
+        return {
+            "library": c.library,
+            "chunks": None if c.chunks is None else list(c.chunks),
+            "shards": None if c.shards is None else list(c.shards),
+            "cache_bytes": c.cache_bytes,
+            "cache_slots": c.cache_slots,
+            "compressor": c.compressor,
+            "error_bound": None if c.error_bound is None else str(c.error_bound),
+            "seconds": self.seconds,
+            "seconds_ci": list(self.seconds_ci),
+            "stored_bytes": self.stored_bytes,
+            "ratio": self.ratio,
+            "ratio_ci": list(self.ratio_ci),
+            "terms": dict(self.terms),
+            "origin": list(c.origin),
+            "exact": self.exact,
+            "notes": list(self.notes),
+        }
+
+    def get_config(self) -> dict:
+        return {**self.to_json_obj(), "variables": dict(self.variables), "facts": dict(self.facts),
+                "candidate": self.candidate.get_config()}
+
+    @classmethod
+    def from_config(cls, c: dict) -> "Recommendation":
+        return cls(
+            Candidate.from_config(c["candidate"]), float(c["seconds"]), tuple(c["seconds_ci"]),
+            dict(c["terms"]), int(c["stored_bytes"]), float(c.get("ratio", 1.0)),
+            tuple(c.get("ratio_ci", (1.0, 1.0))), dict(c.get("variables", {})), dict(c.get("facts", {})),
+            bool(c.get("exact", True)), tuple(c.get("notes", ())),
+        )
+
+
+@dataclass(frozen=True)
+class DatasetAdvice:
+    """The advice for one traced array."""
+
+    name: str
+    """``file::path`` of the array."""
+    path: str
+    library: str
+    shape: tuple[int, ...]
+    dtype: str
+    pattern: str
+    """One-line access pattern (``rows (1x32)``, ``mixed: ...``), reads and writes."""
+    n_accesses: int
+    procs: int
+    objective: str
+    current: Recommendation
+    defaults: dict
+    """``{"h5py": Recommendation, "zarr": Recommendation}``: the libraries' own defaults."""
+    recommendation: Recommendation
+    candidates: tuple[Recommendation, ...]
+    """Evaluated candidates, best first (by the objective)."""
+    explanation: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    n_generated: int = 0
+    n_evaluated: int = 0
+    data_range: float | None = None
+    """max - min of the valid values (resolves relative error bounds); None when the data was not read."""
+
+    def speedup(self, other: Recommendation) -> float:
+        return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
+
+    def best_of(self, library: str) -> Recommendation | None:
+        return next((r for r in self.candidates if r.library == library), None)
+
+    def to_json_obj(self) -> dict:
+        return {
+            "name": self.name, "path": self.path, "library": self.library, "shape": list(self.shape),
+            "dtype": self.dtype, "pattern": self.pattern, "n_accesses": self.n_accesses, "procs": self.procs,
+            "objective": self.objective,
+            "current": self.current.to_json_obj(),
+            "defaults": {k: v.to_json_obj() for k, v in self.defaults.items()},
+            "recommendation": self.recommendation.to_json_obj(),
+            "speedup_vs_current": self.speedup(self.current),
+            "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
+            "candidates": [r.to_json_obj() for r in self.candidates],
+            "explanation": list(self.explanation), "notes": list(self.notes),
+            "n_generated": self.n_generated, "n_evaluated": self.n_evaluated, "data_range": self.data_range,
+        }
+
+    def get_config(self) -> dict:
+        return {
+            "name": self.name, "path": self.path, "library": self.library, "shape": list(self.shape),
+            "dtype": self.dtype, "pattern": self.pattern, "n_accesses": self.n_accesses, "procs": self.procs,
+            "objective": self.objective, "current": self.current.get_config(),
+            "defaults": {k: v.get_config() for k, v in self.defaults.items()},
+            "recommendation": self.recommendation.get_config(),
+            "candidates": [r.get_config() for r in self.candidates],
+            "explanation": list(self.explanation), "notes": list(self.notes),
+            "n_generated": self.n_generated, "n_evaluated": self.n_evaluated, "data_range": self.data_range,
+        }
+
+    @classmethod
+    def from_config(cls, c: dict) -> "DatasetAdvice":
+        r = Recommendation.from_config
+        return cls(
+            c["name"], c["path"], c["library"], tuple(c["shape"]), c["dtype"], c["pattern"], int(c["n_accesses"]),
+            int(c["procs"]), c["objective"], r(c["current"]), {k: r(v) for k, v in c["defaults"].items()},
+            r(c["recommendation"]), tuple(r(x) for x in c["candidates"]), tuple(c.get("explanation", ())),
+            tuple(c.get("notes", ())), int(c.get("n_generated", 0)), int(c.get("n_evaluated", 0)),
+            c.get("data_range"),
+        )
+
+    # ---- code to apply it -------------------------------------------------------------
+    def h5py_kwargs(self) -> dict:
+        """``create_dataset`` keyword arguments of the recommended HDF5 layout (the best HDF5 candidate
+        when Zarr is recommended): chunks, compression filter, chunk cache (rdcc_*)."""
+        rec = self.recommendation if self.recommendation.library == "hdf5" else self.best_of("hdf5")
+        if rec is None:
+            raise ValueError(f"{self.name}: no HDF5 candidate was evaluated")
+        c = rec.candidate
+        kw: dict[str, Any] = {"chunks": c.chunks}
+        if c.compressor:
+            kw.update(_codec(c, self).hdf5_kwargs())
+        if c.chunks is not None and c.cache_bytes is not None:
+            kw.update(rdcc_nbytes=c.cache_bytes, rdcc_nslots=c.cache_slots)
+        return kw
+
+    def zarr_kwargs(self) -> dict:
+        """``zarr.create_array`` keyword arguments of the recommended Zarr layout (or the best Zarr one)."""
+        rec = self.recommendation if self.recommendation.library == "zarr" else self.best_of("zarr")
+        if rec is None:
+            raise ValueError(f"{self.name}: no Zarr candidate was evaluated")
+        c = rec.candidate
+        kw: dict[str, Any] = {"chunks": c.chunks, "shards": c.shards, "compressors": None}
+        if c.compressor:
+            kw.update(_codec(c, self).zarr_codecs())
+        return kw
+
+    def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
+        """Copy-paste Python that creates this array in the recommended (or given) layout."""
+        rec = rec or self.recommendation
+        c = rec.candidate
+        target = target or ("out.h5" if c.library == "hdf5" else "out.zarr")
+        name = self.path.strip("/") or "data"
+        shape, dtype = tuple(self.shape), self.dtype
+        if c.library == "hdf5":
+            imports = ["import h5py"]
+            fkw = ""
+            if c.chunks is not None and c.cache_bytes is not None:
+                fkw = f", rdcc_nbytes={c.cache_bytes}, rdcc_nslots={c.cache_slots}"
+            extra = ""
+            if c.compressor:
+                text, needs_plugin = hdf5_codec_source(c, self)
+                extra = ", " + text
+                if needs_plugin:
+                    imports.append("import hdf5plugin")
+            chunks = "None" if c.chunks is None else repr(tuple(c.chunks))
+            return "\n".join(imports + [
+                f"with h5py.File({target!r}, \"a\"{fkw}) as f:",
+                f"    ds = f.create_dataset({name!r}, shape={shape!r}, dtype={dtype!r}, chunks={chunks}{extra})",
+            ])
+        imports = ["import zarr"]
+        codec_kw = "compressors=None"
+        if c.compressor:
+            codec_kw, more = zarr_codec_source(c, self)
+            imports += more
+        shards = "None" if c.shards is None else repr(tuple(c.shards))
+        return "\n".join(imports + [
+            f"arr = zarr.create_array({target!r}, name={name!r}, shape={shape!r}, dtype={dtype!r},",
+            f"                        chunks={tuple(c.chunks)!r}, shards={shards}, {codec_kw})",
+        ])
+
+
+def _codec(c: Candidate, adv: DatasetAdvice):
+    from compression_model.codecs import get_codec
+
+    if c.error_bound is None:
+        return get_codec(c.compressor)
+    return get_codec(c.compressor, ErrorBound("abs", resolved_bound(c, adv)))
+
+
+def resolved_bound(c: Candidate, adv: DatasetAdvice) -> float:
+    """Absolute error bound of a lossy candidate: abs as given, rel x the data range the search measured."""
+    if c.error_bound.mode == "abs":
+        return c.error_bound.value
+    if adv.data_range is None:
+        raise ValueError(f"{adv.name}: relative error bound but no data range was measured")
+    return c.error_bound.absolute(adv.data_range)
+
+
+def hdf5_codec_source(c: Candidate, adv: DatasetAdvice) -> tuple[str, bool]:
+    """Source text of the create_dataset compression arguments, and whether hdf5plugin is needed."""
+    codec = _codec(c, adv)
+    cfg = codec.get_config()
+    name = c.compressor
+    if name == "gzip":
+        return f"compression=\"gzip\", compression_opts={cfg['level']}", False
+    if name == "sz3":
+        return f"**hdf5plugin.SZ3(absolute={codec.tolerance!r})", True
+    if name == "sz":
+        return f"**hdf5plugin.SZ(absolute={codec.tolerance!r})", True
+    if name == "zfp":
+        return f"**hdf5plugin.Zfp(accuracy={codec.tolerance!r})", True
+    if name.startswith("blosc-"):
+        shuffle = {"noshuffle": "NOSHUFFLE", "shuffle": "SHUFFLE", "bitshuffle": "BITSHUFFLE"}[cfg["shuffle"]]
+        return (f"**hdf5plugin.Blosc(cname={cfg['cname']!r}, clevel={cfg['clevel']}, "
+                f"shuffle=hdf5plugin.Blosc.{shuffle})"), True
+    if name == "zstd":
+        return f"**hdf5plugin.Zstd(clevel={cfg['level']})", True
+    if name == "lz4":
+        return "**hdf5plugin.LZ4()", True
+    if name == "bitshuffle-lz4":
+        return "**hdf5plugin.Bitshuffle(cname=\"lz4\")", True
+    raise ValueError(f"no HDF5 code for compressor {name!r}")
+
+
+def zarr_codec_source(c: Candidate, adv: DatasetAdvice) -> tuple[str, list[str]]:
+    """Source text of the create_array codec arguments and the imports they need."""
+    codec = _codec(c, adv)
+    cfg = codec.get_config()
+    name = c.compressor
+    if name == "sz3":
+        return (f"serializer=SZ3Codec(mode=\"abs\", value={codec.tolerance!r}), compressors=None",
+                ["from compression_model.zarr_sz3 import SZ3Codec"])
+    if name == "zfp":
+        return (f"serializer=zarr.codecs.numcodecs.ZFPY(mode=4, tolerance={codec.tolerance!r}), compressors=None",
+                ["import zarr.codecs.numcodecs"])
+    if name.startswith("blosc-"):
+        return (f"compressors=[zarr.codecs.BloscCodec(cname={cfg['cname']!r}, clevel={cfg['clevel']}, "
+                f"shuffle={cfg['shuffle']!r})]", [])
+    if name == "bitshuffle-lz4":
+        return "compressors=[zarr.codecs.BloscCodec(cname=\"lz4\", clevel=5, shuffle=\"bitshuffle\")]", []
+    if name == "zstd":
+        return f"compressors=[zarr.codecs.ZstdCodec(level={cfg['level']})]", []
+    if name == "gzip":
+        return f"compressors=[zarr.codecs.GzipCodec(level={cfg['level']})]", []
+    if name == "lz4":
+        return (f"compressors=[zarr.codecs.numcodecs.LZ4(acceleration={cfg['acceleration']})]",
+                ["import zarr.codecs.numcodecs"])
+    raise ValueError(f"no Zarr code for compressor {name!r}")
+
+
+# ---------------------------------------------------------------------------- explanation
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "0%"
+
+
+def _dominant(r: Recommendation) -> tuple[str, float]:
+    return max(r.terms.items(), key=lambda kv: kv[1]) if r.terms else ("", 0.0)
+
+
+def pitfalls(r: Recommendation, pattern_reads=None) -> list[str]:
+    """What makes a layout slow, read off its predicted variables and geometry (empty when nothing stands out)."""
+    f, v, c = r.facts, r.variables, r.candidate
+    out = []
+    if c.library == "hdf5" and c.chunks is not None and f.get("cache_bytes") is not None:
+        if f["chunk_bytes"] > f["cache_bytes"] and f["cache_bytes"] > 0:
+            if c.compressor:
+                out.append(f"its {format_bytes(f['chunk_bytes'])} chunks are larger than the "
+                           f"{format_bytes(f['cache_bytes'])} HDF5 chunk cache, so every access decompresses "
+                           f"whole chunks again ({format_bytes(v.get('s_decode', 0))} decoded)")
+            else:
+                out.append(f"its {format_bytes(f['chunk_bytes'])} chunks are larger than the "
+                           f"{format_bytes(f['cache_bytes'])} HDF5 chunk cache, so HDF5 bypasses the cache and "
+                           f"reads piecewise ({v.get('n_rdisk', 0) + v.get('n_cache', 0):.0f} file requests)")
+    if c.library == "zarr" and f.get("files_per_access", 0) >= 8:
+        out.append(f"each access opens about {f['files_per_access']:.0f} chunk files")
+    elif f.get("chunks_per_access", 0) >= 8:
+        out.append(f"each access visits about {f['chunks_per_access']:.0f} chunks")
+    if f.get("read_amplification", 0) >= 4:
+        out.append(f"it reads {f['read_amplification']:.0f}x the bytes the program asked for "
+                   "(whole chunks around small selections)")
+    if f.get("partial_writes", 0) >= 0.2:
+        out.append(f"{100 * f['partial_writes']:.0f}% of the chunk writes are partial: "
+                   "read-modify-write of the chunk" + (" (the whole shard for Zarr)" if c.shards else ""))
+    return out
+
+
+def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
+    """Why the winner wins, in sentences computed from the predictions."""
+    rec, cur = adv.recommendation, adv.current
+    out = []
+    ci = rec.seconds_ci
+    head = (f"Recommended: {rec.label}, predicted {rec.seconds:.3g} s (95% interval {ci[0]:.3g}-{ci[1]:.3g} s)"
+            f" for the traced {adv.pattern or 'accesses'}")
+    cmp = [f"{adv.speedup(cur):.3g}x faster than the current layout ({cur.seconds:.3g} s)"]
+    for k, d in adv.defaults.items():
+        cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
+    out.append(head + ": " + "; ".join(cmp) + ".")
+    term, t = _dominant(rec)
+    if term:
+        out.append(f"Its time is dominated by {term} ({_pct(t, rec.seconds)}: {TERM_MEANING.get(term, term)}).")
+    if cur.candidate != rec.candidate and cur.seconds > rec.seconds:
+        gains = {k: cur.terms.get(k, 0.0) - rec.terms.get(k, 0.0) for k in set(cur.terms) | set(rec.terms)}
+        k = max(gains, key=gains.get)
+        why = pitfalls(cur)
+        out.append(f"Against the current layout ({cur.label}) the biggest saving is in {k} "
+                   f"({cur.terms.get(k, 0.0):.3g} s -> {rec.terms.get(k, 0.0):.3g} s: {TERM_MEANING.get(k, k)})"
+                   + (": " + "; ".join(why) if why else "") + ".")
+    for k, d in adv.defaults.items():
+        why = pitfalls(d)
+        if why and d.candidate != rec.candidate and d.seconds > rec.seconds:
+            out.append(f"{k}'s default ({d.label}) is slower because " + "; ".join(why) + ".")
+    other = next((r for r in adv.candidates if r.library != rec.library), None)
+    if other is not None:
+        oterm, ot = _dominant(other)
+        out.append(f"Best {other.library} alternative: {other.label} at {other.seconds:.3g} s "
+                   f"({other.seconds / rec.seconds:.3g}x slower; dominated by {oterm}, {_pct(ot, other.seconds)}).")
+    if rec.candidate.compressor:
+        codec_t = rec.terms.get("t_compress", 0.0) + rec.terms.get("t_decompress", 0.0)
+        plain = next((r for r in adv.candidates if r.candidate == rec.candidate.with_codec(None, None)), None)
+        tail = f"; uncompressed it would take {plain.seconds:.3g} s" if plain is not None else ""
+        out.append(f"{rec.candidate.compressor} stores {rec.ratio:.3g}x less ({format_bytes(rec.stored_bytes)}) "
+                   f"for {codec_t:.3g} s of (de)compression{tail}.")
+    else:
+        coded = next((r for r in adv.candidates if r.candidate.compressor), None)
+        if coded is not None:
+            out.append(f"Compression does not pay here: the best compressed candidate ({coded.label}) "
+                       f"is predicted at {coded.seconds:.3g} s for {format_bytes(coded.stored_bytes)} stored.")
+    mine = pitfalls(rec)
+    if mine:
+        out.append("Caveat for the recommended layout: " + "; ".join(mine) + ".")
+    return out
+
+
+# ---------------------------------------------------------------------------- table and Advice
+
+def _ci(r: Recommendation) -> str:
+    lo, hi = r.seconds_ci
+    return f"{r.seconds:.3g} [{lo:.3g}, {hi:.3g}]" if hi > lo else f"{r.seconds:.3g}"
+
+
+def _terms(r: Recommendation, n: int = 3) -> str:
+    big = sorted(((k, t) for k, t in r.terms.items() if t > 0), key=lambda kv: -kv[1])[:n]
+    return " ".join(f"{k[2:]}={_pct(t, r.seconds)}" for k, t in big)
+
+
+def format_table(adv: DatasetAdvice) -> str:
+    """The ranked table of one dataset: candidates, then the current layout and the defaults."""
+    head = ["#", "library", "chunks", "cache/shards", "codec", "seconds [95% CI]", "terms", "stored",
+            "vs current", "vs h5py", "vs zarr"]
+    rows = []
+
+    def row(tag: str, r: Recommendation) -> list[str]:
+        c = r.candidate
+        chunks = "contiguous" if c.chunks is None else "x".join(map(str, c.chunks))
+        if c.library == "hdf5":
+            cs = "" if c.chunks is None else f"cache {format_bytes(c.cache_bytes or 0)}"
+        else:
+            cs = "" if c.shards is None else "shards " + "x".join(map(str, c.shards))
+        codec = "-" if not c.compressor else c.compressor + (f" {c.error_bound}" if c.error_bound else "")
+        sp = [f"{o.seconds / r.seconds:.3g}x" if r.seconds > 0 and o is not None else "-"
+              for o in (adv.current, adv.defaults.get("h5py"), adv.defaults.get("zarr"))]
+        return [tag, c.library, chunks, cs, codec, _ci(r), _terms(r), format_bytes(r.stored_bytes)] + sp
+
+    for i, r in enumerate(adv.candidates, 1):
+        rows.append(row(str(i), r))
+    rows.append(row("current", adv.current))
+    for k, d in adv.defaults.items():
+        rows.append(row(f"{k} default", d))
+    widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(v.ljust(w) if i < 5 or i == 6 else v.rjust(w) for i, (v, w) in enumerate(zip(x, widths)))
+             .rstrip() for x in [head] + rows]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The advisor's answer for a trace: one DatasetAdvice per accessed dataset."""
+
+    datasets: tuple[DatasetAdvice, ...]
+    source: str = ""
+    objective: str = "fastest"
+    seconds: float = 0.0
+    """Wall time the advisor took."""
+    constraints: dict = field(default_factory=dict, compare=False)
+
+    def dataset(self, name: str | None = None) -> DatasetAdvice:
+        """The advice for dataset ``name`` (key, path or path without '/'); the only one when None."""
+        if name is None:
+            if len(self.datasets) != 1:
+                raise ValueError(f"{len(self.datasets)} datasets advised: name one of "
+                                 f"{', '.join(d.path for d in self.datasets)}")
+            return self.datasets[0]
+        for d in self.datasets:
+            if name in (d.name, d.path, d.path.lstrip("/")):
+                return d
+        raise KeyError(f"no advice for dataset {name!r} (advised: {', '.join(d.path for d in self.datasets)})")
+
+    def h5py_kwargs(self, name: str | None = None) -> dict:
+        """``create_dataset`` kwargs: of dataset ``name``, or ``{path: kwargs}`` for every dataset."""
+        if name is not None:
+            return self.dataset(name).h5py_kwargs()
+        return {d.path: d.h5py_kwargs() for d in self.datasets}
+
+    def zarr_kwargs(self, name: str | None = None) -> dict:
+        """``zarr.create_array`` kwargs: of dataset ``name``, or ``{path: kwargs}`` for every dataset."""
+        if name is not None:
+            return self.dataset(name).zarr_kwargs()
+        return {d.path: d.zarr_kwargs() for d in self.datasets}
+
+    def to_json_obj(self) -> dict:
+        """The ``--json`` document."""
+        return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
+                "constraints": dict(self.constraints), "datasets": [d.to_json_obj() for d in self.datasets]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_obj(), indent=1, allow_nan=True)
+
+    def get_config(self) -> dict:
+        return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
+                "constraints": dict(self.constraints), "datasets": [d.get_config() for d in self.datasets]}
+
+    @classmethod
+    def from_config(cls, c: dict) -> "Advice":
+        return cls(tuple(DatasetAdvice.from_config(d) for d in c["datasets"]), c.get("source", ""),
+                   c.get("objective", "fastest"), float(c.get("seconds", 0.0)), dict(c.get("constraints", {})))
+
+    def __str__(self) -> str:
+        parts = []
+        for d in self.datasets:
+            parts.append(f"{d.name}: {d.library} {'x'.join(map(str, d.shape))} {d.dtype}, {d.n_accesses} accesses"
+                         + (f" on {d.procs} processes" if d.procs > 1 else "") + f" ({d.pattern})")
+            parts.append(f"objective: {d.objective}; {d.n_evaluated} of {d.n_generated} candidates evaluated")
+            parts.append(format_table(d))
+            parts.append("")
+            parts += ["  " + s for s in d.explanation]
+            parts.append("")
+            parts.append("  Code:")
+            parts += ["    " + line for line in d.code().splitlines()]
+            if d.notes:
+                parts.append("")
+                parts += ["  note: " + n for n in d.notes]
+            parts.append("")
+        return "\n".join(parts).rstrip() + "\n"

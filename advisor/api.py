@@ -1,0 +1,164 @@
+"""``advisor.advise``: a trace in, a recommended layout per dataset out (library, chunks, cache/shards, codec).
+
+    import advisor
+    adv = advisor.advise("run.jsonl", max_error="rel:1e-3")
+    print(adv)                      # ranked table + explanation
+    adv.h5py_kwargs("/x")           # create_dataset(**...) of the recommended HDF5 layout
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Sequence
+
+from instrumentation.tracefile import Trace, load_trace
+
+if TYPE_CHECKING:  # the models (numba) load on the first advise() call, not on `import advisor`
+    from advisor.advice import Advice, DatasetAdvice
+    from compression_model.error_bound import ErrorBound
+    from iomodel.profile import SystemProfile
+
+
+def advise(
+    trace_or_path: Trace | str | os.PathLike,
+    *,
+    profile: "SystemProfile | str | os.PathLike | None" = None,
+    dataset: str | int | None = None,
+    objective: str = "time",
+    max_seconds: float | None = None,
+    max_bytes: int | None = None,
+    max_error: "ErrorBound | str | None" = None,
+    lossless_only: bool = False,
+    compressors: Sequence[str] | None = None,
+    libraries: Sequence[str] = ("hdf5", "zarr"),
+    top: int = 5,
+    allow_truncated: bool = False,
+    read_data: bool = True,
+    procs: int | None = None,
+    exhaustive: bool = False,
+) -> "Advice":
+    """Recommend a layout for each accessed dataset of a trace (or the named one).
+
+    ``profile``: SystemProfile or profile file (default: the shipped one).
+    ``objective``: "time" (default; optionally under ``max_bytes``) or "size"
+    (needs ``max_seconds``). ``max_error`` ("abs:X" / "rel:Y") allows lossy
+    compressors with that point-wise bound; ``lossless_only`` forbids them;
+    ``compressors`` restricts the codecs tried (names of
+    ``compression_model.codecs.CODEC_NAMES``). ``read_data=False`` never opens
+    the traced files (no compression is then considered). ``procs``: processes
+    for the parallel model (default: the trace's rank count).
+    """
+    from advisor.advice import Advice
+    from compression_model.error_bound import ErrorBound
+    from iomodel.predict import pick_dataset
+    from iomodel.profile import SystemProfile, load_profile
+
+    t0 = time.perf_counter()
+    trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(
+        trace_or_path, allow_truncated=allow_truncated)
+    if not isinstance(profile, SystemProfile):
+        profile = load_profile(profile)
+    if isinstance(max_error, str):
+        max_error = ErrorBound.parse(max_error)
+    bad = [lib for lib in libraries if lib not in ("hdf5", "zarr")]
+    if bad or not libraries:
+        raise ValueError(f"libraries must be hdf5 and/or zarr, got {list(libraries)!r}")
+    if top < 1:
+        raise ValueError(f"top must be >= 1, got {top}")
+    from advisor.search import Objective
+
+    goal = Objective(objective, max_seconds, max_bytes)
+    if dataset is not None:
+        targets = [pick_dataset(trace, dataset)]
+    else:
+        accessed = {a.dataset for a in trace.accesses}
+        targets = [d for i, d in sorted(trace.datasets.items()) if i in accessed]
+        if not targets:
+            raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
+    nprocs = procs if procs is not None else trace.nprocs
+    out = []
+    for ds in targets:
+        out.append(_advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
+                               top, read_data, nprocs, exhaustive))
+    return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
+                  {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
+                   "compressors": None if compressors is None else list(compressors),
+                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)})
+
+
+def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
+                nprocs, exhaustive) -> "DatasetAdvice":
+    from advisor.advice import DatasetAdvice, explain
+    from advisor.candidates import allowed_codecs, baselines, generate, needs_resizable
+    from advisor.search import CostModel, DataSource, search
+    from instrumentation.patterns import classify
+    from instrumentation.records import READ, WRITE
+    from iomodel.predict import extent
+
+    accesses = [a for a in trace.accesses if a.dataset == ds.id]
+    resized = [r.shape for r in trace.resizes if r.dataset == ds.id]
+    shape = extent(ds, accesses, resized)
+    pattern = classify(accesses, shape)
+    reads = classify([a for a in accesses if a.op == READ], shape)
+    writes = classify([a for a in accesses if a.op == WRITE], shape)
+    described = "; ".join(f"{k} {p.describe()}" for k, p in (("reads", reads), ("writes", writes))
+                          if p.kind != "none")
+    notes: list[str] = []
+    data = DataSource(ds, enabled=read_data)
+    try:
+        codecs, codec_notes = allowed_codecs(ds.dtype, max_error=max_error, lossless_only=lossless_only,
+                                             compressors=compressors)
+        notes += codec_notes
+        if codecs and data.array is None:
+            notes.append(f"{data.problem}: compression not considered (no ratio can be justified without data)")
+            codecs = []
+        data_range = data.safety.data_range if data.array is not None else None
+        if data.safety is not None and (data.safety.has_nonfinite or data.safety.has_fill):
+            s = data.safety
+            notes.append(f"data has {s.n_nan} NaN, {s.n_inf} Inf, {s.n_fill} fill values among {s.n} scanned: "
+                         "codecs that would lose them are excluded")
+        resizable = needs_resizable(ds, bool(resized))
+        base = baselines(ds, shape, resizable)
+        if data.array is not None:  # zarr.create_array's default compressor is zstd
+            base["zarr"] = base["zarr"].with_codec("zstd", None)
+        base = {k: v for k, v in base.items() if k == "current" or v.library in libraries}
+        cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable)
+        model = CostModel(ds, accesses, shape, profile, procs=nprocs)
+        result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
+        if data.estimate_seconds:
+            notes.append(f"compression estimates took {data.estimate_seconds:.2f} s")
+    finally:
+        data.close()
+    notes += result.notes
+    best = result.ranked[0]
+    if not goal.feasible(best):
+        notes.append(f"no candidate meets the constraint ({goal.describe()}): showing the closest")
+    adv = DatasetAdvice(
+        name=ds.key, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
+        n_accesses=len(accesses), procs=model.procs, objective=goal.describe(),
+        current=result.baselines["current"],
+        defaults={k: v for k, v in result.baselines.items() if k != "current"},
+        recommendation=best, candidates=_shortlist(result.ranked, top, libraries),
+        notes=tuple(notes), n_generated=result.n_generated, n_evaluated=result.n_evaluated,
+        data_range=data_range,
+    )
+    return replace(adv, explanation=tuple(explain(adv, reads, writes)))
+
+
+def _shortlist(ranked, top, libraries) -> tuple:
+    """The top candidates, plus the best of each library and the best compressed one when not among them."""
+    out = list(ranked[:top])
+    for lib in libraries:
+        if not any(r.library == lib for r in out):
+            best = next((r for r in ranked if r.library == lib), None)
+            if best is not None:
+                out.append(best)
+    if not any(r.candidate.compressor for r in out):  # so the explanation can say what compression would cost
+        coded = next((r for r in ranked if r.candidate.compressor), None)
+        if coded is not None:
+            out.append(coded)
+    return tuple(out)
+
+
+__all__ = ["advise"]

@@ -1,0 +1,60 @@
+"""``ioadvisor advise TRACE``: recommend library, chunks, cache/shards, compressor and error bound per dataset."""
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("advise", help="recommend a layout (library, chunks, cache/shards, codec) from a trace")
+    p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
+    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
+    p.add_argument("--top", type=int, default=5, metavar="K", help="candidates listed per dataset (default 5)")
+    p.add_argument("--objective", choices=("time", "size"), default="time",
+                   help="time (default; with --max-bytes) or size (needs --max-seconds)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="time budget for --objective size")
+    p.add_argument("--max-bytes", metavar="BYTES", help="stored-size budget, e.g. 2GiB")
+    p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compressors with this point-wise bound")
+    p.add_argument("--lossless-only", action="store_true", help="never a lossy compressor")
+    p.add_argument("--compressors", metavar="LIST",
+                   help="comma-separated compressors to try (default: blosc-zstd,bitshuffle-lz4,zstd, "
+                        "plus sz3,zfp with --max-error); 'none' = no compression")
+    p.add_argument("--libraries", default="hdf5,zarr", metavar="LIST", help="hdf5,zarr (default both)")
+    p.add_argument("--procs", type=int, metavar="P", help="processes for the parallel model (default: trace's)")
+    p.add_argument("--no-data", action="store_true", help="do not read the traced files (no compression)")
+    p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
+    p.add_argument("--json", action="store_true", help="print the advice as JSON")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from advisor.api import advise
+    from iomodel.layout import parse_bytes
+
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1, got {args.top}")
+    if args.procs is not None and args.procs < 1:
+        raise ValueError(f"--procs must be >= 1, got {args.procs}")
+    compressors = None
+    if args.compressors is not None:
+        compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
+    adv = advise(
+        args.trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
+        max_seconds=args.max_seconds, max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes,
+                                                                                                 "--max-bytes"),
+        max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
+        libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
+        allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
+    )
+    if args.html:
+        from advisor.report import write_report
+
+        write_report(adv, args.html)
+    if args.json:
+        print(adv.to_json())
+    else:
+        sys.stdout.write(str(adv))
+        if args.html:
+            print(f"report: {args.html}")
+    return 0

@@ -1,0 +1,215 @@
+"""``ioadvisor compression``: predicted ratio and throughput of compressors on a stored dataset.
+
+    ioadvisor compression FILE.h5:/dataset | STORE.zarr[/array] [--compressor sz3,zfp,...]
+        [--error-bound rel:1e-3 --error-bound abs:0.01 ...] [--chunks 64x64x64] [--sample 0.01]
+        [--verify] [--json]
+
+Only sampled blocks are read. ``--verify`` compresses a sample for real, decompresses it and checks the
+error bound on the decompressed values.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec
+from compression_model.error_bound import ErrorBound, ErrorStats
+from compression_model.estimate import estimate
+from compression_model.safety import scan
+from compression_model.sampling import sample_blocks
+
+DEFAULT_BOUNDS = ("rel:1e-2", "rel:1e-3", "rel:1e-4")
+LOSSLESS_BASELINE = "blosc-zstd"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compression", help="predict compression ratio/throughput per compressor and error bound")
+    p.add_argument("target", metavar="FILE.h5:/dataset | STORE.zarr[/array]")
+    p.add_argument("--compressor", default=None,
+                   help=f"comma-separated, from {','.join(CODEC_NAMES)} (default: the lossy ones + "
+                        f"{LOSSLESS_BASELINE})")
+    p.add_argument("--error-bound", action="append", default=None, metavar="MODE:VALUE",
+                   help="abs:VALUE or rel:VALUE (relative to the data range); repeatable "
+                        f"(default {' '.join(DEFAULT_BOUNDS)})")
+    p.add_argument("--chunks", default=None, help="chunk shape, e.g. 64x64x64 (default: the dataset's own)")
+    p.add_argument("--sample", type=float, default=0.01, help="fraction of the data to sample (default 0.01)")
+    p.add_argument("--library", choices=("hdf5", "zarr"), default=None,
+                   help="library the data would be written with (default: the input's)")
+    p.add_argument("--method", choices=("auto", "sampling", "graybox", "hybrid"), default="auto")
+    p.add_argument("--verify", action="store_true",
+                   help="compress a sample for real, check the error bound on the decompressed values")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per (compressor, bound)")
+    p.set_defaults(func=run)
+
+
+class InputError(ValueError):
+    """A bad command line value (one line, names the value)."""
+
+
+def parse_chunks(text: str | None, ndim: int) -> tuple | None:
+    if text is None:
+        return None
+    try:
+        chunks = tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise InputError(f"bad --chunks {text!r}: expected e.g. 64x64x64") from None
+    if len(chunks) != ndim or min(chunks) < 1:
+        raise InputError(f"bad --chunks {text!r}: need {ndim} positive integers for a {ndim}-d dataset")
+    return chunks
+
+
+def parse_compressors(text: str | None, library: str) -> list[str]:
+    if text is None:
+        names = [n for n in LOSSY_NAMES if not (library == "zarr" and n == "sz")] + [LOSSLESS_BASELINE]
+        return names
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in CODEC_NAMES:
+            raise InputError(f"unknown compressor {n!r}; known: {', '.join(CODEC_NAMES)}")
+    return names
+
+
+def open_dataset(target: str):
+    """(array-like, library, fill value or None) for ``FILE.h5:/dataset`` or ``STORE.zarr[/array]``."""
+    if ".zarr" in target:
+        store, _, inner = target.partition(".zarr")
+        store += ".zarr"
+        if not os.path.exists(store):
+            raise OSError(f"{store}: no such Zarr store")
+        import zarr
+
+        try:
+            node = zarr.open(store, mode="r")
+            if inner.strip("/"):
+                node = node[inner.strip("/")]
+        except (KeyError, FileNotFoundError):
+            raise InputError(f"{target}: no such array in {store}") from None
+        if not isinstance(node, zarr.Array):
+            arrays = [a for _, a in node.arrays()]
+            if len(arrays) != 1:
+                raise InputError(f"{target} is a group with {len(arrays)} arrays: name one, STORE.zarr/ARRAY")
+            node = arrays[0]
+        return node, "zarr", _missing_value(node.attrs)
+    path, sep, name = target.rpartition(":")
+    if not sep:
+        path, name = target, ""
+    if not os.path.exists(path):
+        raise OSError(f"{path}: no such file")
+    import h5py
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise OSError(f"{path}: not a readable HDF5 file ({exc})") from None
+    if not name:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        if len(names) != 1:
+            raise InputError(f"{path} holds {len(names)} datasets: name one, FILE.h5:/dataset")
+        name = names[0]
+    if name not in f or not isinstance(f[name], h5py.Dataset):
+        raise InputError(f"{path}: no dataset {name!r}")
+    ds = f[name]
+    return ds, "hdf5", _missing_value(ds.attrs)
+
+
+def _missing_value(attrs) -> float | None:
+    """The netCDF-convention marker of missing data (``_FillValue``/``missing_value``), if any."""
+    fill = next((attrs[a] for a in ("_FillValue", "missing_value") if a in attrs), None)
+    return None if fill is None else float(np.ravel(fill)[0])
+
+
+def verify(data, codec, library: str, fraction: float, data_range: float, seed: int = 0) -> dict:
+    """Compress a sample for real with the target library's codec path; check the bound on decoded data."""
+    blocks = sample_blocks(data, fraction, rng=seed).blocks
+    encode, decode = (codec.hdf5_encode, codec.hdf5_decode) if library == "hdf5" else (codec.encode, codec.decode)
+    raw = stored = 0
+    t_comp = t_dec = 0.0
+    decoded = []
+    for block in blocks:
+        t0 = time.perf_counter()
+        buf = encode(block)
+        t1 = time.perf_counter()
+        decoded.append(np.asarray(decode(buf, block.shape, block.dtype)).ravel())
+        t_dec += time.perf_counter() - t1
+        t_comp += t1 - t0
+        raw += block.nbytes
+        stored += len(buf)
+    original = np.concatenate([b.ravel() for b in blocks])
+    errors = ErrorStats.measure(original, np.concatenate(decoded), data_range)
+    # the bound is on float values: allow the rounding of the bound itself to the data's precision
+    slack = np.finfo(original.dtype).eps * max(abs(float(np.nanmax(np.abs(original)))), 1.0) if original.dtype.kind == "f" else 0
+    bound = codec.tolerance if codec.lossy else 0.0
+    return {"ratio": raw / stored, "compress_mbps": raw / max(t_comp, 1e-12) / 1e6,
+            "decompress_mbps": raw / max(t_dec, 1e-12) / 1e6, "sample_bytes": int(raw),
+            "max_error": errors.max_error, "rmse": errors.rmse, "psnr": errors.psnr,
+            "bound_abs": bound, "bound_held": bool(errors.max_error <= bound + slack)}
+
+
+def run(args) -> int:
+    if not 0 < args.sample <= 1:
+        raise InputError(f"bad --sample {args.sample}: must be in (0, 1]")
+    bounds = [ErrorBound.parse(b) for b in (args.error_bound or DEFAULT_BOUNDS)]
+    data, library, fill = open_dataset(args.target)
+    library = args.library or library
+    names = parse_compressors(args.compressor, library)
+    if data.dtype.kind not in "fiu":
+        raise InputError(f"{args.target}: dtype {data.dtype} is not numeric")
+    chunks = parse_chunks(args.chunks, data.ndim) or (tuple(data.chunks) if data.chunks else None)
+    safety = scan(sample_blocks(data, args.sample, rng=0).blocks, fill_value=fill)
+    results = []
+    for name in names:
+        lossy = name in LOSSY_NAMES
+        for bound in bounds if lossy else [None]:
+            e = estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
+                         data_range=safety.data_range, target=library, safety=safety)
+            row = {
+                "compressor": name,
+                "error_bound": None if bound is None else bound.get_config(),
+                "chunks": list(e.chunks), "ratio": e.ratio, "ratio_ci": list(e.ratio_ci),
+                "compress_mbps": e.compress_mbps, "decompress_mbps": e.decompress_mbps,
+                "time_ci": list(e.time_ci), "compress_seconds": e.compress_seconds, "method": e.method,
+                "errors": None if e.errors is None else e.errors.get_config(),
+                "problems": list(e.problems), "cost_seconds": e.cost_seconds,
+            }
+            if args.verify:
+                codec = get_codec(name, bound, safety.data_range)
+                if not e.problems:
+                    row["measured"] = verify(data, codec, library, args.sample, safety.data_range)
+                else:
+                    row["measured"] = None  # unsafe for this data (e.g. the HDF5 SZ3 filter crashes on NaN)
+            results.append(row)
+    if args.json:
+        print(json.dumps(results, indent=1, default=_json_number))
+    else:
+        print(format_table(args.target, data, library, safety, results))
+    return 0
+
+
+def _json_number(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def format_table(target, data, library, safety, results) -> str:
+    lines = [f"{target}: shape {tuple(data.shape)} {data.dtype}, target {library}, value range "
+             f"{safety.data_range:.6g}, NaN {safety.n_nan}, Inf {safety.n_inf}, fill "
+             f"{'-' if safety.fill_value is None else f'{safety.fill_value:g} x{safety.n_fill}'} (in sample)",
+             f"{'compressor':14s} {'bound':10s} {'ratio':>8s} {'95% CI':>17s} {'comp MB/s':>9s} "
+             f"{'dec MB/s':>9s} {'method':8s} notes"]
+    for r in results:
+        eb = "-" if r["error_bound"] is None else f"{r['error_bound']['mode']}:{r['error_bound']['value']:g}"
+        notes = "; ".join(r["problems"]) or ""
+        m = r.get("measured")
+        if m:
+            notes = (notes + "; " if notes else "") + (
+                f"verified: ratio {m['ratio']:.2f}, max err {m['max_error']:.3g} "
+                f"{'<=' if m['bound_held'] else 'EXCEEDS'} {m['bound_abs']:.3g}")
+        lo, hi = r["ratio_ci"]
+        lines.append(f"{r['compressor']:14s} {eb:10s} {r['ratio']:8.2f} [{lo:7.2f},{hi:7.2f}] "
+                     f"{r['compress_mbps']:9.1f} {r['decompress_mbps']:9.1f} {r['method']:8s} {notes}")
+    return "\n".join(lines)

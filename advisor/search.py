@@ -1,0 +1,499 @@
+"""Joint cost of a candidate and the staged search over candidates.
+
+Joint cost (per rank, the job taking as long as its slowest rank):
+    seconds = I/O model on the stored bytes (iomodel: Layout.ratio = stored/raw,
+              filtered chunks read and decoded whole)
+            + s_encode / compress throughput + s_decode / decompress throughput
+where s_encode / s_decode are the raw bytes the I/O model says go through the
+filter pipeline, and the throughputs come from ``compression_model.estimate``
+on the real data (cached per codec, bound, chunk shape and library).
+
+95% interval: the compression estimate's ratio interval moves the stored bytes
+(the byte terms s_rdisk, s_cache, s_wdisk scale linearly with them) and its
+time interval scales the (de)compression seconds. The I/O model has no interval
+of its own yet (IO_BAND): the interval covers the compression part only.
+
+Search (each stage evaluates with the I/O model; nothing is timed for real):
+1. every chunk shape once per library, with its primary cache/shard variant
+   (on a systematic subsample of SCREEN_ACCESSES accesses for long traces);
+2. every cache / shard variant of the best SHAPES_KEPT shapes per library;
+3. every allowed compressor on the best CODEC_LAYOUTS layouts per library,
+   I/O bytes scaled from one filtered replay per layout (screening);
+4. the best FINALISTS re-replayed exactly with their compression ratio.
+Candidates outside these sets are pruned (counted, not evaluated);
+``exhaustive=True`` evaluates every candidate exactly (tests, benchmarks).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Sequence
+
+import numpy as np
+
+from advisor.advice import Recommendation
+from advisor.candidates import Candidate, CodecChoice
+from compression_model.error_bound import ErrorBound
+from instrumentation.records import WRITE, AccessRecord, DatasetRecord
+from iomodel.chunks import trace_visits
+from iomodel.cost import term_seconds
+from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
+from iomodel.parallel import parallel_terms
+from iomodel.profile import SystemProfile
+from iomodel.variables import Variables, count_variables
+
+SHAPES_KEPT = 3
+"""Chunk shapes per library whose cache/shard variants are evaluated (stage 2)."""
+CODEC_LAYOUTS = 1
+"""Uncompressed layouts per library (distinct chunk shapes) that get every compressor (stage 3)."""
+SCREEN_ACCESSES = 2000
+"""Stage 1 ranks chunk shapes on a systematic subsample of at most this many accesses (every k-th, in order)."""
+FINALISTS = 6
+"""Best candidates re-evaluated exactly at the end (stage 4), at least ``top``."""
+IO_BAND = None
+"""Relative 95% band of the I/O model itself; None until its validation publishes one (docs/advisor.md)."""
+ESTIMATE_CHUNK_BYTES = 1 << 20
+"""Compression is estimated on chunks of at most this size (larger chunk shapes halved, largest axis first):
+ratio and throughput per byte change little above it, and a 64 MiB chunk costs the estimator 5-20 s."""
+FULL_READ_BYTES = 512 << 20
+"""Arrays up to this size are read into memory once and scanned whole for NaN/Inf/fill (else a 1% sample)."""
+
+BYTE_VARIABLES = ("s_rdisk", "s_cache", "s_wdisk")
+"""Variables proportional to the stored (compressed) bytes."""
+
+
+# ---------------------------------------------------------------------------- compression side
+
+@dataclass(frozen=True)
+class CodecCost:
+    """What a codec does to the cost: ratio (raw/stored) with its 95% interval, throughputs of raw bytes."""
+
+    ratio: float
+    ratio_ci: tuple[float, float]
+    compress_bps: float | None
+    """Raw bytes per second; None when not modelled (a recorded filter we cannot run)."""
+    decompress_bps: float | None
+    time_band: tuple[float, float] = (1.0, 1.0)
+    """95% interval of the codec seconds relative to the estimate."""
+    source: str = ""
+
+    @classmethod
+    def from_estimate(cls, est) -> "CodecCost":
+        band = (1.0, 1.0)
+        if est.compress_seconds > 0:
+            band = (est.time_ci[0] / est.compress_seconds, est.time_ci[1] / est.compress_seconds)
+        return cls(est.ratio, tuple(est.ratio_ci), est.compress_mbps * 1e6, est.decompress_mbps * 1e6,
+                   band, f"{est.method} estimate, {100 * est.sample_fraction:g}% sample")
+
+
+class DataSource:
+    """The traced array's own data, opened lazily: safety scan, data range, cached compression estimates."""
+
+    def __init__(self, ds: DatasetRecord, enabled: bool = True):
+        self.ds = ds
+        self.problem: str | None = None if enabled else "reading the data was switched off"
+        self._array = None
+        self._handle = None
+        self._safety = None
+        self._estimates: dict[tuple, object] = {}
+        self.estimate_seconds = 0.0
+
+    @property
+    def array(self):
+        """h5py Dataset / zarr Array, or None (``problem`` says why)."""
+        if self._array is None and self.problem is None:
+            try:
+                self._array = self._open()
+            except Exception as exc:  # any failure to open means: no data, say why
+                self.problem = f"data not readable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+        return self._array
+
+    def _open(self):
+        ds = self.ds
+        if ds.file.startswith(("memory://", "<")) or not os.path.exists(ds.file):
+            raise FileNotFoundError(f"{ds.file} does not exist here")
+        if ds.library == "hdf5":
+            import h5py
+
+            self._handle = h5py.File(ds.file, "r")
+            arr = self._handle[ds.path]
+        else:
+            import zarr
+
+            arr = zarr.open_array(store=ds.file, path=ds.path, mode="r")
+        if np.dtype(arr.dtype) != np.dtype(ds.dtype) or len(arr.shape) != len(ds.shape):
+            raise ValueError(f"{ds.key} is now {arr.dtype} {arr.shape}, the trace saw {ds.dtype} {ds.shape}")
+        if int(np.prod(arr.shape)) == 0:
+            raise ValueError(f"{ds.key} is empty on disk")
+        if int(np.prod(arr.shape)) * np.dtype(arr.dtype).itemsize <= FULL_READ_BYTES:
+            # read once: the scan needs every value, and the estimator's blocks would otherwise be read
+            # through the current (possibly badly chunked) layout again and again
+            arr = np.asarray(arr[...])
+        return arr
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            self._array = None
+
+    @property
+    def safety(self):
+        """DataSafety of the whole array when it was loaded (else of a 1% sample): NaN, Inf, fill, range."""
+        if self._safety is None and self.array is not None:
+            from compression_model.safety import DataSafety, scan
+
+            arr = self.array
+            fill = self.ds.fillvalue
+            fill = float(fill) if isinstance(fill, (int, float)) and fill and math.isfinite(fill) else None
+            if isinstance(arr, np.ndarray):
+                # fill detection on a sample (it sorts the values), exact counts on every value
+                from compression_model.sampling import sample_blocks
+
+                fill = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill).fill_value
+                flat = arr.reshape(-1)
+                if flat.dtype.kind in "fc":
+                    nan, inf = np.isnan(flat), np.isinf(flat)
+                else:
+                    nan = inf = np.zeros(flat.shape, bool)
+                isfill = flat == fill if fill is not None else np.zeros(flat.shape, bool)
+                valid = flat[~(nan | inf | isfill)]
+                lo, hi = (float(valid.min()), float(valid.max())) if valid.size else (math.inf, -math.inf)
+                self._safety = DataSafety(int(flat.size), int(nan.sum()), int(inf.sum()), fill,
+                                          int(isfill.sum()), lo, hi)
+            else:
+                from compression_model.sampling import sample_blocks
+
+                self._safety = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+        return self._safety
+
+    def cost(self, codec: CodecChoice, chunks: tuple[int, ...], library: str) -> tuple[CodecCost | None, str | None]:
+        """(CodecCost, None), or (None, why the codec cannot be used on this data)."""
+        if self.array is None:
+            return None, self.problem
+        chunks = estimate_chunks(chunks, self.array.dtype.itemsize)
+        key = (codec.name, codec.error_bound, chunks, library)
+        if key not in self._estimates:
+            from compression_model.estimate import estimate
+
+            try:
+                est = estimate(self.array, codec.name, codec.error_bound, chunks, target=library,
+                               data_range=self.safety.data_range, safety=self.safety)
+                self.estimate_seconds += est.cost_seconds
+                self._estimates[key] = est
+            except Exception as exc:  # a codec that fails on this data is not a candidate; keep the reason
+                self._estimates[key] = f"{codec.name}: estimate failed ({type(exc).__name__}: {exc})"[:200]
+        est = self._estimates[key]
+        if isinstance(est, str):
+            return None, est
+        if est.problems:
+            return None, "; ".join(est.problems)
+        return CodecCost.from_estimate(est), None
+
+
+def estimate_chunks(chunks: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The chunk shape compression is estimated on: ``chunks`` halved (largest axis first) to ESTIMATE_CHUNK_BYTES."""
+    c = [int(x) for x in chunks]
+    while int(np.prod(c)) * itemsize > ESTIMATE_CHUNK_BYTES and max(c) > 1:
+        d = int(np.argmax(c))
+        c[d] = -(-c[d] // 2)
+    return tuple(c)
+
+
+# ---------------------------------------------------------------------------- I/O side
+
+def scale_bytes(v: Variables, factor: float) -> Variables:
+    """Variables with the stored-byte counts (BYTE_VARIABLES) multiplied by ``factor``."""
+    return replace(v, **{k: getattr(v, k) * factor for k in BYTE_VARIABLES})
+
+
+class CostModel:
+    """The traced accesses of one array, ready to be replayed against many layouts.
+
+    Equivalent to ``iomodel.predict`` (same ranks, contention and per-rank
+    maximum) with the extent and the per-rank split computed once, and the
+    counted variables cached per layout.
+    """
+
+    def __init__(self, ds: DatasetRecord, accesses: Sequence[AccessRecord], shape: Sequence[int],
+                 profile: SystemProfile, procs: int = 1, warm: bool = False):
+        self.ds, self.shape, self.profile, self.warm = ds, tuple(shape), profile, warm
+        ranks = sorted({a.rank for a in accesses}) or [0]
+        self.by_rank = [[a for a in accesses if a.rank == r] for r in ranks]
+        self.procs = max(procs, len(ranks))
+        self.maxshape = ds.maxshape if ds.library == "hdf5" else None
+        self.n_replays = 0
+        self.notes: list[str] = []
+        self._vars: dict[Layout, list[Variables]] = {}
+        writes = [a for a in accesses if a.op == WRITE]
+        self.writes = writes
+        self.read_bytes = sum(a.nbytes for a in accesses if a.op != WRITE)
+        self.n_accesses = len(accesses)
+
+    def subsample(self, n: int) -> "CostModel":
+        """The same model on every k-th access (order kept) so that at most about ``n`` remain: for screening."""
+        k = -(-self.n_accesses // n)
+        accs = [a for acc in self.by_rank for a in acc[::k]]
+        return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm)
+
+    def layout(self, cand: Candidate, ratio: float = 1.0) -> Layout:
+        return cand.layout(self.shape, self.ds.itemsize, maxshape=self.maxshape, ratio=ratio)
+
+    def variables(self, layout: Layout) -> list[Variables]:
+        """Counted variables per rank (cached)."""
+        if layout not in self._vars:
+            parallel = self.procs > 1 and layout.library == "hdf5"
+            try:
+                out = [count_variables(acc, self.ds, layout, self.profile.page_cache_bytes,
+                                       parallel=parallel, warm=self.warm) for acc in self.by_rank]
+            except KeyError:
+                # iomodel fails on some recorded chunk offsets (reported in helpers/notes/advisor-feedback.md):
+                # fall back to the row-major placement the model assumes without them
+                if self.ds.chunk_offsets is None:
+                    raise
+                self.ds = replace(self.ds, chunk_offsets=None)
+                self.notes.append("recorded chunk offsets not used (iomodel could not replay them)")
+                return self.variables(layout)
+            self._vars[layout] = out
+            self.n_replays += 1
+        return self._vars[layout]
+
+    def io_terms(self, v: Variables, library: str) -> dict[str, float]:
+        terms = term_seconds(v, library, self.profile)
+        if self.procs > 1:
+            terms = parallel_terms(terms, library, self.procs, self.profile.servers(library))
+        return terms
+
+    def stored_bytes(self, layout: Layout, ratio: float) -> int:
+        """Bytes on disk when every chunk is written: full-size chunks / ratio (+ zarr shard indexes)."""
+        if layout.chunks is None:
+            return int(np.prod(layout.shape, dtype=np.int64)) * layout.itemsize
+        total = layout.nchunks * layout.chunk_nbytes / ratio
+        cps = layout.chunks_per_shard
+        if cps is not None:
+            n_inner = int(np.prod(cps))
+            total += -(-layout.nchunks // n_inner) * (16 * n_inner + 4)
+        return int(math.ceil(total))
+
+    def facts(self, layout: Layout, v: Variables) -> dict:
+        """Geometry the explanation quotes: chunk size, chunks per access, read amplification, partial writes."""
+        out = {
+            "chunk_bytes": layout.chunk_nbytes,
+            "cache_bytes": layout.rdcc_nbytes if layout.library == "hdf5" and layout.chunks is not None else None,
+            "chunks_per_access": v.n_chunks / max(v.n_calls, 1),
+            "files_per_access": v.n_zopen / max(v.n_calls, 1),
+            "read_amplification": (v.s_rdisk + v.s_cache) / self.read_bytes if self.read_bytes else 0.0,
+            "nchunks": layout.nchunks,
+        }
+        if self.writes:
+            vis = trace_visits(self.writes, layout)
+            out["partial_writes"] = float(np.mean(~vis.full)) if len(vis) else 0.0
+        return out
+
+    def evaluate(self, cand: Candidate, codec: CodecCost | None = None, *, exact: bool = True,
+                 with_facts: bool = False, notes: Sequence[str] = ()) -> Recommendation:
+        """Joint cost of one candidate (see the module docstring)."""
+        ratio = codec.ratio if codec is not None else 1.0
+        ratio_ci = codec.ratio_ci if codec is not None else (1.0, 1.0)
+        layout = self.layout(cand, 1.0 / ratio)
+        if exact or cand.compressor is None:
+            base, scale = self.variables(layout), 1.0
+        else:
+            base, scale = self.variables(self.layout(cand, 1.0)), 1.0 / ratio
+        per_rank = []
+        for v0 in base:
+            v = scale_bytes(v0, scale) if scale != 1.0 else v0
+            terms = self.io_terms(v, cand.library)
+            t_c = t_d = 0.0
+            if codec is not None and codec.compress_bps:
+                t_c = v.s_encode / codec.compress_bps
+                t_d = v.s_decode / codec.decompress_bps
+            terms = {**terms, "t_compress": t_c, "t_decompress": t_d}
+            io = sum(t for k, t in terms.items() if k not in ("t_compress", "t_decompress"))
+            lo = hi = io
+            if codec is not None:  # stored bytes at the ratio's interval ends
+                lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library).values())
+                hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library).values())
+            band = codec.time_band if codec is not None else (1.0, 1.0)
+            ci = (lo + (t_c + t_d) * band[0], hi + (t_c + t_d) * band[1])
+            per_rank.append((io + t_c + t_d, ci, terms, v))
+        seconds, ci, terms, v = max(per_rank, key=lambda x: x[0])
+        ci = (min(ci[0], seconds), max(ci[1], seconds))
+        if IO_BAND is not None:
+            ci = (ci[0] * (1 - IO_BAND), ci[1] * (1 + IO_BAND))
+        all_notes = tuple(notes)
+        if codec is not None and not codec.compress_bps:
+            all_notes += ("(de)compression time of this filter not modelled",)
+        return Recommendation(
+            candidate=cand, seconds=float(seconds), seconds_ci=(float(ci[0]), float(ci[1])),
+            terms={k: float(t) for k, t in terms.items()},
+            stored_bytes=self.stored_bytes(layout, ratio), ratio=float(ratio),
+            ratio_ci=(float(ratio_ci[0]), float(ratio_ci[1])),
+            variables=v.as_features(), facts=self.facts(layout, v) if with_facts else {},
+            exact=exact or cand.compressor is None, notes=all_notes,
+        )
+
+
+# ---------------------------------------------------------------------------- objective
+
+@dataclass(frozen=True)
+class Objective:
+    """``time`` (optionally under max_bytes) or ``size`` (under max_seconds)."""
+
+    kind: str = "time"
+    max_seconds: float | None = None
+    max_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("time", "size"):
+            raise ValueError(f"objective must be 'time' or 'size', got {self.kind!r}")
+        if self.kind == "size" and self.max_seconds is None:
+            raise ValueError("objective 'size' needs --max-seconds (smallest stored size within that time)")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"--max-seconds must be positive, got {self.max_seconds}")
+        if self.max_bytes is not None and not self.max_bytes > 0:
+            raise ValueError(f"--max-bytes must be positive, got {self.max_bytes}")
+
+    def feasible(self, r: Recommendation) -> bool:
+        return ((self.max_seconds is None or r.seconds <= self.max_seconds)
+                and (self.max_bytes is None or r.stored_bytes <= self.max_bytes))
+
+    def key(self, r: Recommendation) -> tuple:
+        """Sort key: feasible first, then the objective, then the other quantity."""
+        main = (r.stored_bytes, r.seconds) if self.kind == "size" else (r.seconds, r.stored_bytes)
+        return (not self.feasible(r),) + main
+
+    def describe(self) -> str:
+        if self.kind == "size":
+            return f"smallest stored size within {self.max_seconds:g} s"
+        return "fastest" + (f" within {self.max_bytes} stored bytes" if self.max_bytes else "")
+
+
+# ---------------------------------------------------------------------------- the search
+
+@dataclass
+class SearchResult:
+    ranked: list[Recommendation]
+    baselines: dict[str, Recommendation]
+    n_generated: int
+    n_evaluated: int
+    notes: list[str]
+
+
+def _primary(variants: list[Candidate]) -> Candidate:
+    """The variant that screens a chunk shape: the largest HDF5 cache; Zarr sharded when offered."""
+    if variants[0].library == "hdf5":
+        return max(variants, key=lambda c: c.cache_bytes or 0)
+    return next((c for c in variants if c.shards is not None), variants[0])
+
+
+def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[str, Candidate],
+           data: DataSource, objective: Objective = Objective(), *, top: int = 5,
+           exhaustive: bool = False) -> SearchResult:
+    """Evaluate candidates in stages (module docstring); baselines are always evaluated exactly."""
+    notes: list[str] = []
+    evaluated: dict[Candidate, Recommendation] = {}
+    refused: dict[str, str] = {}
+
+    def codec_cost(c: Candidate) -> CodecCost | None | str:
+        if c.compressor is None:
+            return None
+        cost, why = data.cost(CodecChoice(c.compressor, c.error_bound), c.chunks, c.library)
+        if cost is None:
+            refused.setdefault(f"{c.compressor}({c.error_bound})" if c.error_bound else c.compressor, why)
+            return "refused"
+        return cost
+
+    def run(c: Candidate, exact: bool = True) -> Recommendation | None:
+        if c in evaluated and (evaluated[c].exact or not exact):
+            return evaluated[c]
+        cost = codec_cost(c)
+        if cost == "refused":
+            return None
+        evaluated[c] = model.evaluate(c, cost, exact=exact)
+        return evaluated[c]
+
+    base_recs = {}
+    for name, c in baselines.items():
+        r = run(c)
+        if r is None and c.compressor is not None:  # zarr's default zstd cannot be estimated: compare bare
+            r = run(replace(c, compressor=None))
+        base_recs[name] = r
+
+    plain = [c for c in candidates if c.compressor is None]
+    coded = [c for c in candidates if c.compressor is not None]
+    if exhaustive:
+        for c in plain + coded:
+            run(c)
+    else:
+        # 1. one primary variant per (library, chunk shape)
+        groups: dict[tuple, list[Candidate]] = {}
+        for c in plain:
+            groups.setdefault((c.library, c.chunks), []).append(c)
+        if model.n_accesses > SCREEN_ACCESSES:
+            sub = model.subsample(SCREEN_ACCESSES)
+            screened = {k: sub.evaluate(_primary(v)) for k, v in groups.items()}
+        else:
+            screened = {k: run(_primary(v)) for k, v in groups.items()}
+        # 2. every variant of the best shapes per library
+        for lib in {k[0] for k in groups}:
+            best = sorted((k for k in groups if k[0] == lib), key=lambda k: objective.key(screened[k]))
+            for k in best[:SHAPES_KEPT]:
+                for c in groups[k]:
+                    run(c)
+        # 3. compressors on the best uncompressed layouts (distinct chunk shapes) per library
+        for lib in {c.library for c in coded}:
+            mine = sorted((r for c, r in evaluated.items() if c.library == lib and c.compressor is None
+                           and c.chunks is not None), key=objective.key)
+            keep, shapes = [], set()
+            for r in mine:
+                if r.candidate.chunks not in shapes:
+                    shapes.add(r.candidate.chunks)
+                    keep.append(r.candidate)
+                if len(keep) == CODEC_LAYOUTS:
+                    break
+            for c in coded:
+                if any(c.with_codec(None, None) == k for k in keep):
+                    run(c, exact=False)
+        # 4. the finalists exactly
+        order = sorted(evaluated.values(), key=objective.key)
+        for r in order[:max(FINALISTS, top)]:
+            if not r.exact:
+                run(r.candidate, exact=True)
+        n_pruned = len(set(candidates)) - len([c for c in set(candidates) if c in evaluated])
+        if n_pruned:
+            notes.append(f"{n_pruned} of {len(set(candidates))} candidates pruned: cache/shard variants kept for "
+                         f"the best {SHAPES_KEPT} chunk shapes per library, compressors tried on the best "
+                         f"{CODEC_LAYOUTS} uncompressed layouts per library")
+    notes += model.notes
+    for name, why in refused.items():
+        notes.append(f"compressor {name} not used: {why}")
+    ranked, seen = [], set()
+    for r in sorted(evaluated.values(), key=lambda r: objective.key(r) + (_cache_distance(r.candidate),)):
+        c = r.candidate
+        key = (c.library, c.chunks, c.shards, c.compressor, c.error_bound)
+        if key not in seen:  # one row per layout: its best cache variant
+            seen.add(key)
+            ranked.append(r)
+    # facts for the explanation: winners and the baselines they are compared with
+    for i, r in enumerate(ranked[:top]):
+        ranked[i] = _with_facts(model, r)
+    base_recs = {k: _with_facts(model, r) for k, r in base_recs.items()}
+    return SearchResult(ranked, base_recs, len(set(candidates) | set(baselines.values())), len(evaluated), notes)
+
+
+def _cache_distance(c: Candidate) -> float:
+    """Tie-break between equally fast cache variants: the one closest to HDF5's default."""
+    return abs(math.log2((c.cache_bytes or 0) + 1) - math.log2(HDF5_DEFAULT_CACHE[0] + 1))
+
+
+def _with_facts(model: CostModel, r: Recommendation) -> Recommendation:
+    if r.facts:
+        return r
+    layout = model.layout(r.candidate, 1.0 / r.ratio)
+    v = Variables(**{f.name: float(r.variables.get(f.name, 0.0)) for f in fields(Variables)})
+    return replace(r, facts=model.facts(layout, v))
+
+
+__all__ = ["CodecCost", "CostModel", "DataSource", "Objective", "SearchResult", "scale_bytes", "search"]

@@ -1,0 +1,289 @@
+"""Validate the parallel I/O model (``iomodel/parallel.py``) against real ``mpiexec -n P`` runs.
+
+For each case (library, pattern) and each P, P ranks read or write disjoint
+chunks of one (ROWS, 16) float32 array in full-width slabs
+(``benchmarks/mpi_replay_worker.py``), under ``ioadvisor run`` so that every
+rank's accesses are traced and merged. The page cache is emptied (fsync +
+POSIX_FADV_DONTNEED on every file of the array) before each read run. The
+measured time is the slowest rank's I/O phase (barrier to close); the
+prediction is ``iomodel.predict(merged_trace, current layout, profile, procs=P,
+servers=c)``, with HDF5's MPI-IO request counting where
+``iomodel.parallel.mpio_uncached`` says ranks bypass their chunk caches (the
+shipped ``predict`` column applies it to every HDF5 run with P > 1). ``c``
+(the contention factor's denominator: stripe count for HDF5, data servers for
+Zarr) is fitted per library: the value among C_CANDIDATES whose predicted
+scaling t(P)/t(1) is closest (median |log ratio|) to the measured one.
+
+The parallel-HDF5 case (``driver='mpio'``, collective writes) needs an h5py
+built against an MPI HDF5, which the project venv does not have: give its
+venv with ``--pvenv DIR`` (built as in docs/parallel-validation.md); without
+one that imports ``h5py`` with ``h5py.get_config().mpi``, the case is skipped
+with a message.
+
+    python benchmarks/parallel_validation.py [--quick] [--procs 1 2 3 4] [--repeat 3]
+        [--profile PROFILE.json] [--pvenv /tmp/b2/pvenv] [--json OUT.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from instrumentation.tracefile import load_trace
+from iomodel.cost import term_seconds
+from iomodel.layout import Layout
+from iomodel.parallel import mpio_uncached, parallel_terms
+from iomodel.predict import pick_dataset, predict
+from iomodel.profile import load_profile
+from iomodel.replay import evict
+from iomodel.variables import count_variables
+
+BIN = Path(sys.executable).parent
+WORKER = Path(__file__).with_name("mpi_replay_worker.py")
+COLS = 16
+C_CANDIDATES = (1, 2, 3, 4, 6, 8, 16, 1 << 20)
+"""Values of c tried by the fit; 1<<20 stands for 'no contention'."""
+
+
+@dataclass(frozen=True)
+class Case:
+    mode: str                 # worker mode: zarr-write | zarr-read | hdf5-read | mpio-write
+    chunks: tuple[int, int]
+    block: int                # rows per access
+
+    @property
+    def library(self) -> str:
+        return "zarr" if self.mode.startswith("zarr") else "hdf5"
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode} chunks={self.chunks[0]}x{self.chunks[1]} slabs={self.block}"
+
+
+CASES = (
+    Case("zarr-write", (10000, COLS), 10000),
+    Case("zarr-read", (10000, COLS), 10000),
+    Case("hdf5-read", (10000, COLS), 5000),
+    Case("hdf5-read", (10000, 4), 5000),
+)
+MPIO_CASES = (Case("mpio-write", (10000, COLS), 10000), Case("mpio-write", (10000, 4), 10000))
+
+
+def build(case: Case, path: Path, rows: int) -> None:
+    """The array the ranks start from (untraced): empty for zarr writes, filled for reads."""
+    if path.exists():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if case.mode == "mpio-write":
+        return
+    if case.library == "zarr":
+        import zarr
+
+        arr = zarr.create_array(str(path), shape=(rows, COLS), chunks=case.chunks, dtype="f4", compressors=None)
+        if case.mode == "zarr-read":
+            arr[:] = np.random.default_rng(0).random((rows, COLS), dtype=np.float32)
+    else:
+        import h5py
+
+        with h5py.File(path, "w") as f:
+            f.create_dataset("data", data=np.random.default_rng(0).random((rows, COLS), dtype=np.float32),
+                             chunks=case.chunks)
+
+
+def mpio_python(pvenv: Path | None) -> tuple[Path | None, str]:
+    """(python of a venv whose h5py has MPI, why not) for the parallel-HDF5 case."""
+    if pvenv is None:
+        return None, "no --pvenv given"
+    py = pvenv / "bin" / "python"
+    if not py.exists():
+        return None, f"{py} does not exist"
+    res = subprocess.run([str(py), "-c", "import h5py, mpi4py; print(h5py.get_config().mpi)"],
+                         capture_output=True, text=True)
+    if res.returncode or res.stdout.strip() != "True":
+        return None, f"{py}: h5py without MPI ({(res.stderr.strip().splitlines() or [res.stdout.strip()])[-1]})"
+    return py, ""
+
+
+def run_once(case: Case, procs: int, rows: int, work: Path, python: Path) -> tuple[dict, Path]:
+    """Build, (evict), run the traced job; (the worker's per-rank numbers, merged trace path)."""
+    path = work / ("array.zarr" if case.library == "zarr" else "array.h5")
+    if case.mode.endswith("write") or not path.exists():  # reads reuse the array; writes start fresh
+        build(case, path, rows)
+    if case.mode.endswith("read"):
+        evict(path)
+    trace, out = work / f"T{procs}.jsonl", work / "out.json"
+    for old in work.glob(f"T{procs}*.jsonl"):
+        old.unlink()
+    env = dict(os.environ)
+    venv = python.parent
+    if python == Path(sys.executable):
+        tracer = [str(venv / "ioadvisor")]
+    else:  # the parallel-HDF5 venv has no ioadvisor installed: run the CLI from the source tree
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        tracer = [str(python), "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
+    cmd = [str(venv / "mpiexec"), "-n", str(procs), *tracer, "run", "-o", str(trace), "--",
+           str(python), str(WORKER), case.mode, str(path), str(rows), str(COLS), *map(str, case.chunks),
+           str(case.block), str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=work)
+    if res.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}\n{res.stderr[-3000:]}")
+    return json.loads(out.read_text()), trace
+
+
+def rank_variables(trace, layout: Layout, profile, procs: int, uncached: bool) -> list:
+    """Each rank's counted variables (``count_variables`` on its own accesses)."""
+    ds = pick_dataset(trace)
+    accesses = [a for a in trace.accesses if a.dataset == ds.id]
+    return [count_variables([a for a in accesses if a.rank == r], ds, layout, profile.page_cache_bytes,
+                            parallel=uncached) for r in sorted({a.rank for a in accesses})]
+
+
+def os_requests(variables: list) -> dict[str, float]:
+    """Read/write requests and bytes the model expects from the OS, summed over ranks
+    (compared with /proc/self/io: syscr, rchar, syscw, wchar)."""
+    return {"syscr": sum(v.n_rdisk + v.n_cache + v.n_rindex for v in variables),
+            "rchar": sum(v.s_rdisk + v.s_cache for v in variables),
+            "syscw": sum(v.n_wdisk for v in variables), "wchar": sum(v.s_wdisk for v in variables)}
+
+
+def predictions(trace_path: Path, profile, procs: int) -> dict:
+    """Per candidate c: the prediction with ``mpio_uncached`` ("model") and ``predict`` as shipped;
+    plus the OS requests both count."""
+    trace = load_trace(trace_path)
+    ds = pick_dataset(trace)
+    layout = Layout.from_dataset(ds)
+    uncached = mpio_uncached(layout.library, procs, [a for a in trace.accesses if a.dataset == ds.id])
+    per_rank = rank_variables(trace, layout, profile, procs, uncached)
+    out = {"requests": os_requests(per_rank),
+           "requests_shipped": os_requests(rank_variables(trace, layout, profile, procs,
+                                                          procs > 1 and layout.library == "hdf5"))}
+    for c in C_CANDIDATES:
+        seconds = []
+        for v in per_rank:
+            terms = term_seconds(v, layout.library, profile)
+            seconds.append(sum((parallel_terms(terms, layout.library, procs, c) if procs > 1 else terms).values()))
+        pred = predict(trace, layout, profile, procs=procs, servers=c)
+        out[str(c)] = {"model": max(seconds), "shipped": pred.seconds, "cf": pred.cf}
+    return out
+
+
+def fit_c(rows: list[dict], key: str = "model") -> tuple[int, float]:
+    """c minimizing the median |log(predicted scaling / measured scaling)| over P > 1."""
+    best = None
+    for c in C_CANDIDATES:
+        errs = []
+        for r in rows:
+            if r["procs"] > 1:
+                p1 = r["pred_by_c"][str(c)][key] / r["pred1_by_c"][str(c)][key]
+                errs.append(abs(math.log(p1 / (r["measured"] / r["measured1"]))))
+        err = statistics.median(errs) if errs else math.inf
+        if best is None or err < best[1]:
+            best = (c, err)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small array, P in 1 2 4, one repeat (~2 min)")
+    ap.add_argument("--procs", type=int, nargs="+", default=None)
+    ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=None, help="array rows (multiple of 10000 x lcm of procs)")
+    ap.add_argument("--profile", default=None, help="I/O profile (default: the shipped one)")
+    ap.add_argument("--pvenv", type=Path, default=None, help="venv with an MPI-enabled h5py (parallel HDF5 case)")
+    ap.add_argument("--workdir", type=Path, default=Path(f"/tmp/ioadvisor-parallel-{os.getpid()}"))
+    ap.add_argument("--json", type=Path, default=None, help="write every measurement and prediction here")
+    args = ap.parse_args(argv)
+    procs = args.procs or ([1, 2, 4] if args.quick else [1, 2, 3, 4])
+    repeat = args.repeat or (1 if args.quick else 3)
+    rows = args.rows or (240_000 if args.quick else 960_000)
+    if 1 not in procs:
+        ap.error("--procs must include 1 (scaling is measured against one rank)")
+    profile = load_profile(args.profile)
+    print(f"profile: {args.profile or 'default'}; array ({rows}, {COLS}) float32 = {rows * COLS * 4 / 1e6:.0f} MB; "
+          f"P in {procs}; {repeat} repeat(s); load average {os.getloadavg()[0]:.1f}", flush=True)
+
+    cases = [(c, Path(sys.executable)) for c in CASES]
+    mpio_py, why = mpio_python(args.pvenv)
+    if mpio_py is None:
+        print(f"SKIP parallel HDF5 (driver='mpio') cases: they need an h5py built with MPI: {why}", flush=True)
+    else:
+        cases += [(c, mpio_py) for c in MPIO_CASES]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rows_out = []
+    try:
+        for case, python in cases:
+            work = args.workdir / case.label.replace(" ", "_").replace("=", "")
+            work.mkdir(exist_ok=True)
+            times: dict[int, list[float]] = {p: [] for p in procs}
+            cpus: dict[int, list[float]] = {p: [] for p in procs}
+            loads: list[float] = []
+            traces: dict[int, Path] = {}
+            real_io: dict[int, dict] = {}
+            for _ in range(repeat):  # P interleaved within a repeat: load changes hit every P alike
+                for p in procs:
+                    if case.mode == "mpio-write" and p not in (1, 2, 4):
+                        continue
+                    t0 = time.perf_counter()
+                    loads.append(os.getloadavg()[0])
+                    res, traces[p] = run_once(case, p, rows, work, python)
+                    real_io[p] = {k: sum(io[k] for io in res["io"]) for k in res["io"][0]}
+                    times[p].append(max(res["seconds"]))
+                    cpus[p].append(max(res["cpu_seconds"]))
+                    print(f"  {case.label} P={p}: slowest rank {times[p][-1] * 1e3:.1f} ms, "
+                          f"CPU {cpus[p][-1] * 1e3:.1f} ms (job {time.perf_counter() - t0:.1f} s, "
+                          f"load {loads[-1]:.1f})", flush=True)
+            preds = {p: predictions(traces[p], profile, p) for p in traces}
+            m1 = statistics.median(times[1])
+            for p in traces:
+                rows_out.append({"case": case.label, "library": case.library, "mode": case.mode, "procs": p,
+                                 "measured": statistics.median(times[p]), "runs": times[p], "measured1": m1,
+                                 "cpu": statistics.median(cpus[p]), "cpu1": statistics.median(cpus[1]),
+                                 "load": statistics.median(loads), "pred_by_c": preds[p], "pred1_by_c": preds[1],
+                                 "io": real_io[p]})
+    finally:
+        shutil.rmtree(args.workdir, ignore_errors=True)
+
+    name = lambda c: "inf" if c == C_CANDIDATES[-1] else str(c)  # noqa: E731
+    c_fit = {}
+    for lib in sorted({r["library"] for r in rows_out}):
+        c_fit[lib], err = fit_c([r for r in rows_out if r["library"] == lib])
+        print(f"\n{lib}: fitted c = {name(c_fit[lib])} (median |log(predicted/measured scaling)| {err:.2f} "
+              f"over P > 1; tried {', '.join(map(name, C_CANDIDATES))})")
+    print("\n| case | P | measured ms | predicted ms | pred/meas | predict() as shipped ms | measured t(P)/t(1) "
+          "| predicted t(P)/t(1) | cf | CPU ms | CPU t(P)/t(1) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows_out:
+        c = str(c_fit[r["library"]])
+        pr, p1 = r["pred_by_c"][c], r["pred1_by_c"][c]
+        print(f"| {r['case']} | {r['procs']} | {r['measured'] * 1e3:.1f} | {pr['model'] * 1e3:.1f} | "
+              f"{pr['model'] / r['measured']:.2f} | {pr['shipped'] * 1e3:.1f} | {r['measured'] / r['measured1']:.2f} | "
+              f"{pr['model'] / p1['model']:.2f} | {pr['cf']:.2f} | {r['cpu'] * 1e3:.1f} | {r['cpu'] / r['cpu1']:.2f} | "
+              f"{r['load']:.1f} |")
+    print("\nOS requests summed over ranks, largest P (real: /proc/self/io of the I/O phase, which also holds "
+          "the rank's own trace writes; model: with mpio_uncached / predict as shipped)")
+    print("\n| case | P | read calls real / model / shipped | read bytes real / model | "
+          "write calls real / model / shipped | write bytes real / model |")
+    print("|---|---|---|---|---|---|")
+    for r in rows_out:
+        if r["procs"] != max(x["procs"] for x in rows_out if x["case"] == r["case"]):
+            continue
+        io, m, sh = r["io"], r["pred_by_c"]["requests"], r["pred_by_c"]["requests_shipped"]
+        print(f"| {r['case']} | {r['procs']} | {io['syscr']} / {m['syscr']:.0f} / {sh['syscr']:.0f} | "
+              f"{io['rchar']} / {m['rchar']:.0f} | {io['syscw']} / {m['syscw']:.0f} / {sh['syscw']:.0f} | "
+              f"{io['wchar']} / {m['wchar']:.0f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"c_fit": c_fit, "rows": rows_out}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

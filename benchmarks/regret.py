@@ -1,0 +1,200 @@
+"""Regret benchmark: is the advisor's recommendation the fastest layout when measured for real?
+
+For each workload in benchmarks/workloads/ (plain h5py / zarr / mpi4py programs):
+prepare its input file (untraced), trace it with ``ioadvisor run`` (under
+``mpiexec -n 2`` for the MPI one), advise with ``advisor.advise``, then rebuild
+and replay (``advisor.verify``, cold page cache, the workload's own data) the
+current layout, the top-5 candidates and the libraries' defaults (h5py
+``chunks=True``, zarr ``chunks="auto"``). Per workload:
+
+- regret = measured time of the recommended layout / best measured among the
+  top-5 and the defaults (target: median <= 1.10, worst <= 1.5);
+- measured speed-up of the recommendation over h5py's and zarr's defaults and
+  over the current layout.
+
+Raw results go to benchmarks/results/regret-<date>.json.
+
+    python benchmarks/regret.py --quick        # half-size workloads, 3 replays per layout
+    python benchmarks/regret.py                # full size, 5 replays per layout
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = HERE / "workloads"
+RESULTS = HERE / "results"
+BIN = Path(sys.executable).parent
+MPI_PROCS = 2
+BUDGET = 6.0
+"""Seconds of replay after which a layout is not repeated (a slow one: repeats would not change its rank)."""
+
+
+def workloads(only: list[str] | None) -> list[Path]:
+    found = sorted(WORKLOADS.glob("w[0-9][0-9]_*.py"))
+    if only:
+        found = [w for w in found if any(w.stem.startswith(o) or w.stem == o for o in only)]
+    return found
+
+
+def _run(cmd: list[str], env: dict, cwd: Path) -> None:
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+
+
+def trace_workload(w: Path, workdir: Path, scale: float) -> tuple[Path, float]:
+    """Prepare the input untraced, run the workload under ``ioadvisor run``; (trace path, traced wall seconds)."""
+    env = {**os.environ, "WORKLOAD_SCALE": str(scale), "PYTHONPATH": str(HERE.parent)}
+    data = workdir / "data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    _run([sys.executable, str(w), "prepare", str(data)], env, workdir)
+    trace = workdir / "trace.jsonl"
+    cmd = [str(BIN / "ioadvisor"), "run", "-o", str(trace), "--", sys.executable, str(w), "run", str(data)]
+    if "_mpi_" in w.stem:
+        cmd = [str(BIN / "mpiexec"), "-n", str(MPI_PROCS)] + cmd
+    t = time.perf_counter()
+    _run(cmd, env, workdir)
+    return trace, time.perf_counter() - t
+
+
+def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: int, profile=None) -> dict:
+    from advisor.api import advise
+    from advisor.verify import verify
+    from instrumentation.tracefile import load_trace
+
+    trace_path, traced_s = trace_workload(w, workdir, scale)
+    trace = load_trace(trace_path)
+    t = time.perf_counter()
+    adv = advise(trace, profile=profile)
+    advise_s = time.perf_counter() - t
+    t = time.perf_counter()
+    res = verify(trace, top=top, advice=adv, defaults=True, repeat=repeat, budget=BUDGET,
+                 workdir=workdir / "layouts")
+    verify_s = time.perf_counter() - t
+    rows = {r.label: r for r in res.rows}
+    rec = rows["#1"]
+    pool = [r for r in res.rows if r.label != "current"]
+    best = min(pool, key=lambda r: r.measured_seconds)
+    entry = adv.datasets[0]
+    out = {
+        "workload": w.stem,
+        "doc": (w.read_text().split('"""')[1].strip().splitlines() or [""])[0],
+        "pattern": entry.pattern,
+        "procs": entry.procs,
+        "n_accesses": entry.n_accesses,
+        "recommended": entry.recommendation.label,
+        "best_measured": best.label + " " + _layout_text(best),
+        "regret": rec.measured_seconds / best.measured_seconds,
+        "speedup_vs_current": rows["current"].measured_seconds / rec.measured_seconds,
+        "traced_seconds": traced_s,
+        "advise_seconds": advise_s,
+        "verify_seconds": verify_s,
+        "rows": [r.get_config() for r in res.rows],
+        "labels": {r.label: _layout_text(r) for r in res.rows},
+    }
+    for lib in ("h5py", "zarr"):
+        d = rows.get(f"{lib} default")
+        out[f"speedup_vs_{lib}_default"] = None if d is None else d.measured_seconds / rec.measured_seconds
+    rank = sorted(pool, key=lambda r: r.measured_seconds)
+    out["rec_measured_rank"] = rank.index(rec) + 1
+    return out
+
+
+def _layout_text(r) -> str:
+    chunks = r.chunks
+    text = f"{r.library} " + ("contiguous" if chunks is None else "x".join(map(str, chunks)))
+    if r.shards:
+        text += " shards=" + "x".join(map(str, r.shards))
+    if r.library == "hdf5" and chunks is not None and r.cache_bytes is not None:
+        text += f" cache={r.cache_bytes / 2**20:g}MiB"
+    if r.compressor:
+        text += f" {r.compressor}" + (f"({r.error_bound})" if r.error_bound else "")
+    return text
+
+
+def table(results: list[dict]) -> str:
+    head = ("| workload | pattern | recommended | best measured | regret | vs h5py default | vs zarr default "
+            "| vs current |\n|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    fmt = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | failed: {r['error']} | | | | | | |")
+            continue
+        lines.append(f"| {r['workload']} | {r['pattern']} | {r['recommended']} | {r['best_measured']} | "
+                     f"{r['regret']:.2f} | {fmt(r['speedup_vs_h5py_default'])} | {fmt(r['speedup_vs_zarr_default'])} "
+                     f"| {fmt(r['speedup_vs_current'])} |")
+    ok = [r for r in results if "error" not in r]
+    if ok:
+        regrets = [r["regret"] for r in ok]
+        lines.append("")
+        lines.append(f"regret: median {statistics.median(regrets):.2f}, worst {max(regrets):.2f} "
+                     f"(target <= 1.10 median, <= 1.5 worst); recommendation measured fastest in "
+                     f"{sum(r['rec_measured_rank'] == 1 for r in ok)}/{len(ok)} workloads")
+        for lib in ("h5py", "zarr"):
+            s = [r[f"speedup_vs_{lib}_default"] for r in ok if r[f"speedup_vs_{lib}_default"]]
+            if s:
+                lines.append(f"speed-up over {lib}'s default chunking: median {statistics.median(s):.2f}x, "
+                             f"min {min(s):.2f}x, max {max(s):.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="half-size workloads, 3 replays per layout")
+    ap.add_argument("--repeat", type=int, help="replays per layout (default 5, --quick 3)")
+    ap.add_argument("--scale", type=float, help="workload size factor (default 1, --quick 0.5)")
+    ap.add_argument("--top", type=int, default=5, help="recommended layouts measured per workload")
+    ap.add_argument("--profile", help="system profile file (default: the shipped one)")
+    ap.add_argument("--only", nargs="*", help="workload name prefixes (e.g. w01 w08)")
+    ap.add_argument("--workdir", default="/tmp/ioadvisor-regret", help="scratch directory (removed per workload)")
+    ap.add_argument("--out", help="raw results JSON (default benchmarks/results/regret-<date>.json)")
+    args = ap.parse_args(argv)
+    repeat = args.repeat or (3 if args.quick else 5)
+    scale = args.scale or (0.5 if args.quick else 1.0)
+    started = datetime.now(timezone.utc)
+    results = []
+    t0 = time.perf_counter()
+    for w in workloads(args.only):
+        wd = Path(args.workdir) / w.stem
+        shutil.rmtree(wd, ignore_errors=True)
+        wd.mkdir(parents=True)
+        t = time.perf_counter()
+        try:
+            r = measure_workload(w, wd, scale=scale, repeat=repeat, top=args.top, profile=args.profile)
+        except Exception as exc:  # one broken workload must not hide the others' numbers
+            r = {"workload": w.stem, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+        finally:
+            shutil.rmtree(wd, ignore_errors=True)
+        r["wall_seconds"] = time.perf_counter() - t
+        results.append(r)
+        msg = r.get("error") or f"regret {r['regret']:.2f}, recommended {r['recommended']}"
+        print(f"{w.stem}: {msg} ({r['wall_seconds']:.0f} s)", file=sys.stderr, flush=True)
+    total = time.perf_counter() - t0
+    load = os.getloadavg()
+    cmd = "python benchmarks/regret.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    report = {"command": cmd.strip(), "date": started.isoformat(timespec="seconds"), "repeat": repeat,
+              "scale": scale, "top": args.top, "total_seconds": total, "loadavg_end": load,
+              "results": results}
+    RESULTS.mkdir(exist_ok=True)
+    out = Path(args.out) if args.out else RESULTS / f"regret-{started:%Y%m%dT%H%M%S}.json"
+    out.write_text(json.dumps(report, indent=1, default=str))
+    print(table(results))
+    print(f"\n{cmd.strip()}  ({started:%Y-%m-%d %H:%M} UTC, {total:.0f} s, load average at end "
+          f"{load[0]:.1f}; raw results {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import advisor
+from advisor.advice import Advice
+from advisor.candidates import Candidate
+from compression_model.codecs import get_codec
+from compression_model.error_bound import ErrorBound
+
+from test_search import profile
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """A real HDF5 file read in row blocks under advisor.trace (the context-manager path)."""
+    import h5py
+
+    d = tmp_path_factory.mktemp("adv")
+    y, x = np.mgrid[0:8192, 0:128].astype(np.float32)
+    data = np.sin(y / 300) * np.cos(x / 17) * 50 + y / 100
+    with h5py.File(d / "f.h5", "w") as f:
+        f.create_dataset("field", data=data, chunks=(8192, 4))
+    rng = np.random.default_rng(0)
+    with advisor.trace(d / "t.jsonl"):
+        with h5py.File(d / "f.h5", "r") as f:
+            ds = f["field"]
+            for r in rng.integers(0, 8000, 60):
+                ds[r:r + 64, :]
+    return d, data
+
+
+@pytest.fixture(scope="module")
+def advice(traced):
+    d, _ = traced
+    return advisor.advise(d / "t.jsonl", profile=profile(), max_error="rel:1e-3",
+                          compressors=["sz3", "zfp", "zstd"], top=5)
+
+
+def test_json_schema(advice):
+    doc = json.loads(advice.to_json())
+    (ds,) = doc["datasets"]
+    assert {"name", "current", "recommendation", "candidates"} <= set(ds)
+    rec = ds["recommendation"]
+    for key in ("library", "chunks", "shards", "cache_bytes", "compressor", "error_bound", "seconds",
+                "seconds_ci", "stored_bytes"):
+        assert key in rec
+    assert rec["library"] in ("hdf5", "zarr")
+    lo, hi = rec["seconds_ci"]
+    assert lo <= rec["seconds"] <= hi
+    assert ds["candidates"][0] == rec
+    top = [c["seconds"] for c in ds["candidates"][:5]]
+    assert top == sorted(top) and all(c["seconds"] >= top[0] for c in ds["candidates"])
+    assert ds["speedup_vs_current"] == pytest.approx(ds["current"]["seconds"] / rec["seconds"])
+    assert set(ds["defaults"]) == {"h5py", "zarr"}
+    assert Advice.from_config(json.loads(json.dumps(advice.get_config()))).to_json_obj() == advice.to_json_obj()
+
+
+def test_table_and_explanation_come_from_the_numbers(advice):
+    text = str(advice)
+    d = advice.dataset()
+    assert d.recommendation.label in text and "current" in text and "h5py default" in text
+    assert f"{d.speedup(d.current):.3g}x faster than the current layout" in d.explanation[0]
+    term = max(d.recommendation.terms, key=d.recommendation.terms.get)
+    assert term in d.explanation[1]
+    # the current (8192x4 chunks, row-block reads) touches every column chunk: the explanation says so
+    assert any("chunks" in s and "current layout" in s for s in d.explanation)
+
+
+def test_error_bound_respected(advice):
+    d = advice.dataset()
+    for r in d.candidates:
+        if r.candidate.error_bound is not None:
+            assert r.candidate.error_bound == ErrorBound("rel", 1e-3)
+    assert d.data_range is not None
+
+
+def _filters(dset):
+    plist = dset.id.get_create_plist()
+    return [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+
+
+CODED = [("hdf5", "sz3"), ("hdf5", "zfp"), ("hdf5", "zstd"), ("hdf5", "gzip"), ("hdf5", "blosc-zstd"),
+         ("hdf5", "bitshuffle-lz4"), ("hdf5", "lz4"), ("zarr", "sz3"), ("zarr", "zfp"), ("zarr", "zstd"),
+         ("zarr", "blosc-lz4"), ("zarr", "lz4"), ("zarr", "gzip"), ("hdf5", None), ("zarr", None)]
+
+
+@pytest.mark.parametrize("library,codec", CODED)
+def test_generated_code_runs_and_builds_the_layout(advice, tmp_path, monkeypatch, library, codec):
+    import h5py
+    import hdf5plugin  # noqa: F401  (filters registered for the check below)
+    import zarr
+
+    d = advice.dataset()
+    bound = ErrorBound("rel", 1e-3) if codec in ("sz3", "zfp") else None
+    cand = Candidate(library, (1024, 32), (4096, 64) if library == "zarr" else None,
+                     (16 << 20) if library == "hdf5" else None, 10007 if library == "hdf5" else None, codec, bound)
+    rec = replace(d.recommendation, candidate=cand)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(d.code(rec), "<advice>", "exec"), {})
+    tol = None if bound is None else bound.absolute(d.data_range)
+    if library == "hdf5":
+        with h5py.File("out.h5", "r") as f:
+            ds = f[d.path.strip("/")]
+            assert ds.chunks == (1024, 32) and ds.shape == d.shape
+            if codec:
+                with h5py.File("ref.h5", "w") as g:
+                    want = g.create_dataset("r", shape=(8, 8), dtype="f4", chunks=(8, 8),
+                                            **get_codec(codec, None if tol is None else ErrorBound("abs", tol))
+                                            .hdf5_kwargs())
+                    assert _filters(ds) == _filters(want)
+            else:
+                assert _filters(ds) == []
+        kw = d.h5py_kwargs() if d.recommendation.library == "hdf5" else None
+        if kw is not None:
+            with h5py.File("kw.h5", "w") as f:
+                f.create_dataset("x", shape=d.shape, dtype=d.dtype, **kw)
+    else:
+        arr = zarr.open_array("out.zarr", path=d.path.strip("/"), mode="r")
+        assert arr.chunks == (1024, 32) and arr.shards == (4096, 64)
+        meta = json.dumps(arr.metadata.to_dict())
+        if codec in ("sz3", "zfp"):
+            assert ("sz3" if codec == "sz3" else "zfpy") in meta and repr(tol)[:6] in meta
+        elif codec:
+            assert codec.split("-")[-1] in meta
+        kw = d.zarr_kwargs()
+        zarr.create_array("kw.zarr", shape=d.shape, dtype=d.dtype, **kw)

@@ -1,0 +1,129 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from advisor.candidates import Candidate, CodecChoice, allowed_codecs, baselines, generate
+from compression_model.error_bound import ErrorBound
+from advisor.search import CostModel, DataSource, Objective, estimate_chunks, search
+from instrumentation.patterns import classify
+from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
+from instrumentation.tracefile import Trace
+from iomodel import SystemProfile, load_profile, predict
+from iomodel.profile import DEFAULT_PROFILE
+from iomodel.variables import FEATURES
+
+
+def profile() -> SystemProfile:
+    """The shipped profile when calibrated; else coefficients of the right order for this machine kind."""
+    if DEFAULT_PROFILE.exists():
+        return load_profile()
+    per = {"n_calls": 1.5e-4, "n_memcpy": 1e-8, "s_memcpy": 2e-10, "s_cache": 2e-10, "n_rdisk": 2e-5,
+           "s_rdisk": 7e-10, "n_wdisk": 1e-5, "s_wdisk": 3e-10, "n_rseek": 7e-5, "n_wseek": 1e-4,
+           "n_rindex": 8e-5, "n_chunks": 2e-5, "n_zopen": 5e-5}
+    assert set(per) <= set(FEATURES)
+    return SystemProfile({"hdf5": dict(per), "zarr": {**per, "n_chunks": 2e-4}}, page_cache_bytes=8 << 30)
+
+
+def acc(start, shape, op="read", rank=0, itemsize=4):
+    s = Selection.box(start, shape)
+    return AccessRecord(0, op, s, s.nelements, s.nelements * itemsize, 0.0, 0.0, rank)
+
+
+def make_trace(ds, accesses, size=1):
+    return Trace([TraceHeader(1, "h", 1, 0, size, 0.0)], {ds.id: ds}, accesses)
+
+
+SHAPE = (200_000, 32)
+REL = ErrorBound("rel", 1e-3)
+DS = DatasetRecord(0, "hdf5", "2", "/nowhere/x.h5", "/x", SHAPE, "float32", chunks=(200_000, 1))
+
+
+def row_reads(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    return [acc((int(r), 0), (100, 32)) for r in rng.integers(0, SHAPE[0] - 100, n)]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_cost_model_equals_iomodel_predict(ranks):
+    accs = [replace(a, rank=i % ranks) for i, a in enumerate(row_reads())]
+    trace = make_trace(DS, accs, size=ranks)
+    prof = profile()
+    model = CostModel(DS, accs, SHAPE, prof, procs=ranks)
+    for cand in (Candidate("hdf5", (4096, 32), cache_bytes=8 << 20, cache_slots=8191),
+                 Candidate("hdf5", None), Candidate("zarr", (1000, 8)), Candidate("zarr", (500, 8), (5000, 32))):
+        r = model.evaluate(cand)
+        p = predict(trace, model.layout(cand), prof, procs=ranks)
+        assert r.seconds == pytest.approx(p.seconds, rel=1e-9)
+        assert r.terms["t_compress"] == r.terms["t_decompress"] == 0.0
+
+
+def test_pruned_search_keeps_the_exhaustive_winner():
+    accs = row_reads(150) + [acc((0, j), (SHAPE[0], 1)) for j in (3, 17)]
+    pat = classify(accs, SHAPE)
+    base = baselines(DS, SHAPE, resizable=False)
+    cands = generate(DS, pat, SHAPE)
+    prof = profile()
+    data = DataSource(DS, enabled=False)
+    fast = search(CostModel(DS, accs, SHAPE, prof), cands, base, data)
+    full = search(CostModel(DS, accs, SHAPE, prof), cands, base, data, exhaustive=True)
+    assert fast.n_evaluated < full.n_evaluated == len(set(cands) | set(base.values()))
+    assert fast.ranked[0].candidate == full.ranked[0].candidate
+    assert fast.ranked[0].seconds == pytest.approx(full.ranked[0].seconds)
+    secs = [r.seconds for r in full.ranked]
+    assert secs == sorted(secs)
+
+
+def test_objectives_and_budgets():
+    accs = row_reads(100)
+    prof = profile()
+    model = CostModel(DS, accs, SHAPE, prof)
+    fast = model.evaluate(Candidate("hdf5", (2048, 32), cache_bytes=8 << 20, cache_slots=8191))
+    from advisor.search import CodecCost
+
+    small = model.evaluate(Candidate("hdf5", (2048, 32), cache_bytes=8 << 20, cache_slots=8191,
+                                     compressor="zstd"), CodecCost(4.0, (3.5, 4.5), 2e8, 5e8, (0.8, 1.3)))
+    assert small.stored_bytes < fast.stored_bytes and small.seconds > fast.seconds
+    lo, hi = small.seconds_ci
+    assert lo < small.seconds < hi
+    size = Objective("size", max_seconds=small.seconds * 1.01)
+    assert sorted([fast, small], key=size.key)[0] is small
+    tight = Objective("size", max_seconds=fast.seconds * 1.0001)
+    assert sorted([fast, small], key=tight.key)[0] is fast  # the compressed one breaks the time budget
+    budget = Objective("time", max_bytes=small.stored_bytes + 1)
+    assert sorted([fast, small], key=budget.key)[0] is small
+    with pytest.raises(ValueError, match="max-seconds"):
+        Objective("size")
+
+
+@pytest.fixture(scope="module")
+def nan_field(tmp_path_factory):
+    """A smooth float32 field with a NaN-masked region, in a real HDF5 file."""
+    import h5py
+
+    y, x = np.mgrid[0:512, 0:256].astype(np.float32)
+    data = np.sin(y / 40) * np.cos(x / 25) * 10
+    data[100:140, 30:90] = np.nan
+    path = tmp_path_factory.mktemp("nan") / "f.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("t", data=data, chunks=(512, 8))
+    ds = DatasetRecord(0, "hdf5", "2", str(path), "/t", data.shape, "float32", chunks=(512, 8))
+    return ds, data
+
+
+def test_nan_data_never_gets_zfp(nan_field):
+    ds, data = nan_field
+    src = DataSource(ds)
+    try:
+        assert src.safety.n_nan == int(np.isnan(data).sum())
+        zfp, why = src.cost(CodecChoice("zfp", REL), (64, 64), "hdf5")
+        assert zfp is None and "NaN" in why
+        sz3, why = src.cost(CodecChoice("sz3", REL), (64, 64), "zarr")  # pysz keeps NaN
+        assert why is None and sz3.ratio > 1
+    finally:
+        src.close()
+
+
+def test_estimates_use_capped_chunks():
+    assert estimate_chunks((4096, 4096), 4) == (512, 512)
+    assert estimate_chunks((100, 32), 4) == (100, 32)

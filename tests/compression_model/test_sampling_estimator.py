@@ -1,0 +1,94 @@
+"""Black-box sampling estimator against the real HDF5 filters on the whole array (same chunk shape)."""
+import numpy as np
+import pytest
+
+from compression_model import sampling_estimator as se
+from compression_model.codecs import get_codec
+from compression_model.estimate import Estimate, estimate
+
+
+@pytest.fixture(scope="module")
+def field():
+    rng = np.random.default_rng(5)
+    x = np.cumsum(np.cumsum(np.cumsum(rng.normal(size=(48, 80, 72)), axis=0), axis=1), axis=2)
+    return (x / np.abs(x).max()).astype(np.float32)
+
+
+def true_ratio(x, codec, chunks, tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "truth.h5", "w") as f:
+        ds = f.create_dataset("x", data=x, chunks=chunks, **codec.hdf5_kwargs())
+        return x.nbytes / ds.id.get_storage_size()
+
+
+def test_edge_chunks_and_valid_points():
+    assert se.edge_chunks((10, 8), (4, 4)) == [(2, 0), (2, 1)]
+    assert se.valid_points((2, 1), (10, 8), (4, 4)) == 8
+    assert se.edge_chunks((8, 8), (4, 4)) == []
+
+
+@pytest.mark.parametrize("name,chunks", [("sz3", (8, 16, 16)), ("zfp", (16, 32, 32)), ("blosc-zstd", (16, 32, 32)),
+                                         ("sz3", (16, 32, 32))])
+def test_ratio_close_to_real_hdf5_filter(field, name, chunks, tmp_path):
+    data_range = float(field.max() - field.min())
+    e = estimate(field, name, "rel:1e-3", chunks, method="sampling", sample_fraction=0.05, data_range=data_range)
+    truth = true_ratio(field, get_codec(name, "rel:1e-3", data_range), chunks, tmp_path)
+    assert abs(e.ratio / truth - 1) < 0.25, (e.ratio, truth)
+    assert e.ratio_ci[0] <= e.ratio <= e.ratio_ci[1]
+    assert e.time_ci[0] <= e.compress_seconds <= e.time_ci[1]
+    assert e.compress_mbps > 0 and e.decompress_mbps > 0 and e.cost_seconds > 0
+    assert e.method == "sampling" and e.chunks == chunks
+    if e.errors is not None:  # the sample was decoded: measured error within the bound
+        assert e.errors.max_error <= data_range * 1e-3 * (1 + 1e-5)
+
+
+def test_regimes(field):
+    codec = get_codec("zfp", "abs:1e-3")
+    small = se.measure_blocks(field, codec, (8, 8, 8), sample_fraction=0.05)
+    assert small.regime == "chunks" and small.points.size >= se.MIN_BLOCKS
+    assert all(p == 512 for p in small.points)  # whole chunks (edge ones zero-padded to the chunk shape)
+    large = se.measure_blocks(field, codec, (48, 80, 72), sample_fraction=0.01)
+    assert large.regime == "chunks" and large.points.size == 1  # a single chunk: it is the sample
+    tiles = se.measure_blocks(field, codec, (16, 64, 64), sample_fraction=0.01)
+    assert tiles.regime == "tiles" and tiles.points.max() < 16 * 64 * 64 and tiles.chunk_comp_s > 0
+
+
+def test_deterministic_for_a_seed_and_json_round_trip(field):
+    a = estimate(field, "zfp", "abs:1e-3", (16, 32, 32), sample_fraction=0.02, seed=7)
+    b = estimate(field, "zfp", "abs:1e-3", (16, 32, 32), sample_fraction=0.02, seed=7)
+    assert a.ratio == b.ratio
+    assert Estimate.from_config(a.get_config()) == a
+
+
+def test_nan_field_with_sz3_for_hdf5_is_flagged_not_crashed(field):
+    x = field.copy()
+    x[:, :8, :] = np.nan
+    e = estimate(x, "sz3", "rel:1e-3", (16, 32, 32), sample_fraction=0.05, target="hdf5")
+    assert any("crashes on NaN" in p for p in e.problems) and e.ratio > 1
+    z = estimate(x, "zfp", "rel:1e-3", (16, 32, 32), sample_fraction=0.05, target="zarr")
+    assert any("does not preserve NaN" in p for p in z.problems) and not z.safe
+
+
+def test_bad_arguments(field):
+    with pytest.raises(ValueError, match="chunks"):
+        estimate(field, "zfp", "abs:1", (16, 32))
+    with pytest.raises(ValueError, match="method"):
+        estimate(field, "zfp", "abs:1", method="magic")
+    with pytest.raises(ValueError, match="sample fraction"):
+        estimate(field, "zfp", "abs:1", sample_fraction=0)
+
+
+def test_hybrid_combines_sampling_and_graybox(field):
+    pytest.importorskip("compression_model.graybox")
+    kw = dict(error_bound="rel:1e-3", chunks=(16, 32, 32), sample_fraction=0.05, seed=1)
+    s = estimate(field, "zfp", method="sampling", **kw)
+    g = estimate(field, "zfp", method="graybox", **kw)
+    h = estimate(field, "zfp", method="hybrid", **kw)
+    assert (s.method, g.method, h.method) == ("sampling", "graybox", "hybrid")
+    assert min(s.ratio, g.ratio) * (1 - 1e-9) <= h.ratio <= max(s.ratio, g.ratio) * (1 + 1e-9)
+    # the combined interval is no wider (in log terms) than the narrower of the two
+    width = lambda e: np.log(e.ratio_ci[1] / e.ratio_ci[0])  # noqa: E731
+    assert width(h) <= min(width(s), width(g)) * (1 + 1e-9)
+    lossless = estimate(field, "blosc-zstd", method="hybrid", chunks=(16, 32, 32))
+    assert lossless.method == "sampling"  # the gray-box model covers lossy codecs only

@@ -1,0 +1,80 @@
+"""Run h5py's own test suite with and without ``advisor.trace`` around every test; require identical outcomes.
+
+From the repository root::
+
+    python tests/h5py_suite/compare.py [extra pytest args...]
+
+Exit status 0 when every test has the same outcome (passed / failed / error /
+skipped) in both runs and the traced run recorded accesses with no recording
+error and no unreadable trace; 1 otherwise. Prints the counts of both runs.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = "tests.h5py_suite.plugin"
+SUMMARY = re.compile(r"^ioadvisor tracing: (.*)$", re.M)
+
+
+def outcomes(junit: Path) -> dict[str, str]:
+    """test id -> passed | failed | error | skipped."""
+    out = {}
+    for case in ET.parse(junit).iter("testcase"):
+        key = f"{case.get('classname')}::{case.get('name')}"
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        # a test that fails and then errors in teardown appears once per phase: keep the worst
+        kind = "error" if "error" in kinds else "failed" if "failure" in kinds else \
+            "skipped" if "skipped" in kinds else "passed"
+        out[key] = kind if key not in out or out[key] == "passed" else out[key]
+    return out
+
+
+def run_suite(traced: bool, workdir: Path, extra: list[str]) -> tuple[dict[str, str], str]:
+    junit = workdir / ("traced.xml" if traced else "plain.xml")
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", "h5py", "-q", "-p", "no:cacheprovider",
+           f"--junitxml={junit}", *extra]
+    if traced:
+        cmd[3:3] = ["-p", PLUGIN]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                                         os.environ.get("PYTHONPATH")]))})
+    if not junit.exists():
+        sys.exit(f"pytest did not run ({'traced' if traced else 'plain'}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return outcomes(junit), proc.stdout
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-h5py-compare-") as tmp:
+        plain, _ = run_suite(False, Path(tmp), argv)
+        traced, stdout = run_suite(True, Path(tmp), argv)
+    counts = {name: Counter(res.values()) for name, res in (("plain", plain), ("traced", traced))}
+    for name, c in counts.items():
+        print(f"{name:7s} " + " ".join(f"{k}={c.get(k, 0)}" for k in ("passed", "failed", "error", "skipped")))
+    m = SUMMARY.search(stdout)
+    stats = dict(kv.split("=") for kv in m.group(1).split()) if m else {}
+    print("traced run:", m.group(1) if m else "no tracing summary (plugin not loaded?)")
+    ok = True
+    differ = sorted(k for k in set(plain) | set(traced) if plain.get(k) != traced.get(k))
+    for k in differ:
+        print(f"  outcome differs: {k}: plain={plain.get(k)} traced={traced.get(k)}")
+        ok = False
+    if not stats or int(stats["record_errors"]) or int(stats["bad_traces"]) or not int(stats["accesses"]):
+        print("  tracing did not record cleanly")
+        ok = False
+    if int(stats.get("tests", 0)) != len(traced):
+        print(f"  {stats.get('tests')} tests traced, {len(traced)} ran")
+        ok = False
+    print("IDENTICAL" if ok else "DIFFERENT")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,56 @@
+"""pytest plugin: run every test of the session inside ``advisor.trace``.
+
+Usage, from the repository root (the plugin is imported by module name)::
+
+    python -m pytest -p tests.h5py_suite.plugin --pyargs h5py
+
+Each test (setup, call and teardown) gets its own tracer writing a trace file
+in a temporary directory; the file is loaded back (so a trace that does not
+validate is counted) and deleted. The terminal summary says how many tests were
+traced, how many accesses were recorded and how many recording errors or
+unreadable traces there were; ``compare.py`` requires those to be zero.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import advisor
+from instrumentation.tracefile import TraceError, load_trace
+
+_STATS = {"tests": 0, "accesses": 0, "datasets": 0, "record_errors": 0, "bad_traces": 0}
+_DIR: dict[str, Path] = {}
+SUMMARY_PREFIX = "ioadvisor tracing:"
+
+
+def pytest_configure(config):
+    _DIR["path"] = Path(tempfile.mkdtemp(prefix="ioadvisor-h5py-suite-"))
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_DIR.pop("path", ""), ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    path = _DIR["path"] / "test.jsonl"
+    tracer = advisor.trace(path)
+    with tracer:
+        result = yield
+    _STATS["tests"] += 1
+    _STATS["record_errors"] += tracer.record_errors
+    try:
+        trace = load_trace(path)
+        _STATS["accesses"] += len(trace.accesses)
+        _STATS["datasets"] += len(trace.datasets)
+    except TraceError:
+        _STATS["bad_traces"] += 1
+    path.unlink(missing_ok=True)
+    return result
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(SUMMARY_PREFIX + " " + " ".join(f"{k}={v}" for k, v in _STATS.items()))

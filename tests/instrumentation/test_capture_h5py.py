@@ -1,0 +1,256 @@
+"""Capture of real h5py I/O: every way to read or write, the exact selection, and the dataset record."""
+import h5py
+import numpy as np
+import pytest
+
+import advisor
+from instrumentation.records import READ, WRITE, Selection
+
+A = np.arange(20 * 10, dtype="f8").reshape(20, 10)
+
+
+@pytest.fixture
+def h5(tmp_path):
+    f = h5py.File(tmp_path / "a.h5", "w")
+    f.create_dataset("x", data=A, chunks=(5, 5), maxshape=(None, 10))
+    f.create_dataset("c", data=A)  # contiguous
+    yield f
+    f.close()
+
+
+def run(tmp_path, fn):
+    with advisor.trace(tmp_path / "t.jsonl") as t:
+        out = fn()
+    return out, t.load()
+
+
+def box(start, shape):
+    return Selection.box(start, shape)
+
+
+SELECTIONS = [
+    (lambda d: d[3], box((3, 0), (1, 10))),
+    (lambda d: d[2:7, 1:3], box((2, 1), (5, 2))),
+    (lambda d: d[-3:], box((17, 0), (3, 10))),
+    (lambda d: d[1:12:3, ::4], Selection((1, 0), (4, 3), (3, 4), (1, 1))),
+    (lambda d: d[..., 4], box((0, 4), (20, 1))),
+    (lambda d: d[()], box((0, 0), (20, 10))),
+    (lambda d: d[[1, 4, 7], :], Selection((1, 0), (3, 1), (3, 1), (1, 10))),
+    (lambda d: d[:, [0, 2, 3]], Selection((0, 0), (1, 3), (1, 1), (20, 1), (None, (0, 2, 3)))),
+    (lambda d: d[np.arange(20) % 5 == 0, 2], Selection((0, 2), (4, 1), (5, 1), (1, 1))),
+    (lambda d: d[h5py.MultiBlockSlice(start=1, count=3, stride=6, block=2), 0:2],
+     Selection((1, 0), (3, 1), (6, 1), (2, 2))),
+    (lambda d: d[5:5], Selection((5, 0), (1, 1), (1, 1), (0, 10))),
+    (lambda d: d.astype("f4")[0:2, 0:2], box((0, 0), (2, 2))),
+    (lambda d: d[np.int64(4), -1], box((4, 9), (1, 1))),
+]
+
+
+@pytest.mark.parametrize("name", ["x", "c"])
+@pytest.mark.parametrize("i", range(len(SELECTIONS)))
+def test_read_selection_exact_and_result_unchanged(h5, tmp_path, name, i):
+    fn, expected = SELECTIONS[i]
+    ds = h5[name]
+    untraced = fn(ds)
+    traced, tr = run(tmp_path, lambda: fn(ds))
+    np.testing.assert_array_equal(traced, untraced)
+    (acc,) = tr.accesses
+    assert acc.op == READ
+    assert acc.selection == expected
+    assert acc.nelements == np.asarray(untraced).size
+    assert acc.nbytes == acc.nelements * 8
+    assert acc.duration > 0 and acc.t_start >= 0
+    assert tr.datasets[acc.dataset].path == f"/{name}"
+
+
+def test_points_mask(h5, tmp_path):
+    mask = np.zeros((20, 10), bool)
+    mask[3, 4] = mask[0, 9] = mask[19, 0] = True
+    out, tr = run(tmp_path, lambda: h5["x"][mask])
+    np.testing.assert_array_equal(out, A[mask])
+    (acc,) = tr.accesses
+    assert acc.selection.kind == "points"
+    np.testing.assert_array_equal(acc.selection.points, np.argwhere(mask))
+    assert acc.nbytes == 24
+
+
+def test_region_reference(h5, tmp_path):
+    ds = h5["x"]
+    ref = ds.regionref[2:4, 5:9]
+    out, tr = run(tmp_path, lambda: ds[ref])
+    np.testing.assert_array_equal(out, A[2:4, 5:9])
+    assert tr.accesses[0].selection == box((2, 5), (2, 4))
+
+
+def test_writes(h5, tmp_path):
+    ds = h5["x"]
+
+    def work():
+        ds[1:3, :] = 7
+        ds[[0, 5], 2] = [1.0, 2.0]
+        ds.write_direct(np.ones((2, 2)), dest_sel=np.s_[10:12, 4:6])
+
+    _, tr = run(tmp_path, work)
+    assert [a.op for a in tr.accesses] == [WRITE] * 3
+    assert tr.accesses[0].selection == box((1, 0), (2, 10))
+    assert tr.accesses[1].selection == Selection((0, 2), (2, 1), (5, 1), (1, 1))
+    assert tr.accesses[2].selection == box((10, 4), (2, 2))
+    assert ds[10, 4] == 1 and ds[5, 2] == 2
+
+
+def test_one_record_per_public_call(h5, tmp_path):
+    ds = h5["x"]
+    dest = np.empty((2, 10))
+
+    def work():
+        a = np.asarray(ds)  # __array__ -> read_direct
+        ds.read_direct(dest, np.s_[4:6])
+        rows = list(h5["c"][0:3])  # a read of 3 rows, then iteration over the numpy result
+        it = [r for r in h5["c"]]  # Dataset.__iter__: one read per row
+        return a, rows, it
+
+    (a, rows, it), tr = run(tmp_path, work)
+    np.testing.assert_array_equal(a, A)
+    np.testing.assert_array_equal(dest, A[4:6])
+    sels = [a.selection for a in tr.accesses]
+    assert sels[:3] == [box((0, 0), (20, 10)), box((4, 0), (2, 10)), box((0, 0), (3, 10))]
+    assert sels[3:] == [box((r, 0), (1, 10)) for r in range(20)]
+
+
+def test_fields_bytes_are_those_of_the_fields(tmp_path):
+    dt = np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "S3")])
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        ds = f.create_dataset("r", shape=(8,), dtype=dt)
+        _, tr = run(tmp_path, lambda: (ds["b"], ds[2:4, "a"], ds.fields(["a", "c"])[1:2], ds[0:2]))
+    assert [a.nbytes for a in tr.accesses] == [8 * 8, 2 * 4, 1 * 7, 2 * 15]
+    assert tr.accesses[1].selection == box((2,), (2,))
+    assert tr.datasets[0].dtype == dt.str
+
+
+def test_vlen_strings(tmp_path):
+    with h5py.File(tmp_path / "s.h5", "w") as f:
+        ds = f.create_dataset("s", data=["ab", "cde", "f"], dtype=h5py.string_dtype())
+        out, tr = run(tmp_path, lambda: ds.asstr()[1:3])
+    assert list(out) == ["cde", "f"]
+    assert tr.accesses[0].selection == box((1,), (2,))
+
+
+def test_scalar_and_empty(tmp_path):
+    with h5py.File(tmp_path / "s.h5", "w") as f:
+        sc = f.create_dataset("sc", data=3.5)
+        em = f.create_dataset("em", data=h5py.Empty("f4"))
+        (v, e), tr = run(tmp_path, lambda: (sc[()], em[()]))
+    assert v == 3.5 and isinstance(e, h5py.Empty)
+    (acc,) = tr.accesses  # the Empty read moves no data
+    assert acc.selection.ndim == 0 and acc.nelements == 1
+
+
+def test_creation_records(tmp_path):
+    import hdf5plugin
+
+    def work():
+        with h5py.File(tmp_path / "n.h5", "w", libver="latest") as f:
+            f.create_dataset("z", shape=(100, 40), dtype="f4", chunks=(10, 20), maxshape=(None, 40),
+                             fillvalue=-1.5, rdcc_nbytes=1 << 20, rdcc_nslots=101, rdcc_w0=0.5,
+                             **hdf5plugin.Zstd(clevel=5))
+            f.create_dataset("g", data=np.ones((6, 6), "i2"), compression="gzip", compression_opts=6,
+                             shuffle=True)
+            f["auto"] = np.arange(5)
+            f.require_dataset("g", shape=(6, 6), dtype="i2")  # exists: no creation
+
+    _, tr = run(tmp_path, work)
+    z, g, auto = tr.datasets.values()
+    assert (z.library, z.path, z.shape, z.maxshape, z.chunks, z.dtype) == ("hdf5", "/z", (100, 40), (None, 40),
+                                                                            (10, 20), "<f4")
+    assert z.created and z.fillvalue == -1.5
+    assert z.cache.rdcc_nbytes == 1 << 20 and z.cache.rdcc_nslots == 101 and z.cache.rdcc_w0 == 0.5
+    assert [(f.name, f.filter_id) for f in z.filters] == [("zstd", 32015)]
+    assert z.filters[0].options["cd_values"] == [5]
+    assert z.libver[0] != "earliest"  # 'latest' is reported as the newest format version
+    assert z.file == str(tmp_path / "n.h5")
+    assert [(f.name, f.filter_id) for f in g.filters] == [("shuffle", 2), ("gzip", 1)]
+    assert g.filters[1].options["level"] == 6
+    assert auto.path == "/auto" and auto.chunks is None and auto.created
+    # data= and f[name] = array write the whole extent
+    assert [(a.dataset, a.op, a.selection) for a in tr.accesses] == [
+        (g.id, WRITE, box((0, 0), (6, 6))), (auto.id, WRITE, box((0,), (5,)))]
+    assert tr.accesses[0].nbytes == 72
+
+
+def test_sz3_filter_and_chunk_offsets(tmp_path):
+    import hdf5plugin
+
+    path = tmp_path / "o.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("q", data=np.random.default_rng(0).random((64, 64)).astype("f4"), chunks=(16, 32),
+                         **hdf5plugin.SZ3(absolute=1e-3))
+    with h5py.File(path, "r") as f:
+        ds = f["q"]
+        _, tr = run(tmp_path, lambda: ds[0:16, 0:32])
+        expected = np.array([(info.chunk_offset[0] // 16, info.chunk_offset[1] // 32, info.byte_offset, info.size)
+                             for info in (ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))])
+    (rec,) = tr.datasets.values()
+    assert [(f.name, f.filter_id) for f in rec.filters] == [("sz3", 32024)]
+    assert not rec.created
+    assert rec.chunk_offsets.shape == (8, 4)
+    np.testing.assert_array_equal(rec.chunk_offsets[np.lexsort(rec.chunk_offsets[:, :2].T[::-1])],
+                                  expected[np.lexsort(expected[:, :2].T[::-1])])
+
+
+def test_resize_and_shape_follow(h5, tmp_path):
+    ds = h5["x"]
+
+    def work():
+        ds.resize((30, 10))
+        ds[25:30] = 1
+        tail = ds[20:]
+        ds.resize(22, axis=0)
+        return tail
+
+    tail, tr = run(tmp_path, work)
+    assert [r.shape for r in tr.resizes] == [(30, 10), (22, 10)]
+    assert tr.accesses[1].selection == box((20, 0), (10, 10))  # open slice sees the new extent
+    assert tail.shape == (10, 10)
+
+
+def test_two_handles_one_dataset(h5, tmp_path):
+    _, tr = run(tmp_path, lambda: (h5["x"][0], h5["x"][1], h5["/x"][2]))
+    assert len(tr.datasets) == 1 and len(tr.accesses) == 3
+
+
+@pytest.mark.parametrize("bad", [
+    lambda d: d[100],
+    lambda d: d[0:2, 0:2, 0:2],
+    lambda d: d[[3, 1]],
+    lambda d: d[None],
+    lambda d: d["nofield"],
+    lambda d: d.__setitem__((slice(0, 2),), np.ones((3, 3))),
+    lambda d: d.read_direct(np.empty((2, 2)), np.s_[0:5]),
+])
+def test_exceptions_unchanged_and_not_recorded(h5, tmp_path, bad):
+    ds = h5["x"]
+    with pytest.raises(Exception) as plain:
+        bad(ds)
+    with advisor.trace(tmp_path / "e.jsonl") as t:
+        with pytest.raises(Exception) as traced:
+            bad(ds)
+    assert type(traced.value) is type(plain.value)
+    assert str(traced.value) == str(plain.value)
+    assert t.failed_calls == 1 and t.record_errors == 0
+    assert t.load().accesses == []
+
+
+def test_null_dataspace_and_unusual_dtypes_record_cleanly(tmp_path):
+    def work():
+        with h5py.File(tmp_path / "u.h5", "w") as f:
+            e = f.create_dataset("e", data=h5py.Empty("f4"))
+            ld = f.create_dataset("ld", data=np.ones(3, np.longdouble), fillvalue=np.longdouble(1.5))
+            c = f.create_dataset("c", shape=(2,), dtype="c8", fillvalue=1 + 2j)
+            return e[()], ld[1], c[0]
+
+    with advisor.trace(tmp_path / "u.jsonl") as t:
+        out = work()
+    assert t.record_errors == 0
+    assert isinstance(out[0], h5py.Empty) and out[1] == 1 and out[2] == 1 + 2j
+    e, ld, c = t.load().datasets.values()
+    assert e.shape == () and ld.fillvalue == 1.5 and c.fillvalue == [1.0, 2.0]
