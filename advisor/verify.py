@@ -20,11 +20,13 @@ import contextlib
 import json
 import os
 import pickle
+import select
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -80,8 +82,9 @@ class VerifyRow:
     measured_all: tuple[float, ...]
     stored_bytes: int
     data: str  # "user" | "synthetic"
-    max_error: float | None  # largest |read - original| over all reads (user data only)
+    max_error: float | None  # largest |read or stored - original| (user data only)
     parallel: bool = False
+    timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
 
     @property
     def ratio(self) -> float | None:
@@ -153,8 +156,9 @@ class VerifyResult:
                 pred = "-" if r.predicted_seconds is None else f"{r.predicted_seconds:.3f} s"
                 ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
                 speed = "-" if not base or not r.measured_seconds else f"{base / r.measured_seconds:.2f}x"
+                meas = (">" if r.timed_out else "") + f"{r.measured_seconds:.3f}"
                 out.append(f"  {r.label:<12} {r.library:<7} {chunks:<16} {codec:<18} {pred:>10} "
-                           f"{r.measured_seconds:>8.3f} s {ratio:>9} {_mb(r.stored_bytes):>10} {speed:>8}")
+                           f"{meas:>8} s {ratio:>9} {_mb(r.stored_bytes):>10} {speed:>8}")
             errs = [r for r in rows if r.max_error is not None]
             if errs:
                 worst = max(errs, key=lambda r: r.max_error)
@@ -355,50 +359,88 @@ def _stored_error(spec: LayoutSpec, workdir: Path, data: np.ndarray, events: lis
 
 
 def _rank_main() -> None:
-    """A rank process of ``RankPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it."""
-    import h5py  # noqa: F401  imported up front so no rank pays it inside a timed replay
+    """A process of ``ReplayPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it."""
+    # imported up front so no rank pays it inside a timed replay; hdf5plugin and zarr_sz3 register the
+    # compressed candidates' HDF5 filters and zarr codec
+    import h5py  # noqa: F401
+    import hdf5plugin  # noqa: F401
     import zarr  # noqa: F401
+
+    import compression_model.zarr_sz3  # noqa: F401
 
     while True:
         try:
-            events, spec, workdir = pickle.load(sys.stdin.buffer)
+            events, spec, workdir, data_file = pickle.load(sys.stdin.buffer)
         except EOFError:
             return
+        data = None if data_file is None else np.load(data_file, mmap_mode="r")
         print("ready", flush=True)
         sys.stdin.buffer.readline()
         try:
-            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=True).total_seconds}
+            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=True, data=data).total_seconds}
         except Exception as exc:  # reported by the parent, which owns the error message
             out = {"error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps(out), flush=True)
 
 
-class RankPool:
-    """One long-lived process per rank that replays its rank's reads, all ranks started together.
+class ReplayTimeout(Exception):
+    """A replay ran past its deadline (its processes were killed)."""
 
-    Fresh interpreters (not fork): HDF5 reads HDF5_USE_FILE_LOCKING once at start-up, and every rank must
-    open the one file (replay opens it r+); not multiprocessing's spawn either, which re-runs the caller's
-    ``__main__`` script. Started once per dataset so the imports are paid once.
+
+class ReplayPool:
+    """Long-lived replay processes, one per rank, started together on each job.
+
+    Used for the ranks of an MPI read trace (run concurrently) and for serial
+    replays that must be stoppable (a deadline: some default layouts take
+    minutes). Fresh interpreters, not fork: HDF5 reads HDF5_USE_FILE_LOCKING
+    once at start-up and every rank opens the one file (replay opens it r+);
+    not multiprocessing's spawn either, which re-runs the caller's ``__main__``.
+    Started once per dataset so the imports are paid once.
     """
 
     def __init__(self, nprocs: int):
+        self.nprocs = nprocs
+        self.procs: list[subprocess.Popen] = []
+        self._start()
+
+    def _start(self) -> None:
         env = {**os.environ, "HDF5_USE_FILE_LOCKING": "FALSE"}
         cmd = [sys.executable, "-c", "from advisor.verify import _rank_main; _rank_main()"]
         self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-                      for _ in range(nprocs)]
+                      for _ in range(self.nprocs)]
 
-    def run(self, rank_events: list[list], spec: LayoutSpec, workdir: Path) -> float:
-        """Every rank's events at once (page cache emptied by each first); the slowest rank's seconds."""
+    def _line(self, p: subprocess.Popen, until: float | None) -> bytes:
+        if until is not None:
+            ready, _, _ = select.select([p.stdout], [], [], max(0.0, until - time.monotonic()))
+            if not ready:
+                raise ReplayTimeout
+        return p.stdout.readline()
+
+    def run(self, rank_events: list[list], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
+            timeout: float | None = None) -> float:
+        """Every rank's events at once (each empties the page cache first); the slowest rank's seconds.
+
+        ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
+        the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
+        """
         for p, ev in zip(self.procs, rank_events):
-            pickle.dump((ev, spec, str(workdir)), p.stdin)
+            pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
             p.stdin.flush()
         for r, p in enumerate(self.procs):
             if p.stdout.readline().strip() != b"ready":
-                raise VerifyError(f"rank {r} replay process stopped (exit {p.poll()})")
+                raise VerifyError(f"replay process {r} stopped (exit {p.poll()})")
         for p in self.procs:
             p.stdin.write(b"go\n")
             p.stdin.flush()
-        got = [json.loads(p.stdout.readline() or b'{"error": "no result"}') for p in self.procs]
+        until = None if timeout is None else time.monotonic() + timeout
+        try:
+            got = [json.loads(self._line(p, until) or b'{"error": "no result"}') for p in self.procs]
+        except ReplayTimeout:
+            for p in self.procs:
+                p.kill()
+                p.wait()
+            self._start()
+            raise
         failed = [f"rank {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
         if failed:
             raise ReplayError(failed[0])
@@ -412,7 +454,7 @@ class RankPool:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    def __enter__(self) -> "RankPool":
+    def __enter__(self) -> "ReplayPool":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -427,6 +469,7 @@ class _Runs:
     times: list = field(default_factory=list)
     stored: int = 0
     error: float | None = None
+    timed_out: bool = False
 
 
 ROUND_ROBIN_BYTES = 4 << 30
@@ -434,11 +477,14 @@ ROUND_ROBIN_BYTES = 4 << 30
 
 
 def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data: np.ndarray, workdir: Path, *,
-                repeat: int = 1, check: bool = False, budget: float | None = None) -> tuple[list[_Runs], bool]:
+                repeat: int = 1, check: bool = False, budget: float | None = None,
+                deadline: float | None = None) -> tuple[list[_Runs], bool]:
     """Replay every choice ``repeat`` times, round robin (repeat i of every layout before repeat i+1, so a
     burst of load on the shared machine hits all layouts alike); identical layouts are measured once.
 
-    A layout stops repeating once its replays took ``budget`` seconds. Returns the runs per choice and
+    A layout stops repeating once its replays took ``budget`` seconds; a replay
+    still running after ``deadline`` seconds is stopped and counts as
+    ``deadline`` (a lower bound, ``timed_out``). Returns the runs per choice and
     whether the ranks ran concurrently.
     """
     events = _events(trace, ds)
@@ -456,35 +502,45 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
             distinct[key] = _Runs(workdir / f"layout{len(distinct)}")
     keep_built = reads_only and data.nbytes * len(distinct) <= ROUND_ROBIN_BYTES
     first = {k: choices[keys.index(k)] for k in distinct}
-    rank_events = [_events(trace, ds, r) for r in ranks]
-    with RankPool(len(ranks)) if parallel else contextlib.nullcontext() as pool:
-        for i in range(max(1, repeat)):
+    jobs = [_events(trace, ds, r) for r in ranks] if parallel else [events]
+    pooled = parallel or deadline is not None
+    data_file = None
+    if pooled and not reads_only:
+        workdir.mkdir(parents=True, exist_ok=True)
+        data_file = str(workdir / "values.npy")
+        np.save(data_file, data)
+    with ReplayPool(len(jobs)) if pooled else contextlib.nullcontext() as pool:
+        for _ in range(max(1, repeat)):
             for key, runs in distinct.items():
-                if budget is not None and runs.times and sum(runs.times) > budget:
+                if runs.timed_out or (budget is not None and runs.times and sum(runs.times) > budget):
                     continue  # a slow layout: more replays would not change its rank, only the run time
                 choice, spec = first[key], _spec(first[key], ds)
                 if not runs.times or not keep_built:
                     build_choice(choice, ds, runs.workdir, data, fill=not ds.created, shape=shape,
                                  resizable=bool(resizes))
-                want = check and not runs.times and not parallel
+                want = check and runs.error is None
                 try:
-                    if parallel:
-                        runs.times.append(pool.run(rank_events, spec, runs.workdir))
+                    if pooled:
+                        runs.times.append(pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline))
                         runs.stored = stored_bytes(data_path(spec, runs.workdir))
                     else:
                         res = replay(events, spec, runs.workdir, rebuild=False, cold=True, data=data,
                                      keep_values=want)
                         runs.times.append(res.total_seconds)
                         runs.stored = res.stored_bytes
-                        if want:
+                        if want and reads_only:
                             runs.error = _max_error(events, res.values, data, ds.created)
-                            if not reads_only:
-                                runs.error = max(runs.error or 0.0,
-                                                 _stored_error(spec, runs.workdir, data, events, ds.created))
+                except ReplayTimeout:
+                    runs.times.append(float(deadline))
+                    runs.timed_out = True
+                    continue
                 except ReplayError as exc:
-                    raise VerifyError(f"dataset {ds.path}, layout {choice.label}: {exc}") from None
-                if parallel and check and runs.error is None:
-                    # the rank processes keep nothing: read back once in this process to check the data
+                    raise VerifyError(f"dataset {dataset_name(ds)}, layout {choice.label}: {exc}") from None
+                if want and not reads_only:  # what the writes left behind (and, in process, what reads saw)
+                    seen = 0.0 if pooled else (_max_error(events, res.values, data, ds.created) or 0.0)
+                    runs.error = max(seen, _stored_error(spec, runs.workdir, data, events, ds.created))
+                elif want and pooled:
+                    # the replay processes keep nothing: read back once in this process to check the data
                     res = replay(events, spec, runs.workdir, rebuild=False, cold=False, data=data,
                                  keep_values=True)
                     runs.error = _max_error(events, res.values, data, ds.created)
@@ -492,6 +548,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
                     shutil.rmtree(runs.workdir, ignore_errors=True)
     for runs in distinct.values():
         shutil.rmtree(runs.workdir, ignore_errors=True)
+    if data_file is not None:
+        os.unlink(data_file)
     return [distinct[k] for k in keys], parallel
 
 
@@ -541,17 +599,17 @@ def _extent(trace: Trace, ds: DatasetRecord) -> tuple[int, ...]:
 
 
 def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], workdir: str | os.PathLike, *,
-                   repeat: int = 1, budget: float | None = None, max_bytes: int = MAX_BYTES,
-                   seed: int = 0) -> list[VerifyRow]:
+                   repeat: int = 1, budget: float | None = None, deadline: float | None = None,
+                   max_bytes: int = MAX_BYTES, seed: int = 0) -> list[VerifyRow]:
     """Measure each choice for one dataset (user data when readable) and pair it with its prediction."""
     shape = _extent(trace, ds)
     nbytes = int(np.prod(shape, dtype=np.int64)) * ds.itemsize
     if nbytes > max_bytes:
-        raise VerifyError(f"dataset {ds.path}: {nbytes / 2**30:.1f} GiB is more than verify rebuilds "
+        raise VerifyError(f"dataset {dataset_name(ds)}: {nbytes / 2**30:.1f} GiB is more than verify rebuilds "
                           f"({max_bytes / 2**30:.1f} GiB); pass a larger max_bytes or a smaller trace")
     data, source = load_data(ds, shape, seed)
     runs, parallel = measure_all(choices, trace, ds, data, Path(workdir) / f"ds{ds.id}", repeat=repeat,
-                                 check=source == "user", budget=budget)
+                                 check=source == "user", budget=budget, deadline=deadline)
     rows = []
     for choice, r in zip(choices, runs):
         lay = choice.layout
@@ -561,7 +619,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
             compressor=choice.compressor or _filters_name(choice.filters), error_bound=choice.error_bound,
             predicted_seconds=choice.predicted_seconds, measured_seconds=statistics.median(r.times),
             measured_all=tuple(r.times), stored_bytes=r.stored, data=source, max_error=r.error,
-            parallel=parallel))
+            parallel=parallel, timed_out=r.timed_out))
     return rows
 
 
@@ -580,7 +638,7 @@ def _filters_name(filters: Sequence[Filter]) -> str | None:
 
 def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=None, dataset: str | None = None,
            workdir: str | os.PathLike | None = None, repeat: int = 1, budget: float | None = None,
-           max_bytes: int = MAX_BYTES,
+           deadline: float | None = None, max_bytes: int = MAX_BYTES,
            advice=None, defaults: bool = False, **constraints) -> VerifyResult:
     """Rebuild each traced dataset in its current and top-``top`` recommended layouts and replay it for real.
 
@@ -589,7 +647,8 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
     path or file::path). ``workdir``: where the arrays are built (default a
     temporary directory, removed afterwards). ``repeat``: replays per layout
     (the median is reported); ``budget``: seconds after which a layout's
-    replays stop repeating. ``defaults``: also measure h5py's and zarr's
+    replays stop repeating; ``deadline``: seconds after which a replay is
+    stopped (its time is then a lower bound). ``defaults``: also measure h5py's and zarr's
     default layouts.
     """
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(trace_or_path)
@@ -615,13 +674,14 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         for ds in targets:
             choices = (choices_from_advice(advice, trace, ds, top, defaults=defaults) if advice is not None
                        else [current_choice(trace, ds)])
-            rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, max_bytes=max_bytes)
+            rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
+                                   max_bytes=max_bytes)
     finally:
         if tmp is not None:
             tmp.cleanup()
     return VerifyResult(trace.source or str(trace_or_path), tuple(rows), str(workdir), repeat)
 
 
-__all__ = ["Choice", "MAX_BYTES", "RankPool", "VerifyError", "VerifyResult", "VerifyRow", "build_choice",
-           "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name", "load_data",
+__all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyResult", "VerifyRow",
+           "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name", "load_data",
            "measure_all", "synthetic", "verify", "verify_choices"]

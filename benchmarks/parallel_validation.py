@@ -21,7 +21,8 @@ one that imports ``h5py`` with ``h5py.get_config().mpi``, the case is skipped
 with a message.
 
     python benchmarks/parallel_validation.py [--quick] [--procs 1 2 3 4] [--repeat 3]
-        [--profile PROFILE.json] [--pvenv /tmp/b2/pvenv] [--json OUT.json]
+        [--modes zarr-write zarr-read hdf5-read mpio-write] [--profile PROFILE.json]
+        [--pvenv /tmp/b2/pvenv] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -99,8 +100,24 @@ def build(case: Case, path: Path, rows: int) -> None:
                              chunks=case.chunks)
 
 
-def mpio_python(pvenv: Path | None) -> tuple[Path | None, str]:
-    """(python of a venv whose h5py has MPI, why not) for the parallel-HDF5 case."""
+@dataclass(frozen=True)
+class Launcher:
+    """How to start a traced job: mpiexec, the python running the worker, the ``ioadvisor`` command."""
+
+    mpiexec: str
+    python: str
+    tracer: tuple[str, ...]
+    pythonpath: str | None = None
+
+
+PROJECT = Launcher(str(BIN / "mpiexec"), sys.executable, (str(BIN / "ioadvisor"),))
+
+
+def mpio_launcher(pvenv: Path | None) -> tuple[Launcher | None, str]:
+    """(launcher for a venv whose h5py has MPI, why not) for the parallel-HDF5 cases.
+
+    That venv's mpi4py/h5py link the system MPICH, started by its ``mpiexec.mpich``; ``ioadvisor``
+    is not installed there, so its CLI runs from this source tree (``PYTHONPATH``)."""
     if pvenv is None:
         return None, "no --pvenv given"
     py = pvenv / "bin" / "python"
@@ -110,10 +127,12 @@ def mpio_python(pvenv: Path | None) -> tuple[Path | None, str]:
                          capture_output=True, text=True)
     if res.returncode or res.stdout.strip() != "True":
         return None, f"{py}: h5py without MPI ({(res.stderr.strip().splitlines() or [res.stdout.strip()])[-1]})"
-    return py, ""
+    mpiexec = shutil.which("mpiexec.mpich") or str(pvenv / "bin" / "mpiexec")
+    tracer = (str(py), "-c", "import sys; from advisor.cli import main; sys.exit(main())")
+    return Launcher(mpiexec, str(py), tracer, str(Path(__file__).resolve().parents[1])), ""
 
 
-def run_once(case: Case, procs: int, rows: int, work: Path, python: Path) -> tuple[dict, Path]:
+def run_once(case: Case, procs: int, rows: int, work: Path, launcher: Launcher) -> tuple[dict, Path]:
     """Build, (evict), run the traced job; (the worker's per-rank numbers, merged trace path)."""
     path = work / ("array.zarr" if case.library == "zarr" else "array.h5")
     if case.mode.endswith("write") or not path.exists():  # reads reuse the array; writes start fresh
@@ -124,14 +143,10 @@ def run_once(case: Case, procs: int, rows: int, work: Path, python: Path) -> tup
     for old in work.glob(f"T{procs}*.jsonl"):
         old.unlink()
     env = dict(os.environ)
-    venv = python.parent
-    if python == Path(sys.executable):
-        tracer = [str(venv / "ioadvisor")]
-    else:  # the parallel-HDF5 venv has no ioadvisor installed: run the CLI from the source tree
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-        tracer = [str(python), "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
-    cmd = [str(venv / "mpiexec"), "-n", str(procs), *tracer, "run", "-o", str(trace), "--",
-           str(python), str(WORKER), case.mode, str(path), str(rows), str(COLS), *map(str, case.chunks),
+    if launcher.pythonpath:
+        env["PYTHONPATH"] = launcher.pythonpath
+    cmd = [launcher.mpiexec, "-n", str(procs), *launcher.tracer, "run", "-o", str(trace), "--",
+           launcher.python, str(WORKER), case.mode, str(path), str(rows), str(COLS), *map(str, case.chunks),
            str(case.block), str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=work)
     if res.returncode:
@@ -196,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small array, P in 1 2 4, one repeat (~2 min)")
     ap.add_argument("--procs", type=int, nargs="+", default=None)
     ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--modes", nargs="+", default=["zarr-write", "zarr-read", "hdf5-read", "mpio-write"],
+                    help="worker modes to run (default: all)")
     ap.add_argument("--rows", type=int, default=None, help="array rows (multiple of 10000 x lcm of procs)")
     ap.add_argument("--profile", default=None, help="I/O profile (default: the shipped one)")
     ap.add_argument("--pvenv", type=Path, default=None, help="venv with an MPI-enabled h5py (parallel HDF5 case)")
@@ -211,16 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"profile: {args.profile or 'default'}; array ({rows}, {COLS}) float32 = {rows * COLS * 4 / 1e6:.0f} MB; "
           f"P in {procs}; {repeat} repeat(s); load average {os.getloadavg()[0]:.1f}", flush=True)
 
-    cases = [(c, Path(sys.executable)) for c in CASES]
-    mpio_py, why = mpio_python(args.pvenv)
-    if mpio_py is None:
-        print(f"SKIP parallel HDF5 (driver='mpio') cases: they need an h5py built with MPI: {why}", flush=True)
-    else:
-        cases += [(c, mpio_py) for c in MPIO_CASES]
+    cases = [(c, PROJECT) for c in CASES if c.mode in args.modes]
+    if "mpio-write" in args.modes:
+        mpio, why = mpio_launcher(args.pvenv)
+        if mpio is None:
+            print(f"SKIP parallel HDF5 (driver='mpio') cases: they need an h5py built with MPI: {why}", flush=True)
+        else:
+            cases += [(c, mpio) for c in MPIO_CASES]
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows_out = []
     try:
-        for case, python in cases:
+        for case, launcher in cases:
             work = args.workdir / case.label.replace(" ", "_").replace("=", "")
             work.mkdir(exist_ok=True)
             times: dict[int, list[float]] = {p: [] for p in procs}
@@ -230,11 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             real_io: dict[int, dict] = {}
             for _ in range(repeat):  # P interleaved within a repeat: load changes hit every P alike
                 for p in procs:
-                    if case.mode == "mpio-write" and p not in (1, 2, 4):
-                        continue
                     t0 = time.perf_counter()
                     loads.append(os.getloadavg()[0])
-                    res, traces[p] = run_once(case, p, rows, work, python)
+                    res, traces[p] = run_once(case, p, rows, work, launcher)
                     real_io[p] = {k: sum(io[k] for io in res["io"]) for k in res["io"][0]}
                     times[p].append(max(res["seconds"]))
                     cpus[p].append(max(res["cpu_seconds"]))

@@ -27,7 +27,7 @@ from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter
-from .selection import SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
+from .selection import SIMPLE_INDEX_TYPES, SelectionError, field_itemsize, from_dataspace, normalize
 from .tracer import HUB, DatasetInfo
 
 MAX_OFFSET_CHUNKS = 100_000
@@ -179,12 +179,13 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
         return
     if type(args) is not tuple:
         args = (args,)
-    hs = fast_hyperslab(args, shape)
-    if hs is not None:
-        start, count, stride, block, n = hs
+    for a in args:
+        if type(a) not in SIMPLE_INDEX_TYPES:
+            break
+    else:  # immutable ints/slices: the flusher thread normalizes them, in a cache-warm batch
         size = info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize
         for tr in HUB.active:
-            tr._hyperslab(info, op, start, count, stride, block, n, n * size, t0, dt)
+            tr._defer(info, op, args, shape, size, t0, dt)
         return
     try:
         selection = normalize(args, shape)

@@ -37,6 +37,10 @@ class SelectionError(ValueError):
 
 _FULL = slice(None)
 
+SIMPLE_INDEX_TYPES = frozenset(
+    [int, slice, type(Ellipsis)] + [np.dtype(c).type for c in np.typecodes["AllInteger"]])
+"""Index types ``fast_hyperslab`` handles; all immutable, so an index made of them can be normalized later."""
+
 
 def _expand(args: tuple, ndim: int):
     """args with Ellipsis / missing trailing dimensions spelled out as full slices, or None."""
@@ -311,6 +315,7 @@ def from_zarr_indexer(indexer) -> Selection:
 
 
 __all__ = [
+    "SIMPLE_INDEX_TYPES",
     "SelectionError",
     "fast_hyperslab",
     "field_itemsize",

@@ -19,6 +19,9 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
   exception reaches the caller unchanged; ``Tracer.failed_calls`` counts them.
 - Tracing never raises into user code: an error while recording is swallowed,
   counted in ``Tracer.record_errors`` and reported by one RuntimeWarning at exit.
+- The traced thread only queues an access; the ``ioadvisor-flush`` thread
+  normalizes, formats and writes the queue every FLUSH_INTERVAL seconds, so a
+  killed process loses at most that much (docs/tracing-overhead.md).
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+from .selection import fast_hyperslab
 from .records import SCHEMA_VERSION, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
 from .tracefile import Trace, TraceWriter, _ilist, load_trace
 
@@ -116,8 +120,8 @@ class _Hub:
         for tr in self.active:
             tr.failed_calls += 1
 
-    def error(self, exc: BaseException) -> None:
-        for tr in self.active:
+    def error(self, exc: BaseException, tracers=None) -> None:
+        for tr in self.active if tracers is None else tracers:
             tr.record_errors += 1
             if tr.first_error is None:
                 tr.first_error = f"{type(exc).__name__}: {exc}"
@@ -404,19 +408,18 @@ class Tracer:
             return tid
 
     def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
-        # Formatted here, into a str: queued tuples of numbers would survive long enough
-        # to be traversed by the garbage collector, which cost more than the formatting.
-        key = (info, op, count, stride, block, nbytes)
-        tmpl = self._templates.get(key)
-        if tmpl is None:
-            tid = self._ids.get(info)
-            if tid is None:
-                tid = self._register(info)
-            if len(self._templates) > 4096:
-                self._templates.clear()
-            tmpl = self._templates[key] = hyperslab_template(tid, op, len(start), count, stride, block, n, nbytes)
+        # formatted now into a str (not kept as numbers: the queue must hold only what is final)
+        key = (info, op, count, stride, block, nbytes // n if n else nbytes)
+        tmpl = self._templates.get(key) or self._template(key, info, len(start), n)
         queue = self._queue
         queue.append(tmpl % (*start, t0 - self._origin, dt))
+        if len(queue) > MAX_PENDING:
+            self._drain()
+
+    def _defer(self, info, op, args, shape, itemsize, t0, dt) -> None:
+        """Queue an access by ints/slices/Ellipsis as given; ``_drain`` normalizes it."""
+        queue = self._queue
+        queue.append((info, op, args, shape, itemsize, t0, dt))
         if len(queue) > MAX_PENDING:
             self._drain()
 
@@ -439,17 +442,38 @@ class Tracer:
             lines = []
             while queue:
                 item = queue.popleft()
-                if type(item) is str:
+                kind = type(item)
+                if kind is tuple:  # deferred by _defer: one cache-warm pass formats them all
+                    info, op, args, shape, itemsize, t0, dt = item
+                    try:
+                        start, count, stride, block, n = fast_hyperslab(args, shape)
+                        key = (info, op, count, stride, block, itemsize)
+                        tmpl = self._templates.get(key) or self._template(key, info, len(start), n)
+                        lines.append(tmpl % (*start, t0 - self._origin, dt))
+                    except Exception as exc:  # noqa: BLE001 - the program already has its data
+                        HUB.error(exc, (self,))
+                    continue
+                if kind is str:
                     lines.append(item)
                     continue
                 writer.access_lines(lines)  # keep file order = call order
                 lines = []
-                if type(item) is AccessRecord:
+                if kind is AccessRecord:
                     writer.access(item)
                 else:
                     writer.resize(item)
             writer.access_lines(lines)
             writer.flush()
+
+    def _template(self, key, info, ndim: int, n: int) -> str:
+        _, op, count, stride, block, itemsize = key
+        tid = self._ids.get(info)
+        if tid is None:
+            tid = self._register(info)
+        if len(self._templates) > 4096:
+            self._templates.clear()
+        tmpl = self._templates[key] = hyperslab_template(tid, op, ndim, count, stride, block, n, n * itemsize)
+        return tmpl
 
 
 def trace(path=None, *, comm=None) -> Tracer:

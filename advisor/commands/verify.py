@@ -18,6 +18,8 @@ def register(sub) -> None:
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
     p.add_argument("--workdir", metavar="DIR", help="build the arrays here (default: a temporary directory)")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="replays per layout; the median is shown")
+    p.add_argument("--deadline", type=float, metavar="SECONDS",
+                   help="stop a replay after this long (its time is then shown as a lower bound)")
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compression within this bound")
     p.add_argument("--lossless-only", action="store_true", help="consider lossless compressors only")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -37,6 +39,6 @@ def run(args) -> int:
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
     result = verify(args.trace, top=args.top, profile=args.profile, dataset=args.dataset,
-                    workdir=args.workdir, repeat=args.repeat, **constraints)
+                    workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, **constraints)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0

@@ -9,8 +9,9 @@ import zarr
 
 import advisor
 from advisor.cli import main
-from advisor.verify import VerifyError, VerifyResult, synthetic, verify
+from advisor.verify import Choice, VerifyError, VerifyResult, current_choice, synthetic, verify, verify_choices
 from instrumentation.tracefile import Trace, load_trace, write_trace
+from iomodel.layout import Layout
 from test_search import profile
 
 SHAPE = (600, 24)
@@ -118,3 +119,28 @@ def test_cli_verify_json_and_errors(traced, tmp_path, capsys):
     empty = Trace(trace.headers, trace.datasets, [], [], source="empty")
     with pytest.raises(VerifyError, match="no accesses"):
         verify(empty, top=0)
+
+
+def test_deadline_replays_in_a_stoppable_process(traced, tmp_path):
+    trace, _ = traced
+    res = verify(trace, top=0, deadline=120, repeat=2, workdir=tmp_path / "work")
+    row = res.rows[0]
+    assert not row.timed_out and len(row.measured_all) == 2 and row.max_error == 0.0
+    stopped = verify(trace, top=0, deadline=1e-4, repeat=2, workdir=tmp_path / "work").rows[0]
+    # stopped at once, not repeated; its time is the deadline, a lower bound
+    assert stopped.timed_out and stopped.measured_all == (1e-4,)
+
+
+@pytest.mark.parametrize("library", ["hdf5", "zarr"])
+def test_compressed_candidate_built_and_replayed_in_process_and_pooled(traced, tmp_path, library):
+    trace, _ = traced
+    ds = next(iter(trace.datasets.values()))
+    layout = Layout(library, SHAPE, 4, (100, 24))
+    choices = [current_choice(trace, ds), Choice("zstd", layout, compressor="zstd"),
+               Choice("sz3", layout, compressor="sz3", error_bound="abs:0.01")]
+    for deadline in (None, 120):
+        rows = verify_choices(trace, ds, choices, tmp_path / "work", deadline=deadline)
+        assert [r.compressor for r in rows][1:] == ["zstd", "sz3"]
+        assert rows[1].max_error == 0.0
+        assert 0 < rows[2].max_error <= 0.01 * (1 + 1e-6)  # lossy, within its bound
+        assert rows[2].stored_bytes < 0.5 * np.prod(SHAPE) * 4

@@ -19,6 +19,7 @@ from zarr.core import array as zarray
 import advisor
 from instrumentation import hooks_h5py, load_trace
 from instrumentation.tracefile import TraceError
+from instrumentation import tracer as tracer_module
 from instrumentation.tracer import HUB, Tracer
 
 PATCHED = [(h5dataset.Dataset, a) for a in ("__getitem__", "__setitem__", "read_direct", "write_direct", "resize",
@@ -132,7 +133,7 @@ def test_recording_error_is_swallowed_and_warned(tmp_path, ds, monkeypatch):
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(hooks_h5py, "fast_hyperslab", broken)
+    monkeypatch.setattr(tracer_module, "fast_hyperslab", broken)
     with pytest.warns(RuntimeWarning, match="1 access.*boom"):
         with advisor.trace(tmp_path / "t.jsonl") as t:
             out = ds[2:4, 1]

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from instrumentation.records import AccessRecord, Selection
 from instrumentation.tracefile import load_trace
 from iomodel import FEATURES, SystemProfile, predict
 from iomodel.layout import Layout
+from iomodel.parallel import mpio_uncached
 from iomodel.predict import pick_dataset
 from iomodel.replay import evict
 from iomodel.variables import count_variables
-
-pytestmark = pytest.mark.mpi
 
 BIN = Path(sys.executable).parent
 WORKER = Path(__file__).resolve().parents[2] / "benchmarks" / "mpi_replay_worker.py"
@@ -43,6 +43,22 @@ def rank_variables(trace, layout):
             for r in sorted({a.rank for a in trace.accesses})]
 
 
+def _acc(op, rank):
+    return AccessRecord(0, op, Selection.box((rank * 10, 0), (10, 4)), 40, 160, 0.0, 0.0, rank=rank)
+
+
+def test_mpio_uncached_only_for_hdf5_ranks_writing_a_shared_file():
+    reads = [_acc("read", r) for r in range(4)]
+    writes = [_acc("write", r) for r in range(4)]
+    assert not mpio_uncached("hdf5", 4, reads)  # read-only: every rank keeps its chunk cache
+    assert mpio_uncached("hdf5", 4, writes + reads)
+    assert not mpio_uncached("hdf5", 4, reads + [_acc("write", 0)])  # one writer: serial h5py can do that
+    assert mpio_uncached("hdf5", 4, [_acc("write", 0)])  # one recorded rank replicated on 4 (weak scaling)
+    assert not mpio_uncached("hdf5", 1, writes)
+    assert not mpio_uncached("zarr", 4, writes)
+
+
+@pytest.mark.mpi
 def test_zarr_ranks_write_disjoint_chunks(tmp_path):
     import zarr
 
@@ -67,6 +83,7 @@ def test_zarr_ranks_write_disjoint_chunks(tmp_path):
     assert np.asarray(zarr.open_array(str(path), mode="r")[:]).any(axis=1).all()
 
 
+@pytest.mark.mpi
 def test_hdf5_ranks_read_disjoint_hyperslabs(tmp_path):
     import h5py
 
@@ -77,6 +94,7 @@ def test_hdf5_ranks_read_disjoint_hyperslabs(tmp_path):
     evict(path)
     trace, out = run_job(tmp_path, "hdf5-read", path, chunks, CHUNK // 2)
     layout = Layout.from_dataset(pick_dataset(trace))
+    assert not mpio_uncached("hdf5", 2, trace.accesses)
     per_rank = rank_variables(trace, layout)
     for v, io in zip(per_rank, out["io"]):
         # serial h5py in each rank: its chunk cache keeps each chunk, read once and whole

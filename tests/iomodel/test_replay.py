@@ -171,3 +171,23 @@ def test_bad_layout_is_a_clear_error(tmp_path):
         LayoutSpec.of(layout("netcdf", (10, 10)))
     with pytest.raises(ReplayError, match="shards"):
         LayoutSpec.of(layout("zarr", (10, 10), shards=(15, 10)))
+
+
+def test_takes_the_model_layout(tmp_path):
+    import h5py
+
+    from iomodel.layout import Layout
+
+    lay = Layout(library="hdf5", shape=SHAPE, itemsize=8, chunks=(1000, 6), rdcc_nbytes=1 << 20, rdcc_nslots=521,
+                 rdcc_w0=0.25, index="farray")
+    spec = LayoutSpec.of(lay)
+    assert spec.dtype == "<f8" and spec.rdcc == (1 << 20, 521, 0.25) and spec.libver == ("latest", "latest")
+    path = build(lay, tmp_path)
+    with h5py.File(path, "r") as f:
+        assert f["data"].chunks == (1000, 6) and f["data"].dtype == np.float64
+        assert f.id.get_create_plist().get_version()[0] == 3  # superblock v3: written with libver latest
+    with pytest.raises(ReplayError, match="filtered"):
+        LayoutSpec.of(Layout(library="zarr", shape=SHAPE, itemsize=4, chunks=(100, 6), filtered=True))
+    zspec = LayoutSpec.of(Layout(library="zarr", shape=SHAPE, itemsize=4, chunks=(100, 6), shards=(1000, 24)),
+                          dtype="int32")
+    assert zspec.dtype == "<i4" and zspec.shards == (1000, 24) and zspec.rdcc is None
