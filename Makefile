@@ -12,5 +12,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/ioadvisor demo
 
+# h5py's own suite must give the same outcomes with tracing on every test; then ours (pytest closes the run)
 test: $(VENV)/.installed
+	$(PY) tests/h5py_suite/compare.py
 	$(PY) -m pytest

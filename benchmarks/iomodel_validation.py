@@ -196,32 +196,36 @@ def figures(rows: list[dict], outdir: Path, stem: str) -> list[Path]:
     fig.savefig(p, dpi=110)
     plt.close(fig)
     paths.append(p)
-    # stacked term breakdown next to measured, per shape: one panel per pattern, bars per chunk shape x library
-    terms = [t for t in rows[0]["terms"]]
+    # stacked term breakdown next to measured, per shape: a row per pattern, a column per library (own scales)
+    terms = list(rows[0]["terms"])
     colors = plt.get_cmap("tab10")
     for shape in dict.fromkeys(r["shape"] for r in rows):
         sub = [r for r in rows if r["shape"] == shape]
         pats = list(dict.fromkeys(r["pattern"] for r in sub))
-        fig, axes = plt.subplots(len(pats), 1, figsize=(10, 2.3 * len(pats)), squeeze=False)
-        for ax, pat in zip(axes[:, 0], pats):
-            cases = [r for r in sub if r["pattern"] == pat]
-            x = np.arange(len(cases))
-            bottom = np.zeros(len(cases))
-            for k, t in enumerate(terms):
-                v = np.array([c["terms"].get(t, 0.0) for c in cases])
-                if v.any():
-                    ax.bar(x - 0.2, v, 0.4, bottom=bottom, color=colors(k), label=t)
-                    bottom += v
-            ax.bar(x + 0.2, [c["measured"] for c in cases], 0.4, color="0.3", label="measured")
-            ax.set_xticks(x, [f"{c['library'][0]} {'x'.join(map(str, c['chunks']))}" for c in cases], fontsize=7)
-            ax.set_ylabel("s")
-            ax.set_title(f"{shape}: {pat}", fontsize=9)
+        fig, axes = plt.subplots(len(pats), 2, figsize=(11, 2.1 * len(pats)), squeeze=False)
+        for row, pat in enumerate(pats):
+            for col, lib in enumerate(("hdf5", "zarr")):
+                ax = axes[row, col]
+                cases = [r for r in sub if r["pattern"] == pat and r["library"] == lib]
+                x = np.arange(len(cases))
+                bottom = np.zeros(len(cases))
+                for k, t in enumerate(terms):
+                    v = np.array([c["terms"].get(t, 0.0) for c in cases])
+                    if v.any():
+                        ax.bar(x - 0.2, v, 0.4, bottom=bottom, color=colors(k), label=t)
+                        bottom += v
+                ax.bar(x + 0.2, [c["measured"] for c in cases], 0.4, color="0.3", label="measured")
+                ax.set_xticks(x, ["x".join(map(str, c["chunks"])) for c in cases], fontsize=7)
+                ax.tick_params(axis="y", labelsize=7)
+                ax.set_title(f"{shape} {pat}, {lib} (left: predicted terms, right: measured)", fontsize=8)
+                if col == 0:
+                    ax.set_ylabel("seconds", fontsize=7)
         seen = {}
-        for ax in axes[:, 0]:
+        for ax in axes.ravel():
             for h, label in zip(*ax.get_legend_handles_labels()):
                 seen.setdefault(label, h)
-        fig.legend(seen.values(), seen.keys(), loc="upper right", fontsize=7, ncol=len(seen))
-        fig.tight_layout(rect=(0, 0, 1, 0.97))
+        fig.legend(seen.values(), seen.keys(), loc="upper center", fontsize=7, ncol=len(seen))
+        fig.tight_layout(rect=(0, 0, 1, 0.975))
         p = outdir / f"{stem}-terms-{shape}.png"
         fig.savefig(p, dpi=100)
         plt.close(fig)

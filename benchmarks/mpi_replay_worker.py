@@ -1,14 +1,15 @@
 """One rank of a parallel validation run (``benchmarks/parallel_validation.py``); run under mpiexec.
 
     mpiexec -n P [ioadvisor run -o T.jsonl --] python mpi_replay_worker.py
-        {zarr-write|zarr-read|hdf5-read|mpio-write} PATH ROWS COLS CHUNK_ROWS CHUNK_COLS BLOCK OUT.json
+        {zarr-write|zarr-read|hdf5-read|mpio-write|mpio-write-ind} PATH ROWS COLS CHUNK_ROWS CHUNK_COLS BLOCK OUT.json
 
 Rank r owns rows [r*ROWS/P, (r+1)*ROWS/P) of one (ROWS, COLS) float32 array
 (ROWS/P a multiple of CHUNK_ROWS, so ranks touch disjoint chunks) and
 reads or writes them in full-width slabs of BLOCK rows. The array already
 exists (the driver built it and emptied the page cache), except for
-``mpio-write``, where all ranks create it collectively in a parallel-HDF5
-file (``driver='mpio'``, collective writes; needs an h5py built with MPI).
+``mpio-write`` (collective writes) and ``mpio-write-ind`` (independent writes),
+where all ranks create it in a parallel-HDF5 file (``driver='mpio'``; needs an
+h5py built with MPI).
 Each rank times its own I/O phase, from a barrier to the close of the array
 (HDF5 flushes there), like ``iomodel.replay`` does for one process, and
 its CPU time (all threads: on a shared machine, wall minus CPU is mostly
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> None:
     else:
         import h5py
 
-        if mode == "mpio-write":
+        if mode.startswith("mpio"):
             f = h5py.File(path, "w", driver="mpio", comm=comm)
             arr = f.create_dataset("data", (rows, cols), "f4", chunks=(crows, ccols))
         else:
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> None:
         with arr.collective:
             for s in starts:
                 arr[s:s + block] = data
-    elif mode.endswith("write"):
+    elif "write" in mode:
         for s in starts:
             arr[s:s + block] = data
     else:

@@ -21,7 +21,7 @@ one that imports ``h5py`` with ``h5py.get_config().mpi``, the case is skipped
 with a message.
 
     python benchmarks/parallel_validation.py [--quick] [--procs 1 2 3 4] [--repeat 3]
-        [--modes zarr-write zarr-read hdf5-read mpio-write] [--profile PROFILE.json]
+        [--modes zarr-write zarr-read hdf5-read mpio-write mpio-write-ind] [--profile PROFILE.json]
         [--pvenv /tmp/b2/pvenv] [--json OUT.json]
 """
 from __future__ import annotations
@@ -77,14 +77,15 @@ CASES = (
     Case("hdf5-read", (10000, COLS), 5000),
     Case("hdf5-read", (10000, 4), 5000),
 )
-MPIO_CASES = (Case("mpio-write", (10000, COLS), 10000), Case("mpio-write", (10000, 4), 10000))
+MPIO_CASES = (Case("mpio-write", (10000, COLS), 10000), Case("mpio-write", (10000, 4), 10000),
+              Case("mpio-write-ind", (10000, 4), 10000))
 
 
 def build(case: Case, path: Path, rows: int) -> None:
     """The array the ranks start from (untraced): empty for zarr writes, filled for reads."""
     if path.exists():
         shutil.rmtree(path) if path.is_dir() else path.unlink()
-    if case.mode == "mpio-write":
+    if case.mode.startswith("mpio"):
         return
     if case.library == "zarr":
         import zarr
@@ -135,7 +136,7 @@ def mpio_launcher(pvenv: Path | None) -> tuple[Launcher | None, str]:
 def run_once(case: Case, procs: int, rows: int, work: Path, launcher: Launcher) -> tuple[dict, Path]:
     """Build, (evict), run the traced job; (the worker's per-rank numbers, merged trace path)."""
     path = work / ("array.zarr" if case.library == "zarr" else "array.h5")
-    if case.mode.endswith("write") or not path.exists():  # reads reuse the array; writes start fresh
+    if "write" in case.mode or not path.exists():  # reads reuse the array; writes start fresh
         build(case, path, rows)
     if case.mode.endswith("read"):
         evict(path)
@@ -211,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small array, P in 1 2 4, one repeat (~2 min)")
     ap.add_argument("--procs", type=int, nargs="+", default=None)
     ap.add_argument("--repeat", type=int, default=None)
-    ap.add_argument("--modes", nargs="+", default=["zarr-write", "zarr-read", "hdf5-read", "mpio-write"],
+    ap.add_argument("--modes", nargs="+",
+                    default=["zarr-write", "zarr-read", "hdf5-read", "mpio-write", "mpio-write-ind"],
                     help="worker modes to run (default: all)")
     ap.add_argument("--rows", type=int, default=None, help="array rows (multiple of 10000 x lcm of procs)")
     ap.add_argument("--profile", default=None, help="I/O profile (default: the shipped one)")
@@ -229,12 +231,12 @@ def main(argv: list[str] | None = None) -> int:
           f"P in {procs}; {repeat} repeat(s); load average {os.getloadavg()[0]:.1f}", flush=True)
 
     cases = [(c, PROJECT) for c in CASES if c.mode in args.modes]
-    if "mpio-write" in args.modes:
+    if any(m.startswith("mpio") for m in args.modes):
         mpio, why = mpio_launcher(args.pvenv)
         if mpio is None:
             print(f"SKIP parallel HDF5 (driver='mpio') cases: they need an h5py built with MPI: {why}", flush=True)
         else:
-            cases += [(c, mpio) for c in MPIO_CASES]
+            cases += [(c, mpio) for c in MPIO_CASES if c.mode in args.modes]
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows_out = []
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -71,21 +72,31 @@ def trace_workload(w: Path, workdir: Path, scale: float) -> tuple[Path, float]:
 def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: int, deadline: float,
                      profile=None) -> dict:
     from advisor.api import advise
-    from advisor.verify import verify
+    from advisor.candidates import h5py_default_chunks
+    from advisor.verify import Choice, choices_from_advice, verify_choices
     from instrumentation.tracefile import load_trace
+    from iomodel.layout import Layout
+    from iomodel.predict import extent
 
     trace_path, traced_s = trace_workload(w, workdir, scale)
     trace = load_trace(trace_path)
     t = time.perf_counter()
-    adv = advise(trace, profile=profile)
+    adv = advise(trace, profile=profile, top=top)
     advise_s = time.perf_counter() - t
+    ds = next(d for d in trace.datasets.values() if any(a.dataset == d.id for a in trace.accesses))
+    choices = choices_from_advice(adv, trace, ds, top, defaults=True)
+    if not any(c.layout.library == "hdf5" and c.layout.chunks for c in choices if c.label.endswith("default")):
+        # h5py's default is contiguous; also measure what chunks=True would pick (not predicted by the advice)
+        shape = extent(ds, [a for a in trace.accesses if a.dataset == ds.id])
+        auto = h5py_default_chunks(shape, ds.maxshape or tuple(None for _ in shape), ds.itemsize)
+        choices.append(Choice("h5py auto", Layout("hdf5", shape, ds.itemsize, auto)))
     t = time.perf_counter()
-    res = verify(trace, top=top, advice=adv, defaults=True, repeat=repeat, budget=BUDGET, deadline=deadline,
-                 workdir=workdir / "layouts")
+    measured = verify_choices(trace, ds, choices, workdir / "layouts", repeat=repeat, budget=BUDGET,
+                               deadline=deadline)
     verify_s = time.perf_counter() - t
-    rows = {r.label: r for r in res.rows}
+    rows = {r.label: r for r in measured}
     rec = rows["#1"]
-    pool = [r for r in res.rows if r.label != "current"]
+    pool = [r for r in measured if r.label != "current"]
     best = min(pool, key=lambda r: r.measured_seconds)
     entry = adv.datasets[0]
     out = {
@@ -103,13 +114,15 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
         "traced_seconds": traced_s,
         "advise_seconds": advise_s,
         "verify_seconds": verify_s,
-        "rows": [r.get_config() for r in res.rows],
-        "labels": {r.label: _layout_text(r) for r in res.rows},
+        "rows": [r.get_config() for r in measured],
+        "labels": {r.label: _layout_text(r) for r in measured},
     }
-    for lib in ("h5py", "zarr"):
-        d = rows.get(f"{lib} default")
-        out[f"speedup_vs_{lib}_default"] = None if d is None else d.measured_seconds / rec.measured_seconds
-        out[f"{lib}_default_timed_out"] = bool(d is not None and d.timed_out)
+    # h5py auto: chunks=True; when the array is resizable h5py's default already is that
+    for key, label in (("h5py_default", "h5py default"), ("zarr_default", "zarr default"),
+                       ("h5py_auto", "h5py auto" if "h5py auto" in rows else "h5py default")):
+        d = rows.get(label)
+        out[f"speedup_vs_{key}"] = None if d is None else d.measured_seconds / rec.measured_seconds
+        out[f"{key}_timed_out"] = bool(d is not None and d.timed_out)
     rank = sorted(pool, key=lambda r: r.measured_seconds)
     out["rec_measured_rank"] = rank.index(rec) + 1
     return out
@@ -129,19 +142,22 @@ def _layout_text(r) -> str:
 
 def table(results: list[dict]) -> str:
     head = ("| workload | pattern | recommended | best measured | regret (median) | regret (min) "
-            "| vs h5py default | vs zarr default | vs current |\n|---|---|---|---|---|---|---|---|---|")
+            "| vs h5py default | vs h5py chunks=True | vs zarr default | vs current |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
 
-    def speed(r, lib):
-        x = r[f"speedup_vs_{lib}_default"]
-        return "-" if x is None else (">" if r[f"{lib}_default_timed_out"] else "") + f"{x:.2f}x"
+    def speed(r, key):
+        x = r.get(f"speedup_vs_{key}")
+        return "-" if x is None else (">" if r.get(f"{key}_timed_out") else "") + f"{x:.2f}x"
 
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['workload']} | failed: {r['error']} | | | | | | | |")
+            lines.append(f"| {r['workload']} | failed: {r['error']} | | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['pattern']} | {r['recommended']} | {r['best_measured']} | "
-                     f"{r['regret']:.2f} | {r['regret_min']:.2f} | {speed(r, 'h5py')} | {speed(r, 'zarr')} "
+                     f"{r['regret']:.2f} | {r['regret_min']:.2f} | {speed(r, 'h5py_default')} | "
+                     f"{speed(r, 'h5py_auto')} | "
+                     f"{speed(r, 'zarr_default')} "
                      f"| {r['speedup_vs_current']:.2f}x |")
     ok = [r for r in results if "error" not in r]
     if ok:
@@ -152,12 +168,49 @@ def table(results: list[dict]) -> str:
                      f"(target <= 1.10 median, <= 1.5 worst); recommendation measured fastest in "
                      f"{sum(r['rec_measured_rank'] == 1 for r in ok)}/{len(ok)} workloads")
         lines.append(f"regret (fastest replay): median {statistics.median(mins):.2f}, worst {max(mins):.2f}")
-        for lib in ("h5py", "zarr"):
-            s = [r[f"speedup_vs_{lib}_default"] for r in ok if r[f"speedup_vs_{lib}_default"]]
-            if s:
-                lines.append(f"speed-up over {lib}'s default chunking: median {statistics.median(s):.2f}x, "
-                             f"min {min(s):.2f}x, max {max(s):.2f}x")
+        for key, what in (("h5py_default", "h5py's default layout"),
+                          ("h5py_auto", "h5py's chunks=True (auto chunks)"), ("zarr_default", "zarr's default")):
+            x = [r[f"speedup_vs_{key}"] for r in ok if r.get(f"speedup_vs_{key}")]
+            if x:
+                lines.append(f"speed-up over {what}: median {statistics.median(x):.2f}x, "
+                             f"min {min(x):.2f}x, max {max(x):.2f}x")
     return "\n".join(lines)
+
+
+def details(results: list[dict]) -> str:
+    """Per workload, every measured layout: predicted and measured seconds (all replays)."""
+    lines = []
+    for w in results:
+        if "error" in w:
+            lines.append(f"{w['workload']}: {w['error']}")
+            continue
+        lines.append(f"{w['workload']}: {w['pattern']}")
+        for row in w["rows"]:
+            pred = "-" if row["predicted_seconds"] is None else f"{row['predicted_seconds']:.3f}"
+            runs = ", ".join(f"{x:.3f}" for x in row["measured_all"]) + (" (stopped)" if row["timed_out"] else "")
+            lines.append(f"  {row['label']:<13} {w['labels'][row['label']]:<44} predicted {pred:>8} s  "
+                         f"measured {row['measured_seconds']:.3f} s [{runs}]")
+    return "\n".join(lines)
+
+
+def tie_break_regret(results: list[dict], tolerance: float) -> list[float]:
+    """What-if: regret had the advisor taken, among the top candidates predicted within ``tolerance`` of the
+    best, the one with chunks nearest 1 MiB (uncompressed first). Evaluated on the same measurements."""
+    out = []
+    for w in results:
+        if "error" in w:
+            continue
+        pool = [x for x in w["rows"] if x["label"] != "current"]
+        top = [x for x in pool if x["label"].startswith("#")]
+        best_pred = min(x["predicted_seconds"] for x in top)
+
+        def distance(x):
+            nbytes = 4 * math.prod(x["chunks"]) if x["chunks"] else 1 << 40
+            return abs(math.log(nbytes / 2**20)) + (0.5 if x["compressor"] else 0.0)
+
+        pick = min((x for x in top if x["predicted_seconds"] <= best_pred * (1 + tolerance)), key=distance)
+        out.append(pick["measured_seconds"] / min(x["measured_seconds"] for x in pool))
+    return out
 
 
 def main(argv=None) -> int:
@@ -171,7 +224,19 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="workload name prefixes (e.g. w01 w08)")
     ap.add_argument("--workdir", default="/tmp/ioadvisor-regret", help="scratch directory (removed per workload)")
     ap.add_argument("--out", help="raw results JSON (default benchmarks/results/regret-<date>.json)")
+    ap.add_argument("--show", metavar="JSON", help="print the tables of an earlier run's raw results and exit")
     args = ap.parse_args(argv)
+    if args.show:
+        report = json.loads(Path(args.show).read_text())
+        print(table(report["results"]))
+        print()
+        print(details(report["results"]))
+        x = tie_break_regret(report["results"], 0.10)
+        if x:
+            print(f"\nwhat-if tie-break (within 10% of the best prediction, chunks nearest 1 MiB): regret median "
+                  f"{statistics.median(x):.2f}, worst {max(x):.2f}")
+        print(f"\n{report['command']}  ({report['date']}, {report['total_seconds']:.0f} s)")
+        return 0
     repeat = args.repeat or (7 if args.quick else 11)
     deadline = args.deadline or (20.0 if args.quick else 60.0)
     scale = args.scale or (0.5 if args.quick else 1.0)

@@ -57,6 +57,7 @@ def truth(field: np.ndarray, codec, chunks, repeats: int = 1) -> dict:
             t0 = time.perf_counter()
             back = f["x"][...]
             t_dec.append(time.perf_counter() - t0)
+    path.unlink()
     t_comp, t_dec = float(np.median(t_comp)), float(np.median(t_dec))
     fin = np.isfinite(field)
     max_err = float(np.abs(back[fin].astype(np.float64) - field[fin]).max())

@@ -12,6 +12,9 @@ import numpy as np
 
 from compression_model.features import detect_fill
 
+DETECT_POINTS = 65536
+"""Values handed to fill detection (a strided subsample of the scanned values)."""
+
 
 @dataclass(frozen=True)
 class DataSafety:
@@ -57,7 +60,9 @@ def scan(values, fill_value: float | None = None) -> DataSafety:
         flat_f = flat
         nan_mask, inf_mask = np.isnan(flat), np.isinf(flat)
     if fill_value is None and flat.dtype.kind == "f":
-        fill_value = detect_fill(flat_f)
+        # detection sorts its input: a strided subsample finds any value holding >= 1% of the points
+        # at a fraction of the cost (the sort was a third of a whole estimate on a 256 MB field)
+        fill_value = detect_fill(flat_f[:: max(1, flat.size // DETECT_POINTS)])
     fill_mask = (flat_f == fill_value) if fill_value is not None else np.zeros(flat.shape, bool)
     valid = flat_f[~(nan_mask | inf_mask | fill_mask)]
     lo, hi = (float(valid.min()), float(valid.max())) if valid.size else (math.inf, -math.inf)

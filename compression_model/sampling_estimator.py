@@ -2,20 +2,22 @@
 
 Two regimes, by how many target chunks fit in the sample budget:
 
-- ``"chunks"``: at least MIN_BLOCKS whole chunks fit. Chunks are picked by systematic sampling of the chunk
-  grid (random start), read, zero-padded at the array edge exactly as HDF5/Zarr pad edge chunks, and
+- ``"chunks"``: at least MIN_BLOCKS whole chunks fit. Chunks are picked by stratified sampling of the
+  C-ordered chunk grid, read, zero-padded at the array edge exactly as HDF5/Zarr pad edge chunks, and
   compressed; stored bytes = n_chunks x mean bytes per chunk (same for seconds).
-- ``"tiles"``: chunks are too large for the budget. Interior chunks are represented by tiles shaped like the
-  chunk, scaled down, on the grid of tile-sized cells, one per stratum of the flattened cell index. A tile compresses worse than the chunk it stands for (per-stream headers and Huffman tables,
-  predictor warm-up at its faces, fewer SZ3 interpolation levels), by a factor that depends on the codec,
-  the bound and the data. So one interior "anchor" chunk, holding the bytes-weighted median tile,
-  is compressed whole *and* as tile-shaped pieces; above the per-stream floor h (the bytes of an all-zero
-  block), kappa = (bytes(chunk) - h_chunk) / sum(bytes(piece) - h_tile) calibrates the tiles: an interior
-  chunk costs h_chunk + kappa x (tile bytes above h_tile per point) x its points. Time is not linear in the block
-  size either (the HDF5 SZ3 filter takes 0.8 ms for 128x128 and 26 ms for 256x256 of the same field): it is
-  the anchor's time per chunk, scaled by the tiles' time per point relative to the anchor's pieces. Edge
-  chunks (partly padding, which changes size and speed a lot) are measured directly: up to MAX_EDGE of them
-  are compressed whole; a per-padding-point cost fitted on them extends the interior model to all edges.
+- ``"tiles"``: chunks are too large for the budget. Interior chunks are represented by tiles shaped like
+  the chunk, scaled down, on the grid of tile-sized cells, one per stratum of the flattened cell index.
+  A tile compresses worse than the chunk it stands for (per-stream headers and Huffman tables, predictor
+  warm-up at its faces, fewer SZ3 interpolation levels), by a factor that depends on the codec, the bound
+  and the data. So one interior "anchor" chunk, holding the bytes-weighted median tile, is compressed whole
+  *and* as tile-shaped pieces; above the per-stream floor h (the bytes of an all-zero block),
+  kappa = (bytes(chunk) - h_chunk) / sum(bytes(piece) - h_tile) calibrates the tiles: an interior chunk
+  costs h_chunk + kappa x (tile bytes above h_tile per point) x its points. Time is not linear in the
+  block size either (the HDF5 SZ3 filter takes 0.8 ms for 128x128 and 26 ms for 256x256 of the same
+  field): it is the anchor's time per chunk (best of two), scaled by the tiles' time per point relative to
+  the anchor's pieces. Edge chunks (partly padding, which changes size and speed a lot) are measured
+  directly: up to MAX_EDGE of them are compressed whole; a bounded per-padding-point cost fitted on them
+  extends the interior model to all edges.
 
 The 95% intervals are bootstrap percentiles over the blocks. The wall time of the whole estimate is kept
 by the caller in ``cost_seconds`` so the estimation budget (5% of compressing the field) can be checked.
@@ -40,6 +42,9 @@ MIN_TILE_POINTS = 4096
 """Smallest tile: with 1k-point tiles the boundary effects put ZFP's ratio 70% low on a smooth 3-D field."""
 TILE_ALIGN = 4
 """Tile edges are multiples of ZFP's 4-point block (a partial block costs a whole one)."""
+MAX_SHARE = 0.5
+"""Most of a field's chunks one estimate compresses: on a small field (1% below the minimum sample) the
+estimate must stay cheaper than compressing the field (it compressed all 2-8 chunks before: cost > 100%)."""
 MAX_EDGE = 2
 """Edge chunks measured whole in the tiles regime."""
 N_BOOTSTRAP = 400
@@ -158,6 +163,8 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
     if budget >= MIN_BLOCKS * chunk_points or n_chunks <= MIN_BLOCKS:
         regime = "chunks"
         k = min(n_chunks, max(MIN_BLOCKS, math.ceil(budget / chunk_points)))
+        if n_chunks > 1:
+            k = min(k, max(1, math.floor(MAX_SHARE * n_chunks)))
         blocks = [_read_chunk(data, np.unravel_index(i, grid), shape, chunks) for i in _stratified(n_chunks, k, rng)]
     else:
         regime = "tiles"
@@ -230,6 +237,19 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         regime, np.array([b.size for b in blocks], float), nbytes, comp_s, decomp_s, kappa, h_tile, h_chunk,
         chunk_comp_s,
         chunk_decomp_s, pieces_s, np.array(edge_points, float), e_nbytes, e_comp, e_decomp, errors)
+
+
+def budget_notes(m: BlockMeasurements, shape, chunks, sample_fraction: float) -> list[str]:
+    """Say so when the requested sample fraction could not be kept (the field is too small for it)."""
+    n_total = int(np.prod(shape, dtype=np.int64))
+    wanted = sample_fraction * n_total
+    if wanted >= MIN_BLOCKS * MIN_TILE_POINTS:
+        return []
+    anchor = int(np.prod(chunks, dtype=np.int64)) if m.regime == "tiles" else 0
+    done = m.points.sum() + m.edge_points.sum() + anchor
+    return [f"field too small for a {100 * sample_fraction:g}% sample ({wanted:.0f} points < the "
+            f"{MIN_BLOCKS * MIN_TILE_POINTS}-point minimum): {m.regime} regime compressed "
+            f"{100 * min(done / n_total, 1.0):.0f}% of the field, so the 5% cost budget cannot hold"]
 
 
 def scale_up(m: BlockMeasurements, shape, chunks, idx: np.ndarray | None = None):

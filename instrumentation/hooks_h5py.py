@@ -28,7 +28,7 @@ from h5py._hl import selections as _selections
 
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, field_itemsize, from_dataspace, normalize
-from .tracer import HUB, DatasetInfo
+from .tracer import HUB, MAX_PENDING, DatasetInfo
 
 MAX_OFFSET_CHUNKS = 100_000
 """Chunk byte offsets are recorded for datasets with at most this many allocated chunks
@@ -184,8 +184,12 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
             break
     else:  # immutable ints/slices: the flusher thread normalizes them, in a cache-warm batch
         size = info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize
+        item = (info, op, args, shape, size, t0, dt)
         for tr in HUB.active:
-            tr._defer(info, op, args, shape, size, t0, dt)
+            queue = tr._queue
+            queue.append(item)  # Tracer._drain normalizes and formats it
+            if len(queue) > MAX_PENDING:
+                tr._drain()
         return
     try:
         selection = normalize(args, shape)
@@ -230,14 +234,14 @@ def _traced_io(op: str, original, selection_of):
 def _traced_getitem(original):
     """The hot path (every read), specialised: no generic argument juggling."""
 
-    def __getitem__(self, args, *rest, **kwargs):
+    def __getitem__(self, args, new_dtype=None):
         tls = _tls
         if tls.depth or not HUB.active:
-            return original(self, args, *rest, **kwargs)
+            return original(self, args, new_dtype)
         tls.depth = 1
         t0 = perf_counter()
         try:
-            result = original(self, args, *rest, **kwargs)
+            result = original(self, args, new_dtype)
         except BaseException:
             tls.depth = 0
             HUB.failed()
@@ -245,7 +249,7 @@ def _traced_getitem(original):
         dt = perf_counter() - t0
         tls.depth = 0
         try:
-            _record(self, READ, args, rest[0] if rest else kwargs.get("new_dtype"), t0, dt)
+            _record(self, READ, args, new_dtype, t0, dt)
         except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
             HUB.error(exc)
         return result

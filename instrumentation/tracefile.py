@@ -36,7 +36,9 @@ class TraceError(ValueError):
 
 def _json_default(obj):
     if isinstance(obj, np.generic):
-        return obj.item()
+        value = obj.item()
+        # long double and its complex have no Python counterpart: item() returns them unchanged
+        return repr(value) if isinstance(value, np.generic) else value
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, bytes):
@@ -99,6 +101,12 @@ class TraceWriter:
             f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{nelements},"bytes":{nbytes},'
             f'"t0":{t0!r},"dt":{dt!r}}}'
         )
+
+    def access_lines(self, lines: list[str]) -> None:
+        """Many access records at once, already formatted as ``hyperslab_access`` formats them."""
+        with self._lock:
+            self.n_access += len(lines)
+            self._buf.extend(lines)
 
     def resize(self, rec: ResizeRecord) -> None:
         self._push(_dumps({"t": "r", **rec.get_config()}))

@@ -261,15 +261,6 @@ def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int
             '"t0":%r,"dt":%r}')
 
 
-class _BatchWriter(TraceWriter):
-    """TraceWriter that also takes access lines already formatted, many at a time."""
-
-    def access_lines(self, lines: list[str]) -> None:
-        with self._lock:
-            self.n_access += len(lines)
-            self._buf.extend(lines)
-
-
 def _versions() -> dict:
     out = {"python": platform.python_version()}
     for name in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin"):
@@ -300,7 +291,7 @@ class Tracer:
         self.failed_calls = 0
         self.record_errors = 0
         self.first_error: str | None = None
-        self._writer: _BatchWriter | None = None
+        self._writer: TraceWriter | None = None
         self._ids: dict[DatasetInfo, int] = {}
         self._n_ids = 0
         self._key_ids: dict[str, int] = {}
@@ -335,7 +326,7 @@ class Tracer:
             argv=tuple(sys.argv),
         )
         self._origin = time.perf_counter()
-        self._writer = _BatchWriter(own, header)
+        self._writer = TraceWriter(own, header)
         HUB.attach(self)
         return self
 
@@ -416,13 +407,6 @@ class Tracer:
         if len(queue) > MAX_PENDING:
             self._drain()
 
-    def _defer(self, info, op, args, shape, itemsize, t0, dt) -> None:
-        """Queue an access by ints/slices/Ellipsis as given; ``_drain`` normalizes it."""
-        queue = self._queue
-        queue.append((info, op, args, shape, itemsize, t0, dt))
-        if len(queue) > MAX_PENDING:
-            self._drain()
-
     def _access(self, info, op, selection, n, nbytes, t0, dt) -> None:
         tid = self._ids.get(info)
         if tid is None:
@@ -443,7 +427,7 @@ class Tracer:
             while queue:
                 item = queue.popleft()
                 kind = type(item)
-                if kind is tuple:  # deferred by _defer: one cache-warm pass formats them all
+                if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
                     info, op, args, shape, itemsize, t0, dt = item
                     try:
                         start, count, stride, block, n = fast_hyperslab(args, shape)

@@ -43,11 +43,13 @@ def run(args) -> int:
     t0 = time.perf_counter()
     _log(f"I/O calibration ({'quick' if args.quick else 'full'} grid)")
     result = calibrate(args.quick, workdir=args.workdir, progress=_log)
-    compression = None
+    # the I/O section is kept even if the compression step fails or is interrupted
+    write_profile(args.output, result)
     if not args.skip_compression:
-        _log("compression calibration")
+        _log(f"I/O section written to {args.output}; compression calibration")
         compression = _compression(args.quick)
-    write_profile(args.output, result, compression)
+        if compression is not None:
+            write_profile(args.output, result, compression)
     _log(f"done in {time.perf_counter() - t0:.0f}s")
     print(args.output)
     return 0

@@ -2,7 +2,7 @@
 
     ioadvisor compression FILE.h5:/dataset | STORE.zarr[/array] [--compressor sz3,zfp,...]
         [--error-bound rel:1e-3 --error-bound abs:0.01 ...] [--chunks 64x64x64] [--sample 0.01]
-        [--verify] [--json]
+        [--target-ratio R] [--verify] [--json]
 
 Only sampled blocks are read. ``--verify`` compresses a sample for real, decompresses it and checks the
 error bound on the decompressed values.
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec
-from compression_model.error_bound import ErrorBound, ErrorStats
+from compression_model.error_bound import ErrorBound, ErrorStats, bound_for_target
 from compression_model.estimate import estimate
 from compression_model.safety import scan
 from compression_model.sampling import sample_blocks
@@ -39,6 +39,9 @@ def register(sub) -> None:
     p.add_argument("--library", choices=("hdf5", "zarr"), default=None,
                    help="library the data would be written with (default: the input's)")
     p.add_argument("--method", choices=("auto", "sampling", "graybox", "hybrid"), default="auto")
+    p.add_argument("--target-ratio", type=float, default=None, metavar="R",
+                   help="for each lossy compressor, find the tightest relative bound reaching ratio R "
+                        "(bisection on the estimate) instead of using --error-bound")
     p.add_argument("--verify", action="store_true",
                    help="compress a sample for real, check the error bound on the decompressed values")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per (compressor, bound)")
@@ -160,12 +163,24 @@ def run(args) -> int:
         raise InputError(f"{args.target}: dtype {data.dtype} is not numeric")
     chunks = parse_chunks(args.chunks, data.ndim) or (tuple(data.chunks) if data.chunks else None)
     safety = scan(sample_blocks(data, args.sample, rng=0).blocks, fill_value=fill)
+    if args.target_ratio is not None and not args.target_ratio > 1:
+        raise InputError(f"bad --target-ratio {args.target_ratio}: must be > 1")
+
+    def run_estimate(name, bound):
+        return estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
+                        data_range=safety.data_range, target=library, safety=safety)
+
     results = []
     for name in names:
         lossy = name in LOSSY_NAMES
+        if lossy and args.target_ratio is not None:
+            try:
+                bounds = [bound_for_target(lambda eb: run_estimate(name, eb).ratio, args.target_ratio,
+                                           mode="rel", lo=1e-7, hi=1e-1, rtol=0.05)]
+            except ValueError:
+                bounds = [ErrorBound("rel", 1e-1)]  # unreachable: report the loosest bound tried
         for bound in bounds if lossy else [None]:
-            e = estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
-                         data_range=safety.data_range, target=library, safety=safety)
+            e = run_estimate(name, bound)
             row = {
                 "compressor": name,
                 "error_bound": None if bound is None else bound.get_config(),
@@ -173,8 +188,10 @@ def run(args) -> int:
                 "compress_mbps": e.compress_mbps, "decompress_mbps": e.decompress_mbps,
                 "time_ci": list(e.time_ci), "compress_seconds": e.compress_seconds, "method": e.method,
                 "errors": None if e.errors is None else e.errors.get_config(),
-                "problems": list(e.problems), "cost_seconds": e.cost_seconds,
+                "problems": list(e.problems), "cost_seconds": e.cost_seconds, "notes": list(e.notes),
             }
+            if lossy and args.target_ratio is not None:
+                row["target_ratio_met"] = bool(e.ratio >= args.target_ratio)
             if args.verify:
                 codec = get_codec(name, bound, safety.data_range)
                 if not e.problems:
@@ -203,7 +220,8 @@ def format_table(target, data, library, safety, results) -> str:
              f"{'dec MB/s':>9s} {'method':8s} notes"]
     for r in results:
         eb = "-" if r["error_bound"] is None else f"{r['error_bound']['mode']}:{r['error_bound']['value']:g}"
-        notes = "; ".join(r["problems"]) or ""
+        notes = "; ".join(r["problems"] + (["target ratio not reached"] if r.get("target_ratio_met") is False
+                                           else []))
         m = r.get("measured")
         if m:
             notes = (notes + "; " if notes else "") + (

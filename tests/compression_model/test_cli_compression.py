@@ -91,3 +91,13 @@ def test_bad_input_one_line_exit_2(h5file, tmp_path, capsys, monkeypatch, argv_t
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("ioadvisor compression: error:") and message in err and "\n" not in err
+
+
+def test_target_ratio_finds_tightest_bound(h5file, capsys):
+    rows = run_json(capsys, ["compression", f"{h5file}:/grp/temp", "--compressor", "zfp", "--target-ratio", "6",
+                             "--sample", "0.05", "--json"])
+    (row,) = rows
+    assert row["error_bound"]["mode"] == "rel" and row["ratio"] >= 6 and row["target_ratio_met"]
+    tighter = run_json(capsys, ["compression", f"{h5file}:/grp/temp", "--compressor", "zfp", "--sample", "0.05",
+                                "--error-bound", f"rel:{row['error_bound']['value'] / 1.2}", "--json"])
+    assert tighter[0]["ratio"] < 6  # about the tightest bound that reaches the target

@@ -114,6 +114,7 @@ def test_array_records_v3_sharded(tmp_path):
     assert tr.accesses[0].selection == box((0, 0), (5, 10))
 
 
+@pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3 specification")
 def test_array_records_v2_and_serializer(tmp_path):
     from numcodecs import Blosc
     from zarr.codecs.numcodecs import ZFPY

@@ -210,7 +210,7 @@ def test_tracer_is_a_context_manager_class():
 def test_template_lines_are_those_of_the_contract_writer(tmp_path):
     from instrumentation.records import TraceHeader
     from instrumentation.tracefile import TraceWriter
-    from instrumentation.tracer import _BatchWriter, hyperslab_template
+    from instrumentation.tracer import hyperslab_template
 
     rng = np.random.default_rng(3)
     items = []
@@ -221,7 +221,7 @@ def test_template_lines_are_those_of_the_contract_writer(tmp_path):
                       int(rng.integers(0, 1e6)), int(rng.integers(0, 1e9)), float(rng.random() * 1e4),
                       float(rng.random() * 1e-3)))
     head = TraceHeader(1, "h", 1, 0, 1, 0.0)
-    ref, fast = TraceWriter(tmp_path / "ref.jsonl", head), _BatchWriter(tmp_path / "fast.jsonl", head)
+    ref, fast = TraceWriter(tmp_path / "ref.jsonl", head), TraceWriter(tmp_path / "fast.jsonl", head)
     for it in items:
         ref.hyperslab_access(*it)
     lines = [hyperslab_template(ds, op, len(st), c, s, b, n, nb) % (*st, t0, dt)
