@@ -37,11 +37,10 @@ from advisor.candidates import Candidate, CodecChoice
 from compression_model.error_bound import ErrorBound
 from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
-from iomodel.cost import term_seconds
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
-from iomodel.parallel import parallel_terms
 from iomodel.profile import SystemProfile
-from iomodel.variables import Variables, count_variables
+from iomodel.predict import Workload
+from iomodel.variables import Variables
 
 SHAPES_KEPT = 3
 """Chunk shapes per library whose cache/shard variants are evaluated (stage 2)."""
@@ -218,23 +217,21 @@ class CostModel:
 
     def __init__(self, ds: DatasetRecord, accesses: Sequence[AccessRecord], shape: Sequence[int],
                  profile: SystemProfile, procs: int = 1, warm: bool = False):
-        self.ds, self.shape, self.profile, self.warm = ds, tuple(shape), profile, warm
-        ranks = sorted({a.rank for a in accesses}) or [0]
-        self.by_rank = [[a for a in accesses if a.rank == r] for r in ranks]
-        self.procs = max(procs, len(ranks))
+        self.work = Workload(ds, accesses, shape, procs, warm)
+        self.ds, self.shape, self.profile, self.warm = ds, self.work.shape, profile, warm
+        self.procs = self.work.procs
         self.maxshape = ds.maxshape if ds.library == "hdf5" else None
         self.n_replays = 0
         self.notes: list[str] = []
         self._vars: dict[Layout, list[Variables]] = {}
-        writes = [a for a in accesses if a.op == WRITE]
-        self.writes = writes
-        self.read_bytes = sum(a.nbytes for a in accesses if a.op != WRITE)
-        self.n_accesses = len(accesses)
+        self.writes = [a for a in self.work.accesses if a.op == WRITE]
+        self.read_bytes = sum(a.nbytes for a in self.work.accesses if a.op != WRITE)
+        self.n_accesses = len(self.work.accesses)
 
     def subsample(self, n: int) -> "CostModel":
         """The same model on every k-th access (order kept) so that at most about ``n`` remain: for screening."""
         k = -(-self.n_accesses // n)
-        accs = [a for acc in self.by_rank for a in acc[::k]]
+        accs = [a for acc in self.work.by_rank for a in acc[::k]]
         return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm)
 
     def layout(self, cand: Candidate, ratio: float = 1.0) -> Layout:
@@ -243,27 +240,12 @@ class CostModel:
     def variables(self, layout: Layout) -> list[Variables]:
         """Counted variables per rank (cached)."""
         if layout not in self._vars:
-            parallel = self.procs > 1 and layout.library == "hdf5"
-            try:
-                out = [count_variables(acc, self.ds, layout, self.profile.page_cache_bytes,
-                                       parallel=parallel, warm=self.warm) for acc in self.by_rank]
-            except KeyError:
-                # iomodel fails on some recorded chunk offsets (reported in helpers/notes/advisor-feedback.md):
-                # fall back to the row-major placement the model assumes without them
-                if self.ds.chunk_offsets is None:
-                    raise
-                self.ds = replace(self.ds, chunk_offsets=None)
-                self.notes.append("recorded chunk offsets not used (iomodel could not replay them)")
-                return self.variables(layout)
-            self._vars[layout] = out
+            self._vars[layout] = self.work.variables(layout, self.profile.page_cache_bytes)
             self.n_replays += 1
         return self._vars[layout]
 
     def io_terms(self, v: Variables, library: str) -> dict[str, float]:
-        terms = term_seconds(v, library, self.profile)
-        if self.procs > 1:
-            terms = parallel_terms(terms, library, self.procs, self.profile.servers(library))
-        return terms
+        return self.work.terms(v, library, self.profile)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
         """Bytes on disk when every chunk is written: full-size chunks / ratio (+ zarr shard indexes)."""

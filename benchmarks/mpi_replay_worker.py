@@ -1,7 +1,7 @@
 """One rank of a parallel validation run (``benchmarks/parallel_validation.py``); run under mpiexec.
 
     mpiexec -n P [ioadvisor run -o T.jsonl --] python mpi_replay_worker.py
-        {zarr-write|zarr-read|hdf5-read|mpio-write|mpio-write-ind} PATH ROWS COLS CHUNK_ROWS CHUNK_COLS BLOCK OUT.json
+        {zarr-write|zarr-read|hdf5-read|mpio-write|mpio-write-ind|mpio-read|mpio-read-rw} PATH ROWS COLS CHUNK_ROWS CHUNK_COLS BLOCK OUT.json
 
 Rank r owns rows [r*ROWS/P, (r+1)*ROWS/P) of one (ROWS, COLS) float32 array
 (ROWS/P a multiple of CHUNK_ROWS, so ranks touch disjoint chunks) and
@@ -9,7 +9,8 @@ reads or writes them in full-width slabs of BLOCK rows. The array already
 exists (the driver built it and emptied the page cache), except for
 ``mpio-write`` (collective writes) and ``mpio-write-ind`` (independent writes),
 where all ranks create it in a parallel-HDF5 file (``driver='mpio'``; needs an
-h5py built with MPI).
+h5py built with MPI). ``mpio-read`` / ``mpio-read-rw`` read with ``driver='mpio'``
+from a file opened ``'r'`` / ``'r+'`` (independent reads).
 Each rank times its own I/O phase, from a barrier to the close of the array
 (HDF5 flushes there), like ``iomodel.replay`` does for one process, and
 its CPU time (all threads: on a shared machine, wall minus CPU is mostly
@@ -53,9 +54,12 @@ def main(argv: list[str]) -> None:
     else:
         import h5py
 
-        if mode.startswith("mpio"):
+        if mode.startswith("mpio-write"):
             f = h5py.File(path, "w", driver="mpio", comm=comm)
             arr = f.create_dataset("data", (rows, cols), "f4", chunks=(crows, ccols))
+        elif mode.startswith("mpio-read"):
+            f = h5py.File(path, "r+" if mode == "mpio-read-rw" else "r", driver="mpio", comm=comm)
+            arr = f["data"]
         else:
             f = h5py.File(path, "r")
             arr = f["data"]

@@ -1,7 +1,9 @@
 """Compression/decompression time with a 95% interval (Liu, Yang, Jin's per-stage surrogate).
 
 t = sum over stages of coef_stage * count_stage, the counts coming from the gray-box model
-(:class:`~compression_model.graybox.StageCounts`):
+(:class:`~compression_model.graybox.StageCounts`). Every codec has a per-call term (one ``ds[...] = x``:
+dataset/pipeline set-up, the filter's own initialisation, e.g. the HDF5 SZ3 filter's ~15 ms) and a
+per-chunk term, then:
 
 - SZ3/SZ: per chunk (filter call, header, zstd frame), prediction+quantization (n points),
   histogram+codebook (n chunks x distinct codes), Huffman encoding (encoded bytes), lossless pass (bytes
@@ -10,8 +12,9 @@ t = sum over stages of coef_stage * count_stage, the counts coming from the gray
 - lossless codecs: per chunk, input bytes, output bytes.
 
 Coefficients are fitted on this machine by :func:`compression_model.calibrate.calibrate` (non-negative
-least squares on relative error, through the real HDF5 filters). The 95% interval combines the model's
-leave-one-out log residual spread and the system's repeat-timing spread: t * exp(+-1.96 sqrt(s_m^2 + s_s^2)).
+least squares on relative error, through the real HDF5 filters). The 95% interval combines the 2.5/97.5%
+quantiles q of the model's leave-one-out log residuals (asymmetric: the fit is biased on some chunk shapes)
+and the system's repeat-timing spread s_s: t * exp(-sqrt(q_lo^2 + (1.96 s_s)^2)) .. t * exp(+sqrt(q_hi^2 + ...)).
 """
 from __future__ import annotations
 
@@ -23,9 +26,9 @@ import numpy as np
 _Z95 = 1.959964
 #: stage name -> count it multiplies, per codec family
 STAGES = {
-    "sz": ("per_chunk", "predict_quantize", "histogram_codebook", "huffman_encode", "lossless"),
-    "zfp": ("per_chunk", "transform", "bitplane_coding"),
-    "lossless": ("per_chunk", "input", "output"),
+    "sz": ("per_call", "per_chunk", "predict_quantize", "histogram_codebook", "huffman_encode", "lossless"),
+    "zfp": ("per_call", "per_chunk", "transform", "bitplane_coding"),
+    "lossless": ("per_call", "per_chunk", "input", "output"),
 }
 
 
@@ -37,11 +40,11 @@ def stage_counts(counts, codec: str) -> np.ndarray:
     """The counted quantities multiplying each stage coefficient (STAGES[family(codec)] order)."""
     f = family(codec)
     if f == "sz":
-        return np.array([counts.n_chunks, counts.n_points, counts.n_chunks * counts.n_codes,
+        return np.array([1.0, counts.n_chunks, counts.n_points, counts.n_chunks * counts.n_codes,
                          counts.huffman_bytes, counts.lossless_in_bytes], dtype=float)
     if f == "zfp":
-        return np.array([counts.n_chunks, counts.n_blocks, counts.out_bytes], dtype=float)
-    return np.array([counts.n_chunks, counts.n_points * counts.itemsize, counts.out_bytes], dtype=float)
+        return np.array([1.0, counts.n_chunks, counts.n_blocks, counts.out_bytes], dtype=float)
+    return np.array([1.0, counts.n_chunks, counts.n_points * counts.itemsize, counts.out_bytes], dtype=float)
 
 
 def lossless_counts(n_points: int, itemsize: int, n_chunks: int, ratio: float):
@@ -87,8 +90,9 @@ class TimeEstimate:
 
 
 def _interval(t: float, params: dict) -> tuple:
-    s = math.hypot(params["log_sigma_model"], params["log_sigma_sys"])
-    return (t * math.exp(-_Z95 * s), t * math.exp(_Z95 * s))
+    sys_ = _Z95 * params["log_sigma_sys"]
+    q_lo, q_hi = params["log_q"]
+    return (t * math.exp(-math.hypot(min(q_lo, 0.0), sys_)), t * math.exp(math.hypot(max(q_hi, 0.0), sys_)))
 
 
 def predict_time(counts, codec_name: str, profile=None) -> TimeEstimate:
@@ -100,6 +104,9 @@ def predict_time(counts, codec_name: str, profile=None) -> TimeEstimate:
     out = {}
     for direction in ("compress", "decompress"):
         params = profile.time_params(codec_name, direction)
+        if len(params["coef"]) != x.size or "log_q" not in params:
+            raise KeyError(f"compression profile's {codec_name} time model predates the per-call term; "
+                           f"run `ioadvisor calibrate`")
         contrib = x * np.asarray(params["coef"], dtype=float)
         t = max(float(contrib.sum()), 1e-9)
         out[direction] = (t, _interval(t, params), contrib)
@@ -109,7 +116,8 @@ def predict_time(counts, codec_name: str, profile=None) -> TimeEstimate:
 
 
 def fit_stage_model(X: np.ndarray, t: np.ndarray, repeat_log_sd: np.ndarray) -> dict:
-    """Non-negative least squares of t ~ X @ coef on relative error; leave-one-out log residual spread.
+    """Non-negative least squares of t ~ X @ coef on relative error; leave-one-out log residuals (spread and
+    2.5/97.5% quantiles).
 
     ``repeat_log_sd``: per-row spread of log(repeat time / median) (system variability).
     """
@@ -127,4 +135,5 @@ def fit_stage_model(X: np.ndarray, t: np.ndarray, repeat_log_sd: np.ndarray) -> 
         loo.append(math.log(t[i] / max(float((X[i] / colscale) @ c_i), 1e-12)))
     loo = np.array(loo)
     return {"coef": list(coef_s / colscale), "log_sigma_model": float(np.sqrt(np.mean(loo ** 2))),
+            "log_q": [float(v) for v in np.percentile(loo, [2.5, 97.5])],
             "log_sigma_sys": float(np.sqrt(np.mean(np.square(repeat_log_sd)))), "n_fit": int(len(t))}

@@ -132,6 +132,8 @@ def _describe(ds, created: bool) -> DatasetInfo:
         fillvalue=fill,
         cache=cache,
         libver=tuple(f.libver),
+        driver=f.driver,
+        mode=f.mode,
         created=created,
         chunk_offsets=offsets,
     )

@@ -232,7 +232,9 @@ class DatasetRecord:
 
     ``chunk_offsets`` (HDF5 only, when cheap to get): an (n, ndim + 2) int64
     array, one row per allocated chunk: its chunk-grid coordinates, byte offset
-    in the file and stored size.
+    in the file and stored size. ``driver`` and ``mode`` (HDF5: the file driver,
+    e.g. "sec2" or "mpio", and "r" or "r+") decide whether HDF5 keeps its chunk
+    cache under MPI: it bypasses it for mpio files open for writing.
     """
 
     id: int
@@ -250,6 +252,8 @@ class DatasetRecord:
     cache: ChunkCache | None = None
     libver: tuple[str, str] | None = None
     zarr_format: int | None = None
+    driver: str | None = None
+    mode: str | None = None
     created: bool = False
     chunk_offsets: np.ndarray | None = field(default=None, compare=False)
 
@@ -281,6 +285,8 @@ class DatasetRecord:
             "cache": None if self.cache is None else self.cache.get_config(),
             "libver": None if self.libver is None else list(self.libver),
             "zarr_format": self.zarr_format,
+            "driver": self.driver,
+            "mode": self.mode,
             "created": self.created,
             "chunk_offsets": None if self.chunk_offsets is None else self.chunk_offsets.tolist(),
         }
@@ -328,6 +334,8 @@ class DatasetRecord:
             cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),
             libver=None if libver is None else tuple(libver),
             zarr_format=config.get("zarr_format"),
+            driver=config.get("driver"),
+            mode=config.get("mode"),
             created=bool(config.get("created", False)),
             chunk_offsets=offsets,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from instrumentation.records import WRITE, AccessRecord
+from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 
 from .cost import DISK_TERMS, METADATA_TERMS
 
@@ -37,19 +37,26 @@ def parallel_terms(terms: dict[str, float], library: str, p: int, c: int) -> dic
     return out
 
 
-def mpio_uncached(library: str, procs: int, accesses: Sequence[AccessRecord]) -> bool:
+def mpio_uncached(library: str, procs: int, accesses: Sequence[AccessRecord],
+                  dataset: DatasetRecord | None = None) -> bool:
     """Whether HDF5 ranks bypass their chunk caches (MPI-IO requests per run, formulas 9-10).
 
     HDF5 bypasses the chunk cache only for an MPI file driver on a file open for
     writing (``H5D__chunk_cacheable``, H5Dchunk.c), since another rank may write
-    the same chunk. Serial h5py cannot open one file for writing in several
-    processes (file locking), so a dataset written by two or more ranks, or by
-    the only recorded rank replicated on procs > 1 (weak scaling), means
-    ``driver='mpio'``. Read-only ranks, serial h5py or MPI-IO alike, keep their
-    caches: measured 19 read calls per rank where per-run requests predict 80000
-    (docs/parallel-validation.md).
+    the same chunk. Traces record the driver and open mode of HDF5 files; when
+    they are not known (a Zarr trace evaluated as HDF5, older traces) they are
+    inferred: serial h5py cannot open one file for writing in several processes
+    (file locking), so a dataset written by two or more ranks, or by the only
+    recorded rank replicated on procs > 1 (weak scaling), means ``driver='mpio'``;
+    ranks that only read are taken as serial h5py or mpio opened 'r', which keep
+    their caches (measured: 424 read calls for 4 ranks where per-run requests
+    count 3.8 million; docs/parallel-validation.md).
     """
-    if library != "hdf5" or procs < 2:
+    if library != "hdf5":
+        return False
+    if dataset is not None and dataset.library == "hdf5" and dataset.driver is not None:
+        return dataset.driver == "mpio" and dataset.mode != "r"
+    if procs < 2:
         return False
     writers = {a.rank for a in accesses if a.op == WRITE}
     recorded = {a.rank for a in accesses}

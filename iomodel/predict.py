@@ -11,10 +11,10 @@ from instrumentation.tracefile import Trace
 
 from .cost import term_seconds
 from .layout import Layout
-from .parallel import contention_factor, parallel_terms
+from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
 from .profile import SystemProfile
-from .variables import count_variables
+from .variables import Variables, count_variables
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
@@ -46,6 +46,56 @@ def extent(dataset: DatasetRecord, accesses: Sequence[AccessRecord], resized: Se
     return tuple(int(x) for x in shape)
 
 
+class Workload:
+    """The traced accesses of one array, split per rank, ready to replay against many layouts.
+
+    Ranks are taken as recorded. ``procs`` > the recorded ranks models each
+    recorded rank's pattern running on procs processes on their own data (weak
+    scaling): contention from procs, variables from the recorded ranks.
+    ``warm``: the array starts in the page cache (see ``count_variables``).
+    """
+
+    def __init__(self, dataset: DatasetRecord, accesses: Sequence[AccessRecord],
+                 shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False):
+        if procs < 1:
+            raise ValueError(f"procs must be >= 1, got {procs}")
+        self.dataset, self.warm = dataset, warm
+        self.accesses = [a for a in accesses if a.dataset == dataset.id]
+        self.shape = tuple(shape) if shape is not None else extent(dataset, self.accesses)
+        ranks = sorted({a.rank for a in self.accesses}) or [0]
+        self.by_rank = [[a for a in self.accesses if a.rank == r] for r in ranks]
+        self.procs = max(procs, len(ranks))
+
+    def variables(self, layout: Layout, page_cache_bytes: int) -> list[Variables]:
+        """Counted variables of each recorded rank."""
+        if layout.shape != self.shape:
+            layout = layout.with_shape(self.shape)
+        parallel = mpio_uncached(layout.library, self.procs, self.accesses, self.dataset)
+        return [count_variables(acc, self.dataset, layout, page_cache_bytes, parallel=parallel, warm=self.warm)
+                for acc in self.by_rank]
+
+    def terms(self, v: Variables, library: str, profile: SystemProfile, servers: int | None = None) -> dict[str, float]:
+        """One rank's seconds per term among ``procs`` processes (formulas 1-10)."""
+        terms = term_seconds(v, library, profile)
+        if self.procs > 1:
+            c = servers if servers is not None else profile.servers(library)
+            terms = parallel_terms(terms, library, self.procs, c)
+        return terms
+
+    def predict(self, layout: Layout, profile: SystemProfile, servers: int | None = None) -> Prediction:
+        """The job takes as long as its slowest rank."""
+        if layout.shape != self.shape:
+            layout = layout.with_shape(self.shape)
+        per_rank = []
+        for v in self.variables(layout, profile.page_cache_bytes):
+            terms = self.terms(v, layout.library, profile, servers)
+            per_rank.append((sum(terms.values()), terms, v))
+        seconds, terms, v = max(per_rank, key=lambda x: x[0])
+        c = servers if servers is not None else profile.servers(layout.library)
+        cf = contention_factor(self.procs, c)
+        return Prediction(layout, seconds, terms, v, self.procs, cf, tuple(x[0] for x in per_rank))
+
+
 def predict(
     trace_or_accesses: Trace | Sequence[AccessRecord],
     layout: Layout,
@@ -55,13 +105,9 @@ def predict(
     dataset: DatasetRecord | int | str | None = None,
     warm: bool = False,
 ) -> Prediction:
-    """Predicted time of the traced accesses of one array stored as ``layout``.
+    """Predicted time of the traced accesses of one array stored as ``layout`` (see ``Workload``).
 
-    Ranks are taken as recorded. ``procs`` > the recorded ranks models each
-    recorded rank's pattern running on procs processes on their own data (weak
-    scaling): contention from procs, variables from the recorded ranks.
-    ``servers`` overrides the profile's c. ``warm``: the array starts in the
-    page cache (see ``count_variables``).
+    ``servers`` overrides the profile's c.
     """
     if isinstance(trace_or_accesses, Trace):
         ds = dataset if isinstance(dataset, DatasetRecord) else pick_dataset(trace_or_accesses, dataset)
@@ -73,23 +119,5 @@ def predict(
         ds = dataset
         accesses = [a for a in trace_or_accesses if a.dataset == ds.id]
         resized = []
-    if procs < 1:
-        raise ValueError(f"procs must be >= 1, got {procs}")
-    shape = extent(ds, accesses, resized)
-    if shape != layout.shape:
-        layout = layout.with_shape(shape)
-    ranks = sorted({a.rank for a in accesses}) or [0]
-    p = max(procs, len(ranks))
-    c = servers if servers is not None else profile.servers(layout.library)
-    cf = contention_factor(p, c)
-    per_rank = []
-    for r in ranks:
-        mine = [a for a in accesses if a.rank == r]
-        v = count_variables(mine, ds, layout, profile.page_cache_bytes,
-                            parallel=p > 1 and layout.library == "hdf5", warm=warm)
-        terms = term_seconds(v, layout.library, profile)
-        if p > 1:
-            terms = parallel_terms(terms, layout.library, p, c)
-        per_rank.append((sum(terms.values()), terms, v))
-    seconds, terms, v = max(per_rank, key=lambda x: x[0])
-    return Prediction(layout, seconds, terms, v, p, cf, tuple(x[0] for x in per_rank))
+    work = Workload(ds, accesses, extent(ds, accesses, resized), procs, warm)
+    return work.predict(layout, profile, servers)

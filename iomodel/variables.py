@@ -305,19 +305,21 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                 rtouched[blk] = 1
                 out[N_RINDEX] += 1
             if parallel and not filtered:
-                # MPI-IO: one request per run contiguous in both chunk and buffer (formulas 8-10)
+                # MPI-IO: one request per run contiguous in both chunk and buffer (formulas 8-10);
+                # requests that continue where the previous one ended do not seek: one seek per
+                # run contiguous in the chunk alone (measured: docs/parallel-validation.md)
                 off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
                 if write:
                     out[N_WDISK] += nrun_a[j]
                     out[S_WDISK] += nbytes
-                    out[N_WSEEK] += nrun_a[j]
+                    out[N_WSEEK] += nfrun_a[j]
                     if blk not in wtouched:
                         wtouched[blk] = 1
                         out[N_WINDEX] += 1
                 else:
                     out[N_RDISK] += nrun_a[j]
                     out[S_RDISK] += nbytes
-                    out[N_RSEEK] += nrun_a[j]
+                    out[N_RSEEK] += nfrun_a[j]
                 continue
             slot = -1
             if fits:

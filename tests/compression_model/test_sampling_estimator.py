@@ -92,3 +92,24 @@ def test_hybrid_combines_sampling_and_graybox(field):
     assert width(h) <= min(width(s), width(g)) * (1 + 1e-9)
     lossless = estimate(field, "blosc-zstd", method="hybrid", chunks=(16, 32, 32))
     assert lossless.method == "sampling"  # the gray-box model covers lossy codecs only
+
+
+def test_auto_picks_graybox_for_zfp_on_many_finite_chunks_only():
+    field = np.cumsum(np.random.default_rng(3).normal(size=(32, 64, 128)), axis=2).astype(np.float32)
+    kw = dict(error_bound="rel:1e-3", chunks=(8, 16, 32), sample_fraction=0.02)  # 64 chunks
+    assert estimate(field, "zfp", **kw).method == "graybox"
+    assert estimate(field, "sz3", **kw).method == "sampling"
+    assert estimate(field, "zfp", **{**kw, "chunks": (16, 32, 64)}).method == "sampling"  # 8 chunks
+    masked = field.copy()
+    masked[:, :8] = np.nan
+    e = estimate(masked, "zfp", **kw)
+    assert e.method == "sampling" and not e.safe  # ZFP loses NaN: never the gray-box shortcut, flagged
+
+
+def test_small_field_says_the_cost_budget_cannot_hold():
+    field = np.cumsum(np.random.default_rng(4).normal(size=(64, 96)), axis=1).astype(np.float32)
+    e = estimate(field, "sz3", "rel:1e-3", (32, 32), method="sampling", sample_fraction=0.01)
+    assert e.notes and "cost budget cannot hold" in e.notes[0] and "compressed 100%" in e.notes[0]
+    assert Estimate.from_config(e.get_config()).notes == e.notes
+    big = np.tile(field, (8, 8))  # 393k points: 1% is above the 32768-point minimum
+    assert not estimate(big, "sz3", "rel:1e-3", (64, 64), method="sampling", sample_fraction=0.1).notes

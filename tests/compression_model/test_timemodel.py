@@ -18,10 +18,13 @@ def test_fit_recovers_stage_coefficients_and_reports_spreads():
     assert fit["log_sigma_model"] < 1e-6 and fit["log_sigma_sys"] == 0.0
     noisy = fit_stage_model(X, t * np.exp(rng.normal(0, 0.1, 40)), np.full(40, 0.05))
     assert 0.05 < noisy["log_sigma_model"] < 0.2 and noisy["log_sigma_sys"] == pytest.approx(0.05)
+    lo, hi = noisy["log_q"]  # residual quantiles of 40 N(0, 0.1) draws
+    assert -0.35 < lo < -0.05 and 0.05 < hi < 0.35
 
 
 def _profile(sigma):
-    params = {"coef": [1e-4, 2e-9, 5e-8], "log_sigma_model": sigma, "log_sigma_sys": sigma}
+    params = {"coef": [3e-3, 1e-4, 2e-9, 5e-8], "log_sigma_model": sigma, "log_q": [-2 * sigma, 2 * sigma],
+              "log_sigma_sys": sigma}
     return CompressionProfile(machine="test", time={"zfp": {"compress": params, "decompress": params}})
 
 
@@ -29,7 +32,7 @@ def test_prediction_is_the_sum_of_stages_with_a_widening_interval():
     counts = StageCounts(n_points=10**6, itemsize=4, n_chunks=16, n_blocks=62500, out_bytes=1e6)
     narrow = predict_time(counts, "zfp", _profile(0.05))
     wide = predict_time(counts, "zfp", _profile(0.2))
-    expected = 16 * 1e-4 + 62500 * 2e-9 + 1e6 * 5e-8
+    expected = 3e-3 + 16 * 1e-4 + 62500 * 2e-9 + 1e6 * 5e-8
     assert narrow.compress_s == pytest.approx(expected)
     assert sum(narrow.stages.values()) == pytest.approx(expected)
     assert set(narrow.stages) == set(STAGES["zfp"])
@@ -40,7 +43,7 @@ def test_prediction_is_the_sum_of_stages_with_a_widening_interval():
 
 def test_lossless_counts_and_uncalibrated_profile():
     c = lossless_counts(1000, 4, 2, 4.0)
-    assert stage_counts(c, "blosc-zstd").tolist() == [2, 4000, 1000]
+    assert stage_counts(c, "blosc-zstd").tolist() == [1, 2, 4000, 1000]  # one call, 2 chunks, bytes in/out
     with pytest.raises(KeyError, match="calibrate"):
         predict_time(c, "blosc-zstd", CompressionProfile())
 
@@ -64,5 +67,6 @@ def test_shipped_profile_is_calibrated():
     prof = load_profile()
     assert prof.calibrated, "run python -m compression_model.calibrate to produce profiles/default.json"
     for codec in ("sz3", "sz", "zfp"):
-        assert prof.time_params(codec, "compress")["coef"]
+        params = prof.time_params(codec, "compress")
+        assert len(params["coef"]) == len(STAGES["sz" if codec != "zfp" else "zfp"]) and "log_q" in params
         assert prof.ratio_params(codec)["coef"]

@@ -1,5 +1,6 @@
 """Cost terms, the parallel model, predict() and the `ioadvisor predict` CLI."""
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -72,11 +73,23 @@ def test_parallel_disk_terms_scale_with_cf_and_zarr_metadata_with_p():
 def test_parallel_hdf5_uses_mpiio_requests_per_run_and_slowest_rank():
     prof = _profile()
     tr = _trace(ranks=(0, 1, 2))
-    p = predict(tr, parse_layout("current", DS), prof)
+    mpio = replace(DS, driver="mpio", mode="r+")
+    tr.datasets[0] = mpio
+    p = predict(tr, parse_layout("current", mpio), prof)
     assert p.procs == 3 and len(p.per_rank_seconds) == 3
     assert p.seconds == max(p.per_rank_seconds)
     # each 10x64 box covers 8 chunks of 8 columns: 10 runs each, one MPI-IO request per run
     assert p.variables.n_rdisk == 50 * 8 * 10
+
+
+def test_parallel_hdf5_readers_keep_their_chunk_caches():
+    prof = _profile()
+    for ds in (replace(DS, driver="mpio", mode="r"), replace(DS, driver="sec2", mode="r"), DS):
+        tr = _trace(ranks=(0, 1, 2))
+        tr.datasets[0] = ds
+        p = predict(tr, parse_layout("current", ds), prof)
+        # whole chunks through the cache: each rank's 500 rows are one row of 8 chunks of 500x8
+        assert p.variables.n_rdisk == 8 and p.variables.s_rdisk == 8 * 500 * 8 * 4
 
 
 def test_cli_predict_json_and_table(tmp_path, capsys):
