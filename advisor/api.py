@@ -72,8 +72,7 @@ def advise(
     if dataset is not None:
         targets = [pick_dataset(trace, dataset)]
     else:
-        accessed = {a.dataset for a in trace.accesses}
-        targets = [d for i, d in sorted(trace.datasets.items()) if i in accessed]
+        targets = trace.accessed()
         if not targets:
             raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
     nprocs = procs if procs is not None else trace.nprocs
@@ -94,11 +93,9 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
     from advisor.search import CostModel, DataSource, search
     from instrumentation.patterns import classify
     from instrumentation.records import READ, WRITE
-    from iomodel.predict import extent
 
-    accesses = [a for a in trace.accesses if a.dataset == ds.id]
-    resized = [r.shape for r in trace.resizes if r.dataset == ds.id]
-    shape = extent(ds, accesses, resized)
+    accesses = trace.accesses_of(ds.id)
+    shape = trace.extent(ds.id)
     pattern = classify(accesses, shape)
     reads = classify([a for a in accesses if a.op == READ], shape)
     writes = classify([a for a in accesses if a.op == WRITE], shape)
@@ -118,7 +115,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
             s = data.safety
             notes.append(f"data has {s.n_nan} NaN, {s.n_inf} Inf, {s.n_fill} fill values among {s.n} scanned: "
                          "codecs that would lose them are excluded")
-        resizable = needs_resizable(ds, bool(resized))
+        resizable = needs_resizable(ds, any(r.dataset == ds.id for r in trace.resizes))
         base = baselines(ds, shape, resizable)
         if data.array is not None:  # zarr.create_array's default compressor is zstd
             base["zarr"] = base["zarr"].with_codec("zstd", None)

@@ -13,6 +13,10 @@ ranks replay at the same time, one process each, and the time is the slowest
 rank's (the parallel model's max over ranks). Serial h5py cannot have two
 writers on one file, so a multi-rank trace with writes replays its accesses
 in time order in one process (``VerifyRow.parallel`` is False then).
+
+With a ``deadline`` every replay runs in a separate process that is killed
+when it runs past it (some default layouts take minutes); its time is then a
+lower bound (``VerifyRow.timed_out``).
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, R
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.layout import Layout
 from iomodel.predict import extent, pick_dataset
-from iomodel.replay import LayoutSpec, ReplayError, build, data_path, index_of, replay, stored_bytes
+from iomodel.replay import DATASET_NAME, LayoutSpec, ReplayError, build, data_path, index_of, replay, stored_bytes
 
 MAX_BYTES = 2 << 30
 """Largest array region verify rebuilds per layout (the user's data is held in memory once)."""
@@ -142,14 +146,17 @@ class VerifyResult:
             upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
             ranks = " ranks replayed concurrently," if any(r.parallel for r in rows) else ""
             out.append(f"{name}  ({'user data' if src == 'user' else 'synthetic data: file not readable'},"
-                       f"{ranks} cold page cache, median of {upto}{self.repeat} replays)")
-            out.append(f"  {'layout':<12} {'library':<7} {'chunks':<16} {'codec':<18} {'predicted':>10} "
-                       f"{'measured':>10} {'meas/pred':>9} {'stored':>10} {'speed-up':>8}")
+                       f"{ranks} cold page cache, " + (f"median of {upto}{self.repeat} replays)" if self.repeat > 1
+                                                       else "one replay)"))
+            out.append(f"  {'':<12} {'library':<7} {'layout (chunks, cache/shards)':<32} {'codec':<18} "
+                       f"{'predicted':>10} {'measured':>10} {'meas/pred':>9} {'stored':>10} {'speed-up':>8}")
             base = next((r.measured_seconds for r in rows if r.label == "current"), None)
             for r in rows:
                 chunks = "contiguous" if r.chunks is None else "x".join(map(str, r.chunks))
                 if r.shards:
-                    chunks += "/" + "x".join(map(str, r.shards))
+                    chunks += " shards=" + "x".join(map(str, r.shards))
+                if r.cache_bytes is not None:
+                    chunks += f" cache={r.cache_bytes / 2**20:g}MiB"
                 codec = r.compressor or "none"
                 if r.error_bound:
                     codec += f" {r.error_bound}"
@@ -157,7 +164,7 @@ class VerifyResult:
                 ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
                 speed = "-" if not base or not r.measured_seconds else f"{base / r.measured_seconds:.2f}x"
                 meas = (">" if r.timed_out else "") + f"{r.measured_seconds:.3f}"
-                out.append(f"  {r.label:<12} {r.library:<7} {chunks:<16} {codec:<18} {pred:>10} "
+                out.append(f"  {r.label:<12} {r.library:<7} {chunks:<32} {codec:<18} {pred:>10} "
                            f"{meas:>8} s {ratio:>9} {_mb(r.stored_bytes):>10} {speed:>8}")
             errs = [r for r in rows if r.max_error is not None]
             if errs:
@@ -277,7 +284,7 @@ def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndar
         import h5py
 
         with h5py.File(path, "w", libver=spec.libver or ("earliest", "latest")) as f:
-            dset = f.create_dataset("data", shape=shape, dtype=spec.dtype, chunks=spec.chunks,
+            dset = f.create_dataset(DATASET_NAME, shape=shape, dtype=spec.dtype, chunks=spec.chunks,
                                     maxshape=spec.maxshape or ((None,) * len(shape) if resizable else None),
                                     **codec.hdf5_kwargs())
             if fill:
@@ -346,7 +353,7 @@ def _stored_error(spec: LayoutSpec, workdir: Path, data: np.ndarray, events: lis
         import h5py
 
         with h5py.File(path, "r") as f:
-            stored = f["data"][...]
+            stored = f[DATASET_NAME][...]
     else:
         import zarr
 
@@ -556,7 +563,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
 # ---- choices from the advice ------------------------------------------------------------------------
 
 
-def current_choice(trace: Trace, ds: DatasetRecord, predicted: float | None = None,
+def current_choice(ds: DatasetRecord, predicted: float | None = None,
                    ci: tuple[float, float] | None = None) -> Choice:
     """The recorded layout, built with the recorded filters (zarr's default zstd included)."""
     return Choice("current", Layout.from_dataset(ds), predicted, ci, filters=tuple(ds.filters))
@@ -583,7 +590,7 @@ def choices_from_advice(advice, trace: Trace, ds: DatasetRecord, top: int, *, de
     entry = dataset_advice(advice, ds)
     shape = _extent(trace, ds)
     cur = entry.current
-    out = [current_choice(trace, ds, cur.seconds, tuple(cur.seconds_ci) if cur.seconds_ci else None)]
+    out = [current_choice(ds, cur.seconds, tuple(cur.seconds_ci) if cur.seconds_ci else None)]
     out += [choice_of(rec, f"#{k}", ds, shape) for k, rec in enumerate(entry.candidates[:top], 1)]
     if defaults:
         out += [choice_of(rec, f"{lib} default", ds, shape) for lib, rec in entry.defaults.items()]
@@ -673,7 +680,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         rows = []
         for ds in targets:
             choices = (choices_from_advice(advice, trace, ds, top, defaults=defaults) if advice is not None
-                       else [current_choice(trace, ds)])
+                       else [current_choice(ds)])
             rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
                                    max_bytes=max_bytes)
     finally:
@@ -683,5 +690,5 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
 
 
 __all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyResult", "VerifyRow",
-           "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name", "load_data",
-           "measure_all", "synthetic", "verify", "verify_choices"]
+           "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name",
+           "load_data", "measure_all", "synthetic", "verify", "verify_choices"]

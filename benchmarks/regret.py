@@ -167,9 +167,12 @@ def table(results: list[dict]) -> str:
         lines.append(f"regret (median replay): median {statistics.median(regrets):.2f}, worst {max(regrets):.2f} "
                      f"(target <= 1.10 median, <= 1.5 worst); recommendation measured fastest in "
                      f"{sum(r['rec_measured_rank'] == 1 for r in ok)}/{len(ok)} workloads")
-        lines.append(f"regret (fastest replay): median {statistics.median(mins):.2f}, worst {max(mins):.2f}")
+        lines.append(f"regret (fastest replay): median {statistics.median(mins):.2f}, worst {max(mins):.2f}; "
+                     f"regret <= 1.10 in {sum(x <= 1.10 for x in regrets)}/{len(ok)}, "
+                     f"<= 1.5 in {sum(x <= 1.5 for x in regrets)}/{len(ok)} workloads")
         for key, what in (("h5py_default", "h5py's default layout"),
-                          ("h5py_auto", "h5py's chunks=True (auto chunks)"), ("zarr_default", "zarr's default")):
+                          ("h5py_auto", "h5py's chunks=True (auto chunks)"), ("zarr_default", "zarr's default"),
+                          ("current", "the layout the program used")):
             x = [r[f"speedup_vs_{key}"] for r in ok if r.get(f"speedup_vs_{key}")]
             if x:
                 lines.append(f"speed-up over {what}: median {statistics.median(x):.2f}x, "

@@ -6,8 +6,8 @@
 - ``"hybrid"``: both, combined by inverse-variance weighting of log ratio / log time (each 95% interval
   gives the variance), so the model is corrected by a few real compressions;
 - ``"auto"``: the shipped choice, per codec by measurement (:func:`auto_method`; docs/compression-sampling.md):
-  gray-box for ZFP on fields of >= 32 chunks (exact bit count of zfp's coder on sampled blocks: within 8%
-  there, at about half the sampling cost), sampling for smaller fields, for SZ/SZ3 (the gray-box SZ models miss by 17-23% median and by
+  gray-box for ZFP on fields of >= 32 chunks too small for the sampling minimum (exact bit count of zfp's
+  coder on sampled blocks: within 8% there, at about half the sampling cost), sampling for other fields, for SZ/SZ3 (the gray-box SZ models miss by 17-23% median and by
   up to 276% on NaN-masked fields) and for the lossless codecs (no gray-box model); the hybrid was not
   measured better for any codec.
 """
@@ -120,7 +120,8 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
     if target == "hdf5" and safety.n_nan and not codec.hdf5_handles_nan:
         target = "zarr"  # measure with the Python binding rather than crash in the HDF5 filter
     n_chunks = math.prod(se.chunk_grid(shape, chunks))
-    chosen = auto_method(codec, safety, n_chunks) if method == "auto" else method
+    n_points = math.prod(shape)
+    chosen = auto_method(codec, safety, n_chunks, sample_fraction * n_points) if method == "auto" else method
     if chosen != "sampling" and not codec.lossy:
         chosen = "sampling"  # the gray-box model covers the lossy codecs only
     notes = []
@@ -176,10 +177,13 @@ GRAYBOX_MIN_CHUNKS = 32
 fewer chunks (edge-chunk effects) it reached 36% (docs/compression-sampling.md)."""
 
 
-def auto_method(codec: Codec, safety: DataSafety, n_chunks: int) -> str:
-    """The estimator measured best for this codec (docs/compression-sampling.md, 22 real fields vs the HDF5
-    filters): gray-box for ZFP on finite data with many chunks, sampling otherwise."""
-    if codec.codec_id == "zfp" and not safety.has_nonfinite and n_chunks >= GRAYBOX_MIN_CHUNKS:
+def auto_method(codec: Codec, safety: DataSafety, n_chunks: int, sample_points: float) -> str:
+    """The estimator measured best for this codec (docs/compression-sampling.md, 22 real fields and a 256 MB
+    field vs the HDF5 filters): gray-box for ZFP on finite data with many chunks while the requested sample is
+    below the sampling estimator's minimum (its fixed work dominates there: cost 7-37% vs 8-125%); sampling
+    otherwise (on 256 MB it was cheaper, 4.1% vs 6.5%, and its time 17% vs 47% off)."""
+    if (codec.codec_id == "zfp" and not safety.has_nonfinite and n_chunks >= GRAYBOX_MIN_CHUNKS
+            and sample_points < se.MIN_BLOCKS * se.MIN_TILE_POINTS):
         return "graybox"
     return "sampling"
 

@@ -17,6 +17,7 @@ For a sharded array ``chunks`` is the inner chunk shape (what one read decodes),
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import replace
 from time import perf_counter
@@ -142,11 +143,7 @@ def _traced_selection(op: str, original):
             HUB.error(exc)
         return result
 
-    wrapper.__name__ = original.__name__
-    wrapper.__qualname__ = original.__qualname__
-    wrapper.__doc__ = original.__doc__
-    wrapper.__wrapped__ = original
-    return wrapper
+    return functools.update_wrapper(wrapper, original)
 
 
 def _traced_resize(original):
@@ -164,10 +161,7 @@ def _traced_resize(original):
             HUB.error(exc)
         return result
 
-    _resize.__qualname__ = original.__qualname__
-    _resize.__doc__ = original.__doc__
-    _resize.__wrapped__ = original
-    return _resize
+    return functools.update_wrapper(_resize, original)
 
 
 def _traced_save_metadata(original):
@@ -182,10 +176,7 @@ def _traced_save_metadata(original):
                 HUB.error(exc)
         return result
 
-    _save_metadata.__qualname__ = original.__qualname__
-    _save_metadata.__doc__ = original.__doc__
-    _save_metadata.__wrapped__ = original
-    return _save_metadata
+    return functools.update_wrapper(_save_metadata, original)
 
 
 def patches() -> list[tuple[object, str, object]]:

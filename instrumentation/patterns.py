@@ -196,12 +196,6 @@ class DatasetUsage:
         }
 
 
-def _extent(trace: Trace, ds: DatasetRecord) -> tuple[int, ...]:
-    """Largest extent the dataset had during the trace (it may have been resized)."""
-    shapes = [ds.shape] + [r.shape for r in trace.resizes if r.dataset == ds.id and len(r.shape) == len(ds.shape)]
-    return tuple(int(v) for v in np.max(np.asarray(shapes, dtype=np.int64), axis=0)) if ds.shape else ()
-
-
 def summarize(trace: Trace) -> list[DatasetUsage]:
     """One usage summary per dataset of the trace, in dataset-id order."""
     by_ds: dict[int, list[AccessRecord]] = {i: [] for i in trace.datasets}
@@ -212,7 +206,7 @@ def summarize(trace: Trace) -> list[DatasetUsage]:
         accs = by_ds[i]
         reads = [a for a in accs if a.op == READ]
         writes = [a for a in accs if a.op == WRITE]
-        shape = _extent(trace, ds)
+        shape = trace.extent(i)
         out.append(DatasetUsage(
             dataset=ds,
             n_reads=len(reads),

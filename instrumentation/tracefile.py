@@ -156,6 +156,32 @@ class Trace:
     def accesses_of(self, dataset_id: int) -> list[AccessRecord]:
         return [a for a in self.accesses if a.dataset == dataset_id]
 
+    def accessed(self) -> list[DatasetRecord]:
+        """Datasets with at least one access, in id order."""
+        used = {a.dataset for a in self.accesses}
+        return [d for i, d in sorted(self.datasets.items()) if i in used]
+
+    def extent(self, dataset_id: int) -> tuple[int, ...]:
+        """Largest extent the dataset reaches in the trace (see ``extent``)."""
+        return extent(self.datasets[dataset_id], self.accesses_of(dataset_id),
+                      [r.shape for r in self.resizes if r.dataset == dataset_id])
+
+
+def extent(dataset: DatasetRecord, accesses: list[AccessRecord], resized=()) -> tuple[int, ...]:
+    """Largest extent an array reaches: its recorded shape, resizes, and every selection's upper corner."""
+    ndim = len(dataset.shape)
+    tops = [np.asarray(dataset.shape, np.int64).reshape(1, ndim)]
+    tops += [np.asarray([s], np.int64) for s in resized if len(s) == ndim]
+    slabs = [a.selection for a in accesses if a.selection.kind == "hyperslab" and a.selection.ndim == ndim]
+    if slabs:  # vectorized: start + stride * (count - 1) + block, where anything is selected
+        start, count, stride, block = (np.asarray([getattr(s, k) for s in slabs], np.int64).reshape(-1, ndim)
+                                       for k in ("start", "count", "stride", "block"))
+        some = (count > 0) & (block > 0)
+        tops.append(np.where(some, start + stride * (count - 1) + block, start))
+    tops += [np.asarray([a.selection.bounds()[1]], np.int64) for a in accesses
+             if a.selection.kind != "hyperslab" and len(a.selection.bounds()[1]) == ndim]
+    return tuple(int(v) for v in np.concatenate(tops).max(axis=0)) if ndim else ()
+
 
 def _parse_line(text: str, where: str, rank: int):
     try:
@@ -305,6 +331,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceWriter",
+    "extent",
     "load_trace",
     "merge_traces",
     "write_trace",

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from instrumentation.records import AccessRecord, DatasetRecord
-from instrumentation.tracefile import Trace
+from instrumentation.tracefile import Trace, extent
 
 from .cost import term_seconds
 from .layout import Layout
@@ -34,16 +34,6 @@ def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecor
             return d
     names = ", ".join(sorted(d.path for d in trace.datasets.values()))
     raise ValueError(f"{trace.source or 'trace'}: no dataset {dataset!r} (recorded: {names})")
-
-
-def extent(dataset: DatasetRecord, accesses: Sequence[AccessRecord], resized: Sequence[tuple[int, ...]] = ()) -> tuple[int, ...]:
-    """Largest extent the array reaches in the trace (creation shape, resizes, selections)."""
-    shape = np.asarray(dataset.shape, np.int64)
-    for s in resized:
-        shape = np.maximum(shape, s)
-    for a in accesses:
-        shape = np.maximum(shape, a.selection.bounds()[1])
-    return tuple(int(x) for x in shape)
 
 
 class Workload:

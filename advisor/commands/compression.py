@@ -220,8 +220,8 @@ def format_table(target, data, library, safety, results) -> str:
              f"{'dec MB/s':>9s} {'method':8s} notes"]
     for r in results:
         eb = "-" if r["error_bound"] is None else f"{r['error_bound']['mode']}:{r['error_bound']['value']:g}"
-        notes = "; ".join(r["problems"] + (["target ratio not reached"] if r.get("target_ratio_met") is False
-                                           else []))
+        notes = "; ".join(r["problems"] + r.get("notes", [])
+                          + (["target ratio not reached"] if r.get("target_ratio_met") is False else []))
         m = r.get("measured")
         if m:
             notes = (notes + "; " if notes else "") + (

@@ -136,7 +136,7 @@ def test_compressed_candidate_built_and_replayed_in_process_and_pooled(traced, t
     trace, _ = traced
     ds = next(iter(trace.datasets.values()))
     layout = Layout(library, SHAPE, 4, (100, 24))
-    choices = [current_choice(trace, ds), Choice("zstd", layout, compressor="zstd"),
+    choices = [current_choice(ds), Choice("zstd", layout, compressor="zstd"),
                Choice("sz3", layout, compressor="sz3", error_bound="abs:0.01")]
     for deadline in (None, 120) if library == "zarr" else (None,):  # the pooled path once per trace is enough
         rows = verify_choices(trace, ds, choices, tmp_path / "work", deadline=deadline)
