@@ -40,7 +40,7 @@ import numpy as np
 from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, ResizeRecord
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.layout import Layout
-from iomodel.predict import extent, pick_dataset
+from iomodel.predict import pick_dataset
 from iomodel.replay import DATASET_NAME, LayoutSpec, ReplayError, build, data_path, index_of, replay, stored_bytes
 
 MAX_BYTES = 2 << 30
@@ -588,18 +588,13 @@ def choice_of(rec, label: str, ds: DatasetRecord, shape: Sequence[int]) -> Choic
 def choices_from_advice(advice, trace: Trace, ds: DatasetRecord, top: int, *, defaults: bool = False) -> list[Choice]:
     """Current layout + the top-``top`` ranked candidates (+ the libraries' defaults) of the advice for ``ds``."""
     entry = dataset_advice(advice, ds)
-    shape = _extent(trace, ds)
+    shape = trace.extent(ds.id)
     cur = entry.current
     out = [current_choice(ds, cur.seconds, tuple(cur.seconds_ci) if cur.seconds_ci else None)]
     out += [choice_of(rec, f"#{k}", ds, shape) for k, rec in enumerate(entry.candidates[:top], 1)]
     if defaults:
         out += [choice_of(rec, f"{lib} default", ds, shape) for lib, rec in entry.defaults.items()]
     return out
-
-
-def _extent(trace: Trace, ds: DatasetRecord) -> tuple[int, ...]:
-    accesses = [a for a in trace.accesses if a.dataset == ds.id]
-    return extent(ds, accesses, [r.shape for r in trace.resizes if r.dataset == ds.id])
 
 
 # ---- the API ---------------------------------------------------------------------------------------
@@ -609,7 +604,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
                    repeat: int = 1, budget: float | None = None, deadline: float | None = None,
                    max_bytes: int = MAX_BYTES, seed: int = 0) -> list[VerifyRow]:
     """Measure each choice for one dataset (user data when readable) and pair it with its prediction."""
-    shape = _extent(trace, ds)
+    shape = trace.extent(ds.id)
     nbytes = int(np.prod(shape, dtype=np.int64)) * ds.itemsize
     if nbytes > max_bytes:
         raise VerifyError(f"dataset {dataset_name(ds)}: {nbytes / 2**30:.1f} GiB is more than verify rebuilds "
@@ -664,8 +659,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
     if dataset is not None:
         targets = [pick_dataset(trace, dataset)]
     else:
-        used = {a.dataset for a in trace.accesses}
-        targets = [d for i, d in sorted(trace.datasets.items()) if i in used]
+        targets = trace.accessed()
     if not targets:
         raise VerifyError(f"{trace.source or 'trace'}: no accesses recorded, nothing to verify")
     if advice is None and (top > 0 or defaults):

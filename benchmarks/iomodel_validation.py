@@ -288,8 +288,10 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
         "",
         f"Measured {result['date']} on {mach.get('cpu', '?')}, {mach.get('cores')} cores, kernel {mach.get('kernel')}, "
         f"h5py {mach['versions'].get('h5py')} (HDF5 {mach['versions'].get('hdf5')}), zarr {mach['versions'].get('zarr')}; "
-        f"{result['repeat']} repetition(s) per case (median). **The machine was shared with other engineers' "
-        "benchmarks while this ran (load average well above the 2 cores): absolute times carry that noise.**",
+        f"{result['repeat']} repetition(s) per case (median). 1-minute load average "
+        f"{result['loadavg'][0]:.1f} at the start and {result['loadavg'][1]:.1f} at the end (2 cores)"
+        + (": **the machine was shared with other benchmarks while this ran; absolute times carry that noise.**"
+           if max(result["loadavg"]) > 1.5 else "."),
         "",
         "Reproduce:",
         "",
@@ -352,6 +354,7 @@ def main(argv=None) -> int:
     cases = validation_cases(args.quick)
     repeat = args.repeat or (1 if args.quick else 3)
     work = Path(args.workdir)
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     print(f"{len(cases)} cases, {repeat} repetition(s), cold page cache", file=sys.stderr)
     runs = measure_cases(cases, work / "data", repeat=repeat, progress=lambda m: print(m, file=sys.stderr))
@@ -376,7 +379,7 @@ def main(argv=None) -> int:
     figs = figures(rows, Path(args.figures), stem)
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "quick": args.quick, "repeat": repeat, "machine": machine_info(), "profile_path": args.profile,
-              "measure_seconds": t_meas, "predict_seconds": t_pred, "metrics": m, "rows": rows,
+              "loadavg": [load0, os.getloadavg()[0]], "measure_seconds": t_meas, "predict_seconds": t_pred, "metrics": m, "rows": rows,
               "figures": [str(p) for p in figs]}
     Path(args.results).mkdir(parents=True, exist_ok=True)
     out = Path(args.results) / f"{stem}.json"

@@ -76,18 +76,17 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
     from advisor.verify import Choice, choices_from_advice, verify_choices
     from instrumentation.tracefile import load_trace
     from iomodel.layout import Layout
-    from iomodel.predict import extent
 
     trace_path, traced_s = trace_workload(w, workdir, scale)
     trace = load_trace(trace_path)
     t = time.perf_counter()
     adv = advise(trace, profile=profile, top=top)
     advise_s = time.perf_counter() - t
-    ds = next(d for d in trace.datasets.values() if any(a.dataset == d.id for a in trace.accesses))
+    ds = trace.accessed()[0]
     choices = choices_from_advice(adv, trace, ds, top, defaults=True)
     if not any(c.layout.library == "hdf5" and c.layout.chunks for c in choices if c.label.endswith("default")):
         # h5py's default is contiguous; also measure what chunks=True would pick (not predicted by the advice)
-        shape = extent(ds, [a for a in trace.accesses if a.dataset == ds.id])
+        shape = trace.extent(ds.id)
         auto = h5py_default_chunks(shape, ds.maxshape or tuple(None for _ in shape), ds.itemsize)
         choices.append(Choice("h5py auto", Layout("hdf5", shape, ds.itemsize, auto)))
     t = time.perf_counter()

@@ -103,3 +103,10 @@ def test_machine_info_names_the_machine():
     info = machine_info()
     assert info["cores"] >= 1 and info["memory_bytes"] > 0 and info["kernel"]
     assert {"h5py", "zarr", "numpy", "hdf5"} <= set(info["versions"])
+
+
+def test_cli_has_the_calibrate_command():
+    from advisor.cli import build_parser
+
+    args = build_parser("calibrate").parse_args(["calibrate", "--quick", "-o", "p.json", "--skip-compression"])
+    assert args.quick and args.output == "p.json" and args.skip_compression and callable(args.func)
