@@ -10,8 +10,9 @@ on the real data (cached per codec, bound, chunk shape and library).
 
 95% interval: the compression estimate's ratio interval moves the stored bytes
 (the byte terms s_rdisk, s_cache, s_wdisk scale linearly with them) and its
-time interval scales the (de)compression seconds. The I/O model has no interval
-of its own yet (IO_BAND): the interval covers the compression part only.
+time interval scales the (de)compression seconds; the I/O seconds are then
+widened by the profile's measured band of the I/O model itself
+(``SystemProfile.band``: 2.5-97.5% quantiles of measured/predicted in calibration).
 
 Search (each stage evaluates with the I/O model; nothing is timed for real):
 1. every chunk shape once per library, with its primary cache/shard variant
@@ -50,8 +51,6 @@ SCREEN_ACCESSES = 2000
 """Stage 1 ranks chunk shapes on a systematic subsample of at most this many accesses (every k-th, in order)."""
 FINALISTS = 6
 """Best candidates re-evaluated exactly at the end (stage 4), at least ``top``."""
-IO_BAND = None
-"""Relative 95% band of the I/O model itself; None until its validation publishes one (docs/advisor.md)."""
 ESTIMATE_CHUNK_BYTES = 1 << 20
 """Compression is estimated on chunks of at most this size (larger chunk shapes halved, largest axis first):
 ratio and throughput per byte change little above it, and a 64 MiB chunk costs the estimator 5-20 s."""
@@ -298,12 +297,11 @@ class CostModel:
                 lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library).values())
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
-            ci = (lo + (t_c + t_d) * band[0], hi + (t_c + t_d) * band[1])
+            io_lo, io_hi = self.profile.band(cand.library)
+            ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
             per_rank.append((io + t_c + t_d, ci, terms, v))
         seconds, ci, terms, v = max(per_rank, key=lambda x: x[0])
         ci = (min(ci[0], seconds), max(ci[1], seconds))
-        if IO_BAND is not None:
-            ci = (ci[0] * (1 - IO_BAND), ci[1] * (1 + IO_BAND))
         all_notes = tuple(notes)
         if codec is not None and not codec.compress_bps:
             all_notes += ("(de)compression time of this filter not modelled",)

@@ -332,6 +332,18 @@ def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequenc
                       float(np.median(rel)), per_pattern, per_term, runs)
 
 
+def time_band(fit: LibraryFit) -> tuple[float, float]:
+    """2.5% and 97.5% quantiles of measured / predicted over the fit's runs: the model's 95% band.
+
+    In-sample, so slightly optimistic; docs/iomodel-validation.md checks it on other cases.
+    """
+    ratio = np.array([m / p for _, m, p in fit.runs if p > 0])
+    if len(ratio) < 10:
+        return (1.0, 1.0)
+    lo, hi = np.quantile(ratio, [0.025, 0.975])
+    return (float(min(lo, 1.0)), float(max(hi, 1.0)))
+
+
 def format_fit(fit: LibraryFit) -> str:
     """Readable fit report: overall quality, per pattern, per term with its coefficients."""
     from .cost import TERMS
@@ -419,7 +431,8 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
         if progress:
             progress(format_fit(fits[lib]))
     profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},
-                            page_cache_bytes=pcache, machine=machine_info())
+                            page_cache_bytes=pcache, machine=machine_info(),
+                            time_band={lib: time_band(f) for lib, f in fits.items()})
     return CalibrationResult(profile, fits, cases, seconds)
 
 
@@ -436,5 +449,5 @@ def write_profile(path: str | os.PathLike, result: CalibrationResult, compressio
 
 
 __all__ = ["CalibrationResult", "Case", "FULL", "Grid", "HDF5_CACHES", "LibraryFit", "PATTERNS", "QUICK",
-           "calibrate", "calibration_cases", "features_of", "fit_library", "format_fit", "fresh_array",
+           "calibrate", "calibration_cases", "features_of", "fit_library", "format_fit", "time_band", "fresh_array",
            "machine_info", "measure", "measure_cases", "page_cache_bytes", "pattern_accesses", "write_profile"]

@@ -47,6 +47,7 @@ class SystemProfile:
     stripe_count: int = 1
     stripe_size: int = 1024 * 1024
     machine: dict = field(default_factory=dict, compare=False)
+    time_band: dict = field(default_factory=dict, compare=False)
     schema: int = PROFILE_SCHEMA
 
     def __post_init__(self) -> None:
@@ -64,9 +65,18 @@ class SystemProfile:
                     raise ProfileError(f"field 'io.coefficients.{lib}.{name}' is not a model variable")
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                     raise ProfileError(f"field 'io.coefficients.{lib}.{name}' must be a number >= 0")
+        for lib, band in self.time_band.items():
+            if (lib not in ("hdf5", "zarr") or not isinstance(band, (list, tuple)) or len(band) != 2
+                    or not 0 < band[0] <= 1 <= band[1]):
+                raise ProfileError(f"field 'io.time_band.{lib}' must be [lo <= 1, hi >= 1], got {band!r}")
         for name in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size"):
             if getattr(self, name) < (0 if name == "page_cache_bytes" else 1):
                 raise ProfileError(f"field 'io.{name}' out of range: {getattr(self, name)}")
+
+    def band(self, library: str) -> tuple[float, float]:
+        """95% band of measured / predicted time for ``library`` (calibration residuals); (1, 1) if unknown."""
+        lo, hi = self.time_band.get(library, (1.0, 1.0))
+        return float(lo), float(hi)
 
     def coefficient(self, library: str, variable: str) -> float:
         """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""
@@ -85,6 +95,7 @@ class SystemProfile:
             "stripe_count": self.stripe_count,
             "stripe_size": self.stripe_size,
             "machine": dict(self.machine),
+            "time_band": {lib: list(b) for lib, b in self.time_band.items()},
         }
 
     @classmethod
@@ -94,7 +105,7 @@ class SystemProfile:
         if "coefficients" not in config:
             raise ProfileError("missing field 'io.coefficients'")
         known = {"schema", "coefficients", "page_cache_bytes", "data_servers", "stripe_count",
-                 "stripe_size", "machine"}
+                 "stripe_size", "machine", "time_band"}
         kw = {k: v for k, v in config.items() if k in known}
         kw["coefficients"] = {lib: {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
                                     for k, v in c.items()} if isinstance(c, dict) else c

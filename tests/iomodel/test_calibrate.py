@@ -110,3 +110,21 @@ def test_cli_has_the_calibrate_command():
 
     args = build_parser("calibrate").parse_args(["calibrate", "--quick", "-o", "p.json", "--skip-compression"])
     assert args.quick and args.output == "p.json" and args.skip_compression and callable(args.func)
+
+
+def test_time_band_holds_95_percent_of_the_fit_runs_and_brackets_one():
+    from iomodel.calibrate import LibraryFit, time_band
+    from iomodel.profile import SystemProfile
+
+    rng = np.random.default_rng(0)
+    measured = rng.lognormal(0.0, 0.4, 400)
+    runs = tuple((f"r{i}", float(m), 1.0) for i, m in enumerate(measured))
+    fit = LibraryFit("hdf5", {}, len(runs), 0.9, 0.3, {}, {}, runs)
+    lo, hi = time_band(fit)
+    inside = np.mean((measured >= lo) & (measured <= hi))
+    assert lo <= 1.0 <= hi and 0.93 <= inside <= 0.97
+    prof = SystemProfile({"hdf5": {}}, time_band={"hdf5": (lo, hi)})
+    assert SystemProfile.from_config(prof.get_config()).band("hdf5") == (lo, hi)
+    assert prof.band("zarr") == (1.0, 1.0)
+    with pytest.raises(ValueError, match="time_band"):
+        SystemProfile({"hdf5": {}}, time_band={"hdf5": (1.5, 2.0)})
