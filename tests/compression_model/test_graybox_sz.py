@@ -38,8 +38,8 @@ def test_interpolation_codes_concentrate_and_spread_with_the_bound():
 
 @pytest.mark.parametrize("codec", ["sz3", "sz"])
 def test_graybox_ratio_tracks_the_real_hdf5_filter(codec):
-    h5py = pytest.importorskip("h5py")
-    hdf5plugin = pytest.importorskip("hdf5plugin")
+    import h5py
+    import hdf5plugin
     x = synthetic_field((256, 384), 3.0, np.random.default_rng(3))
     chunks = (64, 128)
     sample = sample_blocks(x, 0.25, chunks=chunks, rng=0)

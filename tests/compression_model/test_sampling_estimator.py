@@ -80,7 +80,6 @@ def test_bad_arguments(field):
 
 
 def test_hybrid_combines_sampling_and_graybox(field):
-    pytest.importorskip("compression_model.graybox")
     kw = dict(error_bound="rel:1e-3", chunks=(16, 32, 32), sample_fraction=0.05, seed=1)
     s = estimate(field, "zfp", method="sampling", **kw)
     g = estimate(field, "zfp", method="graybox", **kw)

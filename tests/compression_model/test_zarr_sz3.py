@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-zarr = pytest.importorskip("zarr")
+import zarr
 from compression_model.zarr_sz3 import CODEC_NAME, SZ3Codec  # noqa: E402
 
 
