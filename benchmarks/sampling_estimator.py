@@ -10,7 +10,7 @@ reported both wall/wall and CPU/CPU.
 
 Usage: python benchmarks/sampling_estimator.py [--quick] [--fraction 0.01] [--codecs sz3,zfp,sz,blosc-zstd]
         [--bounds 1e-2,1e-3,1e-4,1e-5] [--methods auto,sampling,graybox,hybrid] [--repeats 1] [--fields a,b]
-        [--out docs/compression-sampling.json]
+        [--out benchmarks/results/compression-sampling.json]
 """
 from __future__ import annotations
 
