@@ -35,7 +35,6 @@ import numpy as np
 
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
-from compression_model.error_bound import ErrorBound
 from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout

@@ -272,31 +272,8 @@ def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndar
     """Create the array of ``choice`` under workdir; written whole from ``data`` when ``fill``."""
     spec = _spec(choice, ds)
     codec = _codec(choice, data)
-    if codec is None:
-        return build(spec, workdir, fill=fill, data=data, shape=shape, resizable=resizable)
-    path = data_path(spec, workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    shape = tuple(int(s) for s in shape)
-    region = tuple(slice(0, s) for s in shape)
-    if spec.library == "hdf5":
-        import h5py
-
-        with h5py.File(path, "w", libver=spec.libver or ("earliest", "latest")) as f:
-            dset = f.create_dataset(DATASET_NAME, shape=shape, dtype=spec.dtype, chunks=spec.chunks,
-                                    maxshape=spec.maxshape or ((None,) * len(shape) if resizable else None),
-                                    **codec.hdf5_kwargs())
-            if fill:
-                dset[...] = data[region]
-    else:
-        import zarr
-
-        arr = zarr.create_array(store=str(path), shape=shape, dtype=spec.dtype, chunks=spec.chunks,
-                                shards=spec.shards, fill_value=0, zarr_format=3, **codec.zarr_codecs())
-        if fill:
-            arr[...] = data[region]
-    return path
+    kwargs = None if codec is None else codec.hdf5_kwargs() if spec.library == "hdf5" else codec.zarr_codecs()
+    return build(spec, workdir, fill=fill, data=data, shape=shape, resizable=resizable, create_kwargs=kwargs)
 
 
 def _events(trace: Trace, ds: DatasetRecord, rank: int | None = None) -> list:

@@ -11,7 +11,6 @@ block edge, as a compressor never looks across a chunk edge):
 from __future__ import annotations
 
 from dataclasses import dataclass
-import itertools
 
 import numpy as np
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-import numpy as np
 
 from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace, extent

@@ -254,7 +254,7 @@ def _fill(arr, spec: LayoutSpec, data: np.ndarray | None) -> None:
 
 def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: np.ndarray | None = None,
           shape: Sequence[int] | None = None, resizable: bool = False, dtype: Any = None,
-          filters: Sequence[Filter] | None = None) -> Path:
+          filters: Sequence[Filter] | None = None, create_kwargs: dict | None = None) -> Path:
     """Create the array of ``layout`` under ``workdir`` (replacing any old one); returns its path.
 
     ``fill``: write every element (``data`` or random values) so every chunk
@@ -262,6 +262,8 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
     first writes need no read). ``shape`` overrides the initial extent (for
     traces that grow the array); ``resizable`` makes every HDF5 dimension
     unlimited (unless the layout has a maxshape). ``dtype``/``filters``: see ``LayoutSpec.of``.
+    ``create_kwargs``: the library's own compression arguments (h5py ``create_dataset`` /
+    ``zarr.create_array`` kwargs, e.g. from ``compression_model.codecs``), instead of ``filters``.
     """
     spec = LayoutSpec.of(layout, dtype=dtype, filters=filters)
     path = data_path(spec, workdir)
@@ -276,7 +278,7 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
     if spec.library == "hdf5":
         import h5py
 
-        kw = _h5_filter_kwargs(spec.filters)
+        kw = create_kwargs if create_kwargs is not None else _h5_filter_kwargs(spec.filters)
         libver = spec.libver or ("earliest", "latest")
         with h5py.File(path, "w", libver=libver) as f:
             maxshape = spec.maxshape or ((None,) * len(shape) if resizable else None)
@@ -290,7 +292,8 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
         import zarr
 
         arr = zarr.create_array(store=str(path), shape=shape, dtype=spec.dtype, chunks=spec.chunks,
-                                shards=spec.shards, fill_value=0, zarr_format=3, **_zarr_codecs(spec.filters))
+                                shards=spec.shards, fill_value=0, zarr_format=3,
+                                **(create_kwargs if create_kwargs is not None else _zarr_codecs(spec.filters)))
         if fill:
             _fill(arr, spec, data)
     return path

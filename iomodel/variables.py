@@ -225,7 +225,6 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                 s = sid[order[k]]
                 k2 = k
                 all_full = True
-                nbytes_sel = 0
                 while k2 < nv and sid[order[k2]] == s:
                     j = v0 + order[k2]
                     out[N_CHUNKS] += 1

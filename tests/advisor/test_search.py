@@ -3,7 +3,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from advisor.candidates import Candidate, CodecChoice, allowed_codecs, baselines, generate
+from advisor.candidates import Candidate, CodecChoice, baselines, generate
 from compression_model.error_bound import ErrorBound
 from advisor.search import CostModel, DataSource, Objective, estimate_chunks, search
 from instrumentation.patterns import classify
