@@ -7,9 +7,8 @@ rank's accesses are traced and merged. The page cache is emptied (fsync +
 POSIX_FADV_DONTNEED on every file of the array) before each read run. The
 measured time is the slowest rank's I/O phase (barrier to close); the
 prediction is ``iomodel.predict(merged_trace, current layout, profile, procs=P,
-servers=c)``, with HDF5's MPI-IO request counting where
-``iomodel.parallel.mpio_uncached`` says ranks bypass their chunk caches (the
-shipped ``predict`` column applies it to every HDF5 run with P > 1). ``c``
+servers=c)`` (HDF5's MPI-IO request counting where ``iomodel.parallel.mpio_uncached``
+says ranks bypass their chunk caches: the recorded driver and open mode). ``c``
 (the contention factor's denominator: stripe count for HDF5, data servers for
 Zarr) is fitted per library: the value among C_CANDIDATES whose predicted
 scaling t(P)/t(1) is closest (median |log ratio|) to the measured one.
@@ -42,13 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from instrumentation.tracefile import load_trace
-from iomodel.cost import term_seconds
 from iomodel.layout import Layout
-from iomodel.parallel import mpio_uncached, parallel_terms
-from iomodel.predict import pick_dataset, predict
+from iomodel.predict import Workload, pick_dataset, predict
 from iomodel.profile import load_profile
 from iomodel.replay import evict
-from iomodel.variables import count_variables
 
 BIN = Path(sys.executable).parent
 WORKER = Path(__file__).with_name("mpi_replay_worker.py")
@@ -162,14 +158,6 @@ def run_once(case: Case, procs: int, rows: int, work: Path, launcher: Launcher) 
     return json.loads(out.read_text()), trace
 
 
-def rank_variables(trace, layout: Layout, profile, procs: int, uncached: bool) -> list:
-    """Each rank's counted variables (``count_variables`` on its own accesses)."""
-    ds = pick_dataset(trace)
-    accesses = [a for a in trace.accesses if a.dataset == ds.id]
-    return [count_variables([a for a in accesses if a.rank == r], ds, layout, profile.page_cache_bytes,
-                            parallel=uncached) for r in sorted({a.rank for a in accesses})]
-
-
 def os_requests(variables: list) -> dict[str, float]:
     """Read/write requests and bytes the model expects from the OS, summed over ranks
     (compared with /proc/self/io: syscr, rchar, syscw, wchar)."""
@@ -179,23 +167,15 @@ def os_requests(variables: list) -> dict[str, float]:
 
 
 def predictions(trace_path: Path, profile, procs: int) -> dict:
-    """Per candidate c: the prediction with ``mpio_uncached`` ("model") and ``predict`` as shipped;
-    plus the OS requests both count."""
+    """Per candidate c: ``iomodel.predict`` of the merged trace; plus the OS requests the model counts."""
     trace = load_trace(trace_path)
     ds = pick_dataset(trace)
     layout = Layout.from_dataset(ds)
-    uncached = mpio_uncached(layout.library, procs, [a for a in trace.accesses if a.dataset == ds.id])
-    per_rank = rank_variables(trace, layout, profile, procs, uncached)
-    out = {"requests": os_requests(per_rank),
-           "requests_shipped": os_requests(rank_variables(trace, layout, profile, procs,
-                                                          procs > 1 and layout.library == "hdf5"))}
+    work = Workload(ds, trace.accesses_of(ds.id), trace.extent(ds.id), procs)
+    out = {"requests": os_requests(work.variables(layout, profile.page_cache_bytes))}
     for c in C_CANDIDATES:
-        seconds = []
-        for v in per_rank:
-            terms = term_seconds(v, layout.library, profile)
-            seconds.append(sum((parallel_terms(terms, layout.library, procs, c) if procs > 1 else terms).values()))
         pred = predict(trace, layout, profile, procs=procs, servers=c)
-        out[str(c)] = {"model": max(seconds), "shipped": pred.seconds, "cf": pred.cf}
+        out[str(c)] = {"model": pred.seconds, "cf": pred.cf}
     return out
 
 
@@ -302,27 +282,27 @@ def report(rows_out: list[dict]) -> None:
               + ", ".join(f"{name(c)}: {e:.2f}" for c, e in errs.items()))
     c_used = c_fit.get("both (one machine)", 1)
     print(f"\ntables use c = {name(c_used)} for both libraries")
-    print("\n| case | P | measured ms | predicted ms | pred/meas | predict() as shipped ms | measured t(P)/t(1) "
+    print("\n| case | P | measured ms | predicted ms | pred/meas | measured t(P)/t(1) "
           "| predicted t(P)/t(1) | cf | CPU ms | CPU t(P)/t(1) | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows_out:
         c = str(c_used)
         pr, p1 = r["pred_by_c"][c], r["pred1_by_c"][c]
         print(f"| {r['case']} | {r['procs']} | {r['measured'] * 1e3:.1f} | {pr['model'] * 1e3:.1f} | "
-              f"{pr['model'] / r['measured']:.2f} | {pr['shipped'] * 1e3:.1f} | {r['measured'] / r['measured1']:.2f} | "
+              f"{pr['model'] / r['measured']:.2f} | {r['measured'] / r['measured1']:.2f} | "
               f"{pr['model'] / p1['model']:.2f} | {pr['cf']:.2f} | {r['cpu'] * 1e3:.1f} | {r['cpu'] / r['cpu1']:.2f} | "
               f"{r['load']:.1f} |")
     print("\nOS requests summed over ranks, largest P (real: /proc/self/io of the I/O phase, which also holds "
-          "the rank's own trace writes; model: with mpio_uncached / predict as shipped)")
-    print("\n| case | P | read calls real / model / shipped | read bytes real / model | "
-          "write calls real / model / shipped | write bytes real / model |")
+          "the rank's own trace writes)")
+    print("\n| case | P | read calls real / model | read bytes real / model | "
+          "write calls real / model | write bytes real / model |")
     print("|---|---|---|---|---|---|")
     for r in rows_out:
         if r["procs"] != max(x["procs"] for x in rows_out if x["case"] == r["case"]):
             continue
-        io, m, sh = r["io"], r["pred_by_c"]["requests"], r["pred_by_c"]["requests_shipped"]
-        print(f"| {r['case']} | {r['procs']} | {io['syscr']} / {m['syscr']:.0f} / {sh['syscr']:.0f} | "
-              f"{io['rchar']} / {m['rchar']:.0f} | {io['syscw']} / {m['syscw']:.0f} / {sh['syscw']:.0f} | "
+        io, m = r["io"], r["pred_by_c"]["requests"]
+        print(f"| {r['case']} | {r['procs']} | {io['syscr']} / {m['syscr']:.0f} | "
+              f"{io['rchar']} / {m['rchar']:.0f} | {io['syscw']} / {m['syscw']:.0f} | "
               f"{io['wchar']} / {m['wchar']:.0f} |")
 
 

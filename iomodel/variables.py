@@ -316,9 +316,13 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                         wtouched[blk] = 1
                         out[N_WINDEX] += 1
                 else:
-                    out[N_RDISK] += nrun_a[j]
-                    out[S_RDISK] += nbytes
-                    out[N_RSEEK] += nfrun_a[j]
+                    # the chunk's first request brings its selected pages in (readahead); the other
+                    # requests are served by the page cache, after a seek per further run contiguous in
+                    # the file (measured: 960,017 read calls for 960,005 counted took 0.7 s, page-cache
+                    # speed, not device speed; docs/parallel-validation.md)
+                    rd_end = _os_read(out, pc, key, nbytes, off, rd_end)
+                    out[N_CACHE] += nrun_a[j] - 1
+                    out[N_RSEEK] += nfrun_a[j] - 1
                 continue
             slot = -1
             if fits:
