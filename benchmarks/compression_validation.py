@@ -2,9 +2,9 @@
 
 For each field x codec (SZ3, SZ, ZFP) x relative bound (1e-2 .. 1e-5), with a user-like chunk shape:
 - truth: the whole field written through the hdf5plugin filter into an HDF5 file with that chunk shape
-  (stored bytes, median write and read seconds; helper D's ``sampling_estimator.truth``);
-- gray-box: ``sample_blocks(field, F, chunks=chunks)`` + ``graybox_ratio`` + ``predict_time`` (helper E);
-- sampling: helper D's black-box ``estimate(..., method="sampling")``;
+  (stored bytes, median write and read seconds; ``sampling_estimator.truth``);
+- gray-box: ``sample_blocks(field, F, chunks=chunks)`` + ``graybox_ratio`` + ``predict_time``;
+- sampling: the black-box ``estimate(..., method="sampling")``;
 - hybrid: the two combined by inverse-variance weighting of log ratio and log time (widths of the 95% CIs).
 Missing values (NaN) are filled with the field mean first: the hdf5plugin SZ3 filter hangs or crashes on
 NaN input and ZFP cannot hold NaN, so a user must fill them anyway.
@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import fields  # noqa: E402
-from sampling_estimator import default_chunks  # noqa: E402  (helper D's user-like chunk shapes)
+from sampling_estimator import default_chunks  # noqa: E402  (user-like chunk shapes)
 
 from compression_model.codecs import get_codec  # noqa: E402
 from compression_model.error_bound import ErrorBound  # noqa: E402
@@ -43,7 +43,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def truth(field: np.ndarray, codec, chunks, repeats: int = 3) -> dict:
-    """Whole field through the real HDF5 filter, as helper D's sampling benchmark measures it: a real
+    """Whole field through the real HDF5 filter, as the sampling benchmark measures it: a real
     file, ``ds[...] = field`` + flush timed, read back timed; medians of ``repeats``."""
     import h5py
 

@@ -22,7 +22,7 @@ with a message.
     python benchmarks/parallel_validation.py [--quick] [--procs 1 2 3 4] [--repeat 3]
         [--modes zarr-write zarr-read hdf5-read mpio-write mpio-write-ind mpio-read mpio-read-rw]
         [--profile PROFILE.json]
-        [--pvenv /tmp/b2/pvenv] [--json OUT.json]
+        [--pvenv PVENV] [--json OUT.json]
 """
 from __future__ import annotations
 

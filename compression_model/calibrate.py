@@ -109,7 +109,7 @@ def _filter_kwargs(codec: str, abs_error: float | None) -> dict:
         return dict(hdf5plugin.SZ(absolute=abs_error))
     if codec == "zfp":
         return dict(hdf5plugin.Zfp(accuracy=abs_error))
-    from .codecs import get_codec  # helper D's lossless codecs
+    from .codecs import get_codec
 
     return get_codec(codec).hdf5_kwargs()
 
@@ -218,7 +218,7 @@ def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
 def _lossless_codecs():
     try:
         from .codecs import CODEC_NAMES
-    except ImportError:  # helper D's codecs not installed: lossy-only profile
+    except ImportError:  # codecs package unavailable: lossy-only profile
         return []
     return [c for c in CODEC_NAMES if c not in LOSSY]
 

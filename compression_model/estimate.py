@@ -2,7 +2,7 @@
 
 ``method``:
 - ``"sampling"``: black-box, compress sampled blocks with the real codec (``sampling_estimator``);
-- ``"graybox"``: helper E's zPerf-style model (``compression_model.graybox`` + ``timemodel``), lossy codecs;
+- ``"graybox"``: the zPerf-style model (``compression_model.graybox`` + ``timemodel``), lossy codecs;
 - ``"hybrid"``: both, combined by inverse-variance weighting of log ratio / log time (each 95% interval
   gives the variance), so the model is corrected by a few real compressions;
 - ``"auto"``: the shipped choice, per codec by measurement (:func:`auto_method`; docs/compression-sampling.md):
@@ -189,7 +189,7 @@ def auto_method(codec: Codec, safety: DataSafety, n_chunks: int, sample_points: 
 
 
 def _graybox(data, codec, chunks, sample_fraction, seed):
-    """(ratio, ratio_ci, compress s, decompress s, time_ci) from helper E's gray-box ratio and time models."""
+    """(ratio, ratio_ci, compress s, decompress s, time_ci) from the gray-box ratio and time models."""
     try:
         from compression_model.graybox import MIN_SAMPLE_POINTS, graybox_ratio
         from compression_model.sampling import sample_blocks

@@ -64,10 +64,18 @@ class CompressionProfile:
 
 
 def load_profile(path=None) -> CompressionProfile:
-    """The "compression" section of the profile at ``path`` (default: the shipped profile).
+    """The "compression" section of the profile at ``path``.
 
-    With no path and no shipped profile, an uncalibrated profile (neutral ratio parameters, no time model).
+    Default: this machine's profile (``iomodel.profile.user_profile_path``) when it has a compression
+    section, else the shipped one; with neither, an uncalibrated profile (neutral ratio parameters, no
+    time model).
     """
+    if path is None:
+        from iomodel.profile import user_profile_path  # one place for "this machine's profile"
+
+        user = user_profile_path()
+        if user.exists() and "compression" in json.loads(user.read_text()):
+            path = user
     p = Path(path) if path is not None else DEFAULT_PATH
     if path is None and not p.exists():
         return CompressionProfile()

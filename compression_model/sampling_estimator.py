@@ -172,7 +172,7 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         scale = (max(budget / TARGET_TILES, MIN_TILE_POINTS) / chunk_points) ** (1.0 / len(shape))
         tile = tuple(min(c, max(TILE_ALIGN, TILE_ALIGN * round(c * scale / TILE_ALIGN))) if c >= TILE_ALIGN
                      else c for c in chunks)
-        # tiles on the grid of tile-sized cells, stratified over the flattened cell index (helper E's grid
+        # tiles on the grid of tile-sized cells, stratified over the flattened cell index (a per-axis grid
         # sampler put 3 of its few latitude rows on the polar ice of the UM sea-ice field: ratio 47% low)
         cells = tuple(max(1, s // t) for s, t in zip(shape, tile))
         n_cells = int(np.prod(cells, dtype=np.int64))

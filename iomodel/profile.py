@@ -4,7 +4,8 @@ A profile file is JSON ``{"schema": 1, "machine": {...}, "io": <SystemProfile
 config>, "compression": {...}}``; this module reads and writes the ``"io"``
 section only (the compression model owns its own). The default profile,
 measured on the development machine by ``ioadvisor calibrate``, ships as
-package data ``iomodel/profiles/default.json``.
+package data ``iomodel/profiles/default.json``; ``ioadvisor calibrate`` writes
+this machine's own (``user_profile_path``), which is used from then on.
 """
 from __future__ import annotations
 
@@ -15,6 +16,18 @@ from pathlib import Path
 
 PROFILE_SCHEMA = 1
 DEFAULT_PROFILE = Path(__file__).with_name("profiles") / "default.json"
+"""Measured on the development machine; used when this machine has no profile of its own."""
+
+
+def user_profile_path() -> Path:
+    """This machine's profile, written by ``ioadvisor calibrate``: $IOADVISOR_PROFILE or ~/.config/ioadvisor/profile.json."""
+    return Path(os.environ.get("IOADVISOR_PROFILE") or Path.home() / ".config" / "ioadvisor" / "profile.json")
+
+
+def default_profile_path() -> Path:
+    """The profile used when none is given: this machine's if it was calibrated, else the shipped one."""
+    user = user_profile_path()
+    return user if user.exists() else DEFAULT_PROFILE
 
 
 class ProfileError(ValueError):
@@ -117,8 +130,8 @@ class SystemProfile:
 
 
 def load_profile(path: str | os.PathLike | None = None) -> SystemProfile:
-    """The ``"io"`` section of a profile file; ``None`` = the shipped default."""
-    p = Path(path) if path is not None else DEFAULT_PROFILE
+    """The ``"io"`` section of a profile file; ``None`` = ``default_profile_path()``."""
+    p = Path(path) if path is not None else default_profile_path()
     if not p.exists():
         if path is None:
             raise ProfileError(

@@ -7,19 +7,19 @@ Progress and the fit quality per term go to stderr; the profile path to stdout.
 """
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 
 from iomodel.calibrate import calibrate, write_profile
-from iomodel.profile import DEFAULT_PROFILE
+from iomodel.profile import user_profile_path
 
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="measure this machine: fit the I/O (and compression) cost coefficients")
     p.add_argument("--quick", action="store_true", help="small grid, one repetition (under 3 minutes)")
-    p.add_argument("-o", "--output", default=str(DEFAULT_PROFILE), metavar="PROFILE",
-                   help=f"profile file to write (default: the package default {DEFAULT_PROFILE})")
+    p.add_argument("-o", "--output", default=None, metavar="PROFILE",
+                   help="profile file to write (default: this machine's, $IOADVISOR_PROFILE or "
+                        "~/.config/ioadvisor/profile.json, used from then on when no --profile is given)")
     p.add_argument("--skip-compression", action="store_true", help="do not calibrate the compression model")
     p.add_argument("--workdir", default=None, help="directory for the benchmark files (default: /tmp)")
     p.set_defaults(func=run)
@@ -29,17 +29,10 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _compression(quick: bool) -> dict | None:
-    """The compression section, if helper code for it is installed (compression_model.calibrate)."""
-    try:
-        mod = importlib.import_module("compression_model.calibrate")
-    except ImportError as exc:
-        _log(f"compression calibration not available ({exc}); profile has no 'compression' section")
-        return None
-    return mod.calibrate(quick=quick, progress=_log).get_config()
-
-
 def run(args) -> int:
+    from compression_model.calibrate import calibrate as calibrate_compression
+
+    args.output = args.output or str(user_profile_path())
     t0 = time.perf_counter()
     _log(f"I/O calibration ({'quick' if args.quick else 'full'} grid)")
     result = calibrate(args.quick, workdir=args.workdir, progress=_log)
@@ -47,9 +40,8 @@ def run(args) -> int:
     write_profile(args.output, result)
     if not args.skip_compression:
         _log(f"I/O section written to {args.output}; compression calibration")
-        compression = _compression(args.quick)
-        if compression is not None:
-            write_profile(args.output, result, compression)
+        compression = calibrate_compression(quick=args.quick, progress=_log).get_config()
+        write_profile(args.output, result, compression)
     _log(f"done in {time.perf_counter() - t0:.0f}s")
     print(args.output)
     return 0

@@ -128,3 +128,14 @@ def test_time_band_holds_95_percent_of_the_fit_runs_and_brackets_one():
     assert prof.band("zarr") == (1.0, 1.0)
     with pytest.raises(ValueError, match="time_band"):
         SystemProfile({"hdf5": {}}, time_band={"hdf5": (1.5, 2.0)})
+
+
+def test_this_machines_profile_replaces_the_shipped_one_once_calibrated(tmp_path, monkeypatch):
+    from iomodel.profile import DEFAULT_PROFILE, SystemProfile, default_profile_path, load_profile, save_profile
+
+    mine = tmp_path / "machine.json"
+    monkeypatch.setenv("IOADVISOR_PROFILE", str(mine))
+    assert default_profile_path() == DEFAULT_PROFILE
+    save_profile(SystemProfile({"hdf5": {"n_calls": 1.0}}, page_cache_bytes=1 << 30), mine)
+    assert default_profile_path() == mine
+    assert load_profile().coefficient("hdf5", "n_calls") == 1.0
