@@ -40,7 +40,7 @@ def advise(
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
-    ``profile``: SystemProfile or profile file (default: the shipped one).
+    ``profile``: SystemProfile or profile file (default: this machine's from ``ioadvisor calibrate``, else the shipped one).
     ``objective``: "time" (default; optionally under ``max_bytes``) or "size"
     (needs ``max_seconds``). ``max_error`` ("abs:X" / "rel:Y") allows lossy
     compressors with that point-wise bound; ``lossless_only`` forbids them;

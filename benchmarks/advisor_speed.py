@@ -60,7 +60,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2,000 accesses, one repeat")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--profile", help="profile file (default: the shipped one)")
+    ap.add_argument("--profile", help="profile file (default: this machine's, else the shipped one)")
     args = ap.parse_args()
     n = 2000 if args.quick else 10_000
     repeat = 1 if args.quick else args.repeat

@@ -338,7 +338,7 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller arrays, one repetition")
-    ap.add_argument("--profile", default=None, help="profile JSON (default: the shipped default)")
+    ap.add_argument("--profile", default=None, help="profile JSON (default: this machine's, else the shipped one)")
     ap.add_argument("--workdir", default="/tmp/ioadvisor-validation")
     ap.add_argument("--results", default=str(ROOT / "benchmarks" / "results"), help="directory for the raw JSON")
     ap.add_argument("--figures", default=str(ROOT / "docs"), help="directory for the PNG figures")

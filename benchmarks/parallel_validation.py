@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                              "mpio-read-rw"],
                     help="worker modes to run (default: all)")
     ap.add_argument("--rows", type=int, default=None, help="array rows (multiple of 10000 x lcm of procs)")
-    ap.add_argument("--profile", default=None, help="I/O profile (default: the shipped one)")
+    ap.add_argument("--profile", default=None, help="I/O profile (default: this machine's, else the shipped one)")
     ap.add_argument("--pvenv", type=Path, default=None, help="venv with an MPI-enabled h5py (parallel HDF5 case)")
     ap.add_argument("--workdir", type=Path, default=Path(f"/tmp/ioadvisor-parallel-{os.getpid()}"))
     ap.add_argument("--json", type=Path, default=None, help="write every measurement and prediction here")

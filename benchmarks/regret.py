@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", type=float, help="seconds after which a replay is stopped (default 60, --quick 20)")
     ap.add_argument("--scale", type=float, help="workload size factor (default 1, --quick 0.5)")
     ap.add_argument("--top", type=int, default=5, help="recommended layouts measured per workload")
-    ap.add_argument("--profile", help="system profile file (default: the shipped one)")
+    ap.add_argument("--profile", help="system profile file (default: this machine's, else the shipped one)")
     ap.add_argument("--only", nargs="*", help="workload name prefixes (e.g. w01 w08)")
     ap.add_argument("--workdir", default="/tmp/ioadvisor-regret", help="scratch directory (removed per workload)")
     ap.add_argument("--out", help="raw results JSON (default benchmarks/results/regret-<date>.json)")

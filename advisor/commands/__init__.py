@@ -1,0 +1,7 @@
+"""``ioadvisor`` subcommands, one module each (see advisor/cli.py)."""
+
+
+def add_profile_option(parser) -> None:
+    """``--profile FILE``, shared by every command that uses the cost models."""
+    parser.add_argument("--profile", metavar="FILE",
+                        help="system profile (default: this machine's from `ioadvisor calibrate`, else the shipped one)")

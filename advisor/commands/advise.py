@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import sys
 
+from . import add_profile_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("advise", help="recommend a layout (library, chunks, cache/shards, codec) from a trace")
     p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
-    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    add_profile_option(p)
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
     p.add_argument("--top", type=int, default=5, metavar="K", help="candidates listed per dataset (default 5)")
     p.add_argument("--objective", choices=("time", "size"), default="time",

@@ -14,6 +14,7 @@ from pathlib import Path
 from instrumentation.patterns import summarize
 from instrumentation.tracefile import Trace
 
+from . import add_profile_option
 from .trace import format_trace
 
 
@@ -54,7 +55,7 @@ STEPS = (show, recommend)
 def register(sub) -> None:
     p = sub.add_parser("demo", help="trace a small bundled h5py program, report what it did, advise a layout")
     p.add_argument("-o", "--output", metavar="TRACE", help="keep the demo's trace in this file")
-    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    add_profile_option(p)
     p.set_defaults(func=run)
 
 

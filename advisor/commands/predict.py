@@ -5,6 +5,8 @@ import json
 
 from instrumentation.tracefile import load_trace
 
+from . import add_profile_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("predict", help="predict HDF5/Zarr time of a traced access pattern per layout")
@@ -12,7 +14,7 @@ def register(sub) -> None:
     p.add_argument("--layout", action="append", metavar="SPEC",
                    help="candidate layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N,w0=X]"
                         " | hdf5:contiguous | zarr:chunks=1000x8[,shards=65536x8] (default: current)")
-    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    add_profile_option(p)
     p.add_argument("--procs", type=int, default=1, metavar="P", help="processes for the parallel model")
     p.add_argument("--servers", type=int, metavar="C", help="data servers / stripe count c (default: profile's)")
     p.add_argument("--dataset", metavar="NAME", help="dataset id, path or file::path (default: most accessed)")

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import sys
 
+from . import add_profile_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="replay the trace for real in the current and the top-K recommended layouts")
     p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
     p.add_argument("--top", type=int, default=3, metavar="K", help="recommended layouts to measure (default 3)")
-    p.add_argument("--profile", metavar="FILE", help="system profile (default: the shipped, calibrated one)")
+    add_profile_option(p)
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
     p.add_argument("--workdir", metavar="DIR", help="build the arrays here (default: a temporary directory)")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="replays per layout; the median is shown")
