@@ -1,6 +1,7 @@
 """Cost of ``advisor.trace`` on the traced program.
 
-1. Per intercepted call: ``ds[0:1, 0:1]`` on a small h5py dataset, and
+1. Per intercepted call: ``ds[0:1, 0:1]`` (the same index every call) and ``ds[i:i+1, j:j+1]``
+   (a new one every call) on a small h5py dataset, and
    ``z[0:1, 0:1]`` on a small zarr array, traced minus untraced, per call.
 2. A realistic loop: 10,000 reads of 1000x8 boxes (random rows, columns a
    multiple of 8) from a (2M x 64) float32 dataset with (65536, 8) chunks
@@ -21,6 +22,7 @@ once per trace) is not.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -132,6 +134,10 @@ def main(argv=None) -> int:
             ds = f.create_dataset("x", data=np.zeros((100, 100), "f4"), chunks=(10, 10))
             rows = [per_call("h5py ds[0:1, 0:1]", lambda: ds[0:1, 0:1], 1000 if q else 5000, 5 if q else 21,
                              trace_path)]
+            # a different index on every call: the tracer cannot reuse the previous line's normalization
+            keys = itertools.cycle([(slice(i, i + 1), slice(j, j + 1)) for i in range(100) for j in range(0, 100, 7)])
+            rows.append(per_call("h5py ds[i:i+1, j:j+1], i, j varying", lambda: ds[next(keys)],
+                                 1000 if q else 5000, 5 if q else 21, trace_path))
         z = zarr.create_array(store={}, shape=(100, 100), chunks=(10, 10), dtype="f4")
         z[:] = 0
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,

@@ -253,12 +253,20 @@ def _close_at_exit() -> None:
             pass
 
 
-def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
-    """The line ``TraceWriter.hyperslab_access`` writes, as a %-template of (*start, t0, dt) (tested)."""
+def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
+    """The line ``TraceWriter.hyperslab_access`` writes, up to its t0 value, as a %-template of start."""
     start = "[" + ",".join(["%d"] * ndim) + "]"
     return (f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{start},"count":{_ilist(count)},'
-            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},'
-            '"t0":%r,"dt":%r}')
+            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},"t0":')
+
+
+def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
+    """The whole line as a %-template of (*start, t0, dt) (tested against the writer).
+
+    ``Tracer._drain`` fills the same line in two steps: ``hyperslab_head(...) % start``
+    (cached while the index repeats), then ``f'{t0!r},"dt":{dt!r}}}'``.
+    """
+    return hyperslab_head(ds, op, ndim, count, stride, block, n, nbytes) + '%r,"dt":%r}'
 
 
 def _versions() -> dict:
@@ -401,9 +409,9 @@ class Tracer:
     def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
         # formatted now into a str (not kept as numbers: the queue must hold only what is final)
         key = (info, op, count, stride, block, nbytes // n if n else nbytes)
-        tmpl = self._templates.get(key) or self._template(key, info, len(start), n)
+        head = self._templates.get(key) or self._template(key, info, len(start), n)
         queue = self._queue
-        queue.append(tmpl % (*start, t0 - self._origin, dt))
+        queue.append(f'{head % tuple(start)}{t0 - self._origin!r},"dt":{dt!r}}}')
         if len(queue) > MAX_PENDING:
             self._drain()
 
@@ -421,27 +429,35 @@ class Tracer:
 
     def _drain(self) -> None:
         """Write what the hooks queued (the flusher thread, a full queue, or exit)."""
-        writer, queue = self._writer, self._queue
+        writer, queue, origin = self._writer, self._queue, self._origin
+        # the line head of the previous int/slice access: a loop re-reading one index (equal
+        # ints/slices, same dataset, extent, op and item size) skips normalizing and formatting it
+        last = last_args = prefix = None
         with self._drain_lock:
             lines = []
+            append = lines.append
             while queue:
                 item = queue.popleft()
                 kind = type(item)
                 if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
                     info, op, args, shape, itemsize, t0, dt = item
                     try:
-                        start, count, stride, block, n = fast_hyperslab(args, shape)
-                        key = (info, op, count, stride, block, itemsize)
-                        tmpl = self._templates.get(key) or self._template(key, info, len(start), n)
-                        lines.append(tmpl % (*start, t0 - self._origin, dt))
+                        if args != last_args or last != (info, op, shape, itemsize):
+                            start, count, stride, block, n = fast_hyperslab(args, shape)
+                            key = (info, op, count, stride, block, itemsize)
+                            head = self._templates.get(key) or self._template(key, info, len(start), n)
+                            prefix = head % start
+                            last, last_args = (info, op, shape, itemsize), args
+                        # the tail of hyperslab_template: repr is the exact, shortest float
+                        append(f'{prefix}{t0 - origin!r},"dt":{dt!r}}}')
                     except Exception as exc:  # noqa: BLE001 - the program already has its data
                         HUB.error(exc, (self,))
                     continue
                 if kind is str:
-                    lines.append(item)
+                    append(item)
                     continue
-                writer.access_lines(lines)  # keep file order = call order
-                lines = []
+                writer.access_lines(lines)  # keep file order = call order (it copies the lines)
+                lines.clear()
                 if kind is AccessRecord:
                     writer.access(item)
                 else:
@@ -456,8 +472,8 @@ class Tracer:
             tid = self._register(info)
         if len(self._templates) > 4096:
             self._templates.clear()
-        tmpl = self._templates[key] = hyperslab_template(tid, op, ndim, count, stride, block, n, n * itemsize)
-        return tmpl
+        head = self._templates[key] = hyperslab_head(tid, op, ndim, count, stride, block, n, n * itemsize)
+        return head
 
 
 def trace(path=None, *, comm=None) -> Tracer:

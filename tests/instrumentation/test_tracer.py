@@ -210,7 +210,7 @@ def test_tracer_is_a_context_manager_class():
 def test_template_lines_are_those_of_the_contract_writer(tmp_path):
     from instrumentation.records import TraceHeader
     from instrumentation.tracefile import TraceWriter
-    from instrumentation.tracer import hyperslab_template
+    from instrumentation.tracer import hyperslab_head, hyperslab_template
 
     rng = np.random.default_rng(3)
     items = []
@@ -226,6 +226,9 @@ def test_template_lines_are_those_of_the_contract_writer(tmp_path):
         ref.hyperslab_access(*it)
     lines = [hyperslab_template(ds, op, len(st), c, s, b, n, nb) % (*st, t0, dt)
              for ds, op, st, c, s, b, n, nb, t0, dt in items]
+    # Tracer._drain fills the same line in two steps (a cached head, then the floats)
+    assert lines == [f'{hyperslab_head(ds, op, len(st), c, s, b, n, nb) % st}{t0!r},"dt":{dt!r}}}'
+                     for ds, op, st, c, s, b, n, nb, t0, dt in items]
     fast.access_lines(lines[:77])
     fast.access_lines(lines[77:])
     ref.close()
@@ -246,3 +249,19 @@ def test_tracer_left_open_is_closed_at_interpreter_exit(tmp_path):
     assert out.returncode == 0, out.stderr
     tr = load_trace(path)
     assert tr.complete and [a.selection.start for a in tr.accesses][-1] == (3,)
+
+
+def test_repeated_index_is_renormalized_when_the_extent_changes(tmp_path):
+    # Tracer._drain reuses the previous line head while the index repeats: a resize must not reuse it
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        d = f.create_dataset("x", shape=(4,), maxshape=(None,), dtype="f4")
+        with advisor.trace(tmp_path / "r.jsonl") as t:
+            d[:]
+            d[:]
+            d.resize((6,))
+            d[:]
+            d[1:3]
+            d[1:3]
+            d[1:3, ...]
+    blocks = [(a.selection.start, a.selection.block, a.nbytes) for a in t.load().accesses]
+    assert blocks == [((0,), (4,), 16), ((0,), (4,), 16), ((0,), (6,), 24)] + [((1,), (2,), 8)] * 3
