@@ -263,28 +263,11 @@ def _traced_getitem(original):
         dt = perf_counter() - t0
         tls.depth = 0
         try:
-            # _record's int/slice branch inlined (a call less per read); anything else goes through it
-            entry = _by_obj.get(id(self))
-            if (new_dtype is None and type(args) is tuple and entry is not None and entry[0]() is self
-                    and entry[1].shape is not None):
-                for a in args:
-                    if type(a) not in simple:
-                        break
-                else:
-                    info = entry[1]
-                    item = (info, READ, args, info.shape, info.itemsize, t0, dt)
-                    for tr in HUB.active:
-                        queue = tr._queue
-                        queue.append(item)  # Tracer._drain normalizes and formats it
-                        if len(queue) > MAX_PENDING:
-                            tr._drain()
-                    return result
             _record(self, READ, args, new_dtype, t0, dt)
         except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
             HUB.error(exc)
         return result
 
-    simple = SIMPLE_INDEX_TYPES
     return functools.update_wrapper(__getitem__, original)
 
 
