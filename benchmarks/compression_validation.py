@@ -33,6 +33,7 @@ from sampling_estimator import default_chunks  # noqa: E402  (user-like chunk sh
 from compression_model.codecs import get_codec  # noqa: E402
 from compression_model.error_bound import ErrorBound  # noqa: E402
 from compression_model.estimate import estimate  # noqa: E402
+from compression_model.sampling_estimator import steady_allocator  # noqa: E402
 from compression_model.graybox import MIN_SAMPLE_POINTS, graybox_ratio  # noqa: E402
 from compression_model.sampling import sample_blocks  # noqa: E402
 from compression_model.timemodel import predict_time  # noqa: E402
@@ -154,6 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sampling", action="store_true", help="gray-box only (no black-box / hybrid)")
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
+    steady_allocator()  # truths timed in the allocator state the estimator times in
     names = args.fields.split(",") if args.fields else (QUICK_FIELDS if args.quick else fields.field_names())
     codecs = args.codecs.split(",")
     bounds = [float(b) for b in args.bounds.split(",")]

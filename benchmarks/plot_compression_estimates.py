@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 COLORS = {"sz3": "tab:blue", "sz": "tab:green", "zfp": "tab:orange", "blosc-zstd": "tab:gray"}
-MARKERS = {"sampling": "o", "graybox": "s", "hybrid": "^"}
+MARKERS = {"auto": "o", "sampling": "D", "graybox": "s", "hybrid": "^"}
 
 
 def main(argv=None) -> int:
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
                                 yerr=[[r["est_ratio"] - r["ratio_ci"][0] for r in pts],
                                       [r["ratio_ci"][1] - r["est_ratio"] for r in pts]],
                                 fmt=marker, color=COLORS.get(codec, "k"), ms=4, capsize=2, alpha=0.7,
-                                mfc="none" if method != "sampling" else None)
+                                mfc="none" if method != "auto" else None)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.invert_xaxis()
@@ -56,8 +56,9 @@ def main(argv=None) -> int:
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     handles = [plt.Line2D([], [], color=c, lw=2, label=f"{k} actual (HDF5 filter)") for k, c in COLORS.items()]
+    used = {r["method"] for r in rows}
     handles += [plt.Line2D([], [], color="k", marker=m, ls="none", label=f"{k} estimate, 95% CI")
-                for k, m in MARKERS.items()]
+                for k, m in MARKERS.items() if k in used]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(args.png, dpi=110)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .graybox import TERMS, StageCounts, graybox_ratio, tile_terms
 from .profile import CompressionProfile, DEFAULT_PATH, save_profile
+from .sampling_estimator import steady_allocator
 from .sampling import sample_blocks
 from .timemodel import fit_stage_model, stage_counts
 
@@ -146,6 +147,7 @@ def collect(quick: bool = False, progress=print) -> dict:
     "time": {codec: [(stage counts, compress s, log sd, decompress s, log sd)]}} (JSON-friendly lists)."""
     import tempfile
 
+    steady_allocator()  # timings in the allocator state the sampling estimator times in
     rng = np.random.default_rng(20261122)
     repeats = 3 if quick else 5
     per_field_chunks = 4 if quick else 8

@@ -50,8 +50,23 @@ def test_regimes(field):
     assert all(p == 512 for p in small.points)  # whole chunks (edge ones zero-padded to the chunk shape)
     large = se.measure_blocks(field, codec, (48, 80, 72), sample_fraction=0.01)
     assert large.regime == "chunks" and large.points.size == 1  # a single chunk: it is the sample
-    tiles = se.measure_blocks(field, codec, (16, 64, 64), sample_fraction=0.01)
-    assert tiles.regime == "tiles" and tiles.points.max() < 16 * 64 * 64 and tiles.chunk_comp_s > 0
+    few = se.measure_blocks(field, codec, (16, 64, 64), sample_fraction=0.01)
+    assert few.regime == "chunks"  # <= WHOLE_CHUNKS_MAX chunks: whole chunks although 8 exceed the budget
+    big = np.concatenate([np.concatenate([field, field[::-1]], axis=1)] * 2, axis=0)  # 150 chunks below
+    tiles = se.measure_blocks(big, codec, (16, 32, 32), sample_fraction=0.01)
+    assert tiles.regime == "tiles" and tiles.points.max() < 16 * 32 * 32 and tiles.chunk_comp_s > 0
+
+
+def test_chunk_sample_covers_every_edge_type_and_stands_for_all_chunks():
+    rng = np.random.default_rng(0)
+    shape, chunks = (132, 73, 144), (16, 64, 64)  # the Navy winds: 54 chunks, 42 of them on an edge
+    picks, weight, stratum = se._chunk_sample(shape, chunks, 8, rng)
+    grid = se.chunk_grid(shape, chunks)
+    kinds = {tuple(i == g - 1 for i, g in zip(p, grid)) for p in picks}
+    assert len(kinds) == 8  # interior and the 7 combinations of the three sticking-out axes
+    assert weight.sum() == pytest.approx(np.prod(grid)) and len(set(picks)) == len(picks)
+    all_picks, w, _ = se._chunk_sample(shape, chunks, 54, rng)
+    assert sorted(all_picks) == sorted(np.ndindex(*grid)) and np.all(w == 1)
 
 
 def test_deterministic_for_a_seed_and_json_round_trip(field):
@@ -112,3 +127,39 @@ def test_small_field_says_the_cost_budget_cannot_hold():
     assert Estimate.from_config(e.get_config()).notes == e.notes
     big = np.tile(field, (8, 8))  # 393k points: 1% is above the 32768-point minimum
     assert not estimate(big, "sz3", "rel:1e-3", (64, 64), method="sampling", sample_fraction=0.1).notes
+
+
+def test_single_chunk_strata_still_give_an_interval(field):
+    # (48, 80, 72) in (20, 32, 32) chunks: 3x3x3 = 27 chunks in 8 edge types; 8 chunks -> mostly one per stratum
+    codec = get_codec("blosc-zstd")
+    m = se.measure_blocks(field, codec, (20, 32, 32), sample_fraction=0.01)
+    assert m.regime == "chunks" and np.any(np.bincount(m.stratum) == 1) and np.any(m.weight > 1)
+    stored, comp, _ = se.bootstrap(m, field.shape, (20, 32, 32))
+    assert np.percentile(stored, 97.5) > np.percentile(stored, 2.5)
+    assert np.percentile(comp, 97.5) > np.percentile(comp, 2.5)
+
+
+@pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc", reason="glibc's mmap threshold")
+def test_steady_allocator_stops_the_sz2_filter_faulting_per_chunk():
+    import subprocess
+    import sys
+
+    probe = """
+import resource, sys
+import numpy as np
+from compression_model.codecs import get_codec
+from compression_model.sampling_estimator import steady_allocator
+x = np.random.default_rng(0).normal(size=(256, 256)).astype(np.float32)
+x[:, :100] = np.nan  # masked, like the NEMO SST field: here the SZ2 filter mallocs ~30 MB per chunk
+codec = get_codec("sz", "abs:1e-3")
+if sys.argv[1] == "steady":
+    steady_allocator()
+for _ in range(3):
+    codec.hdf5_encode(x)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+codec.hdf5_encode(x)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+    faults = {mode: int(subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True,
+                                       check=True).stdout) for mode in ("fresh", "steady")}
+    assert faults["steady"] * 10 < faults["fresh"], faults
