@@ -119,8 +119,13 @@ def tile_terms(stack: np.ndarray, codec: str, abs_error: float, itemsize: int, r
         terms = np.column_stack([np.ones(n), bits / 8.0])
         return terms, {"n_blocks": blocks.shape[1] * n, "n_unpred": 0, "n_codes": 0.0,
                        "huffman": 0.0, "lossless_in": 0.0}
-    pred = "interp" if codec == "sz3" else "lorenzo"
-    sizes = graybox_sz.tile_sizes(stack, abs_error, pred, itemsize, rng=rng)
+    if codec == "sz3":
+        interp = graybox_sz.tile_sizes(stack, abs_error, "interp", itemsize, rng=rng)
+        lorenzo = graybox_sz.tile_sizes(stack, abs_error, "lorenzo", itemsize, rng=rng)
+        picks = [graybox_sz.sz3_predictor(it, lo) for it, lo in zip(interp, lorenzo)]
+        sizes = [lo if p == "lorenzo" else it for p, it, lo in zip(picks, interp, lorenzo)]
+    else:  # SZ2: blockwise Lorenzo/regression
+        sizes = graybox_sz.tile_sizes(stack, abs_error, "lorenzo", itemsize, rng=rng)
     terms = np.array([[1.0, t.stream_zstd_bytes, t.n_distinct, t.unpred_bytes] for t in sizes])
     return terms, {"n_blocks": 0, "n_unpred": sum(t.n_unpred for t in sizes),
                    "n_codes": [t.n_distinct for t in sizes],

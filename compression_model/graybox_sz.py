@@ -1,7 +1,9 @@
 """Gray-box size model of prediction-based compressors (SZ3, SZ2) on sampled blocks (zPerf stages 2-3).
 
 SZ3's pipeline, as run by its HDF5 filter on each chunk independently:
-  predictor (default: level-wise cubic interpolation; Lorenzo/regression as alternative) ->
+  predictor (ALGO_INTERP_LORENZO, the default: per call, SZ3 compresses a sample of the chunk with Lorenzo
+  and with interpolation and keeps interpolation unless Lorenzo wins with both ratios below 80;
+  :func:`sz3_predictor` applies that rule to the modeled tile sizes) ->
   linear-scaling quantizer (radius 32768, bin width 2e; out-of-range points stored raw: "unpredictable") ->
   Huffman coding of the quantization codes (canonical tree stored with the chunk) -> zstd over the whole.
 
@@ -195,6 +197,22 @@ class TileSize:
     @property
     def unpred_bytes(self) -> float:
         return float(self.n_unpred * self.itemsize)
+
+
+#: SZ3 keeps interpolation unless Lorenzo's sample ratio is higher and both are below this (SZInterp.hpp)
+SZ3_LORENZO_MAX_RATIO = 80.0
+
+
+def modeled_bytes(t: TileSize) -> float:
+    """Calibration-free size of a tile for comparing predictors (codes after zstd, raw values, ~4 B a leaf)."""
+    return t.stream_zstd_bytes + t.unpred_bytes + 4.0 * t.n_distinct
+
+
+def sz3_predictor(interp: TileSize, lorenzo: TileSize) -> str:
+    """SZ3's choice for one chunk: "lorenzo" when Lorenzo gives the higher ratio and both ratios are < 80."""
+    raw = interp.n_points * interp.itemsize
+    r_i, r_l = raw / max(modeled_bytes(interp), 1.0), raw / max(modeled_bytes(lorenzo), 1.0)
+    return "lorenzo" if r_l > r_i and r_l < SZ3_LORENZO_MAX_RATIO and r_i < SZ3_LORENZO_MAX_RATIO else "interp"
 
 
 def tile_sizes(tiles: np.ndarray, eb: float, predictor: str, itemsize: int, zstd_level: int = 3,

@@ -5,7 +5,8 @@ import pytest
 
 from compression_model.calibrate import synthetic_field
 from compression_model.graybox import graybox_ratio
-from compression_model.graybox_sz import RADIUS, huffman_lengths, huffman_stream, interp_codes, tile_sizes
+from compression_model.graybox_sz import (RADIUS, TileSize, huffman_lengths, huffman_stream, interp_codes,
+                                          sz3_predictor, tile_sizes)
 from compression_model.sampling import sample_blocks
 
 
@@ -61,3 +62,13 @@ def test_rejects_unknown_codec_and_bad_bound():
         graybox_ratio(s, "blosc-zstd", 1e-3)
     with pytest.raises(ValueError):
         graybox_ratio(s, "sz3", 0.0)
+
+
+def test_sz3_predictor_follows_sz3s_rule():
+    def tile(nbytes):  # 4096 float32 points whose modeled size is ``nbytes``
+        return TileSize(4096, 0, 1, 0.0, nbytes - 4.0, 4)
+
+    assert sz3_predictor(tile(2000), tile(1000)) == "lorenzo"  # Lorenzo smaller, ratios 8 and 16 < 80
+    assert sz3_predictor(tile(1000), tile(2000)) == "interp"  # interpolation smaller
+    assert sz3_predictor(tile(200), tile(150)) == "interp"  # Lorenzo smaller but ratio 109 >= 80
+
