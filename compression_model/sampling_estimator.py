@@ -2,28 +2,29 @@
 
 Two regimes, by how many target chunks fit in the sample budget:
 
-- ``"chunks"``: at least MIN_BLOCKS whole chunks fit, or the field has at most WHOLE_CHUNKS_MAX chunks. The chunks fall into strata by their edge type
-  (interior, or which axes stick out of the array: a chunk that is 75% padding compresses unlike an
-  interior one); each stratum gets a share of the sample by its points in the array (at least one chunk),
-  picked spread over its C order, read, zero-padded at the array edge exactly as HDF5/Zarr pad edge
-  chunks, and compressed; stored bytes = sum over strata of chunks x mean bytes per sampled chunk (same
-  for seconds).
+- ``"chunks"``: at least MIN_BLOCKS whole chunks fit, or the field has at most WHOLE_CHUNKS_MAX chunks.
+  The chunks fall into strata by their edge type (interior, or which axes stick out of the array: a chunk
+  that is 75% padding compresses unlike an interior one); each stratum gets a share of the sample by its
+  points in the array (at least one chunk), picked spread over its C order, read, zero-padded at the array
+  edge exactly as HDF5/Zarr pad edge chunks, and compressed; stored bytes = sum over strata of chunks x
+  mean bytes per sampled chunk (same for seconds).
 - ``"tiles"``: chunks are too large for the budget. Interior chunks are represented by tiles shaped like
   the chunk, scaled down, on the grid of tile-sized cells, one per stratum of the flattened cell index.
   A tile compresses worse than the chunk it stands for (per-stream headers and Huffman tables, predictor
   warm-up at its faces, fewer SZ3 interpolation levels), by a factor that depends on the codec, the bound
   and the data. So one interior "anchor" chunk, holding the bytes-weighted median tile, is compressed whole
-  *and* as tile-shaped pieces (up to MAX_PIECES of them, spread over the chunk); above the per-stream floor h (the bytes of an all-zero block),
-  kappa = (bytes(chunk) - h_chunk) / sum(bytes(piece) - h_tile) calibrates the tiles: an interior chunk
-  costs h_chunk + kappa x (tile bytes above h_tile per point) x its points. Time is not linear in the
-  block size either (the HDF5 SZ3 filter takes 0.8 ms for 128x128 and 26 ms for 256x256 of the same
-  field): it is the anchor's time per chunk (best of two), scaled by the tiles' time per point relative to
-  the anchor's pieces. Edge chunks (partly padding, which changes size and speed a lot) are measured
+  *and* as tile-shaped pieces (up to MAX_PIECES of them, spread over the chunk); above the per-stream
+  floor h (the bytes of an all-zero block), kappa = (bytes(chunk) - h_chunk) / sum(bytes(piece) - h_tile)
+  calibrates the tiles: an interior chunk costs h_chunk + kappa x (tile bytes above h_tile per point) x its
+  points. Time is not linear in the block size either (the HDF5 SZ3 filter takes 0.8 ms for 128x128 and
+  26 ms for 256x256 of the same field): it is the anchor's time per chunk (best of two), scaled by the
+  tiles' time per point relative to the anchor's pieces. Edge chunks (partly padding, which changes size and speed a lot) are measured
   directly: up to MAX_EDGE of them are compressed whole; a bounded per-padding-point cost fitted on them
   extends the interior model to all edges.
 
-The 95% intervals are bootstrap percentiles over the blocks. The wall time of the whole estimate is kept
-by the caller in ``cost_seconds`` so the estimation budget (5% of compressing the field) can be checked.
+The 95% intervals are bootstrap percentiles over the blocks, resampled within their strata. The wall time
+of the whole estimate is kept by the caller in ``cost_seconds`` so the estimation budget (5% of compressing
+the field) can be checked.
 """
 from __future__ import annotations
 
@@ -297,9 +298,9 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         decoded = np.concatenate([np.asarray(o).ravel() for _, o in pairs + e_pairs])
         errors = ErrorStats.measure(original, decoded, data_range if data_range is not None else 0.0)
     return BlockMeasurements(
-        regime, np.array([b.size for b in blocks], float), weight, stratum, nbytes, comp_s, decomp_s, kappa, h_tile, h_chunk,
-        chunk_comp_s,
-        chunk_decomp_s, pieces_s, np.array(edge_points, float), e_nbytes, e_comp, e_decomp, errors)
+        regime, np.array([b.size for b in blocks], float), weight, stratum, nbytes, comp_s, decomp_s, kappa,
+        h_tile, h_chunk, chunk_comp_s, chunk_decomp_s, pieces_s, np.array(edge_points, float), e_nbytes, e_comp,
+        e_decomp, errors)
 
 
 def budget_notes(m: BlockMeasurements, shape, chunks, sample_fraction: float) -> list[str]:
@@ -394,5 +395,5 @@ def _pooled_spread(m: BlockMeasurements, values: np.ndarray) -> np.ndarray:
     n/(n-1)); over all blocks when no stratum has two."""
     groups = [np.flatnonzero(m.stratum == h) for h in np.unique(m.stratum)]
     groups = [g for g in groups if g.size > 1] or [np.arange(values.size)]
-    return np.concatenate([(values[g] / max(values[g].mean(), 1e-12) - 1.0) * math.sqrt(g.size / max(g.size - 1, 1))
+    return np.concatenate([(values[g] / max(values[g].mean(), 1e-12) - 1.0) * math.sqrt(g.size / (g.size - 1))
                            for g in groups])
