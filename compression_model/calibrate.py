@@ -142,9 +142,21 @@ def _fit_ratio(codec, rows):
             "n_fit": int(len(y))}
 
 
+def _sampling_log_error(x, codec: str, abs_error, chunks, compress_s: float) -> float:
+    """log(sampling estimator's compression seconds / measured seconds) of one case: its time-interval input."""
+    from . import sampling_estimator as se
+    from .codecs import get_codec
+
+    c = get_codec(codec, None if abs_error is None else f"abs:{float(abs_error)!r}")
+    m = se.measure_blocks(x, c, chunks, sample_fraction=0.01, target="hdf5")
+    (_,), (comp,), _ = se.scale_up(m, x.shape, chunks)
+    return math.log(max(comp, 1e-9) / compress_s)
+
+
 def collect(quick: bool = False, progress=print) -> dict:
     """Measurements for :func:`fit`: {"ratio": {codec: [(terms, chunk bytes, case key)]},
-    "time": {codec: [(stage counts, compress s, log sd, decompress s, log sd)]}} (JSON-friendly lists)."""
+    "time": {codec: [(stage counts, compress s, log sd, decompress s, log sd)]},
+    "sampling_time": {codec: [log(sampling estimate / measured compress s)]}} (JSON-friendly lists)."""
     import tempfile
 
     steady_allocator()  # timings in the allocator state the sampling estimator times in
@@ -152,7 +164,7 @@ def collect(quick: bool = False, progress=print) -> dict:
     repeats = 3 if quick else 5
     per_field_chunks = 4 if quick else 8
     ratio_rows = {c: [] for c in LOSSY}
-    time_rows = {}
+    time_rows, sampling_rows = {}, {}
     lossless = _lossless_codecs()
     with tempfile.TemporaryDirectory(prefix="ioadvisor-calibrate-") as work:
         for name, x in _fields(quick, rng):
@@ -176,13 +188,15 @@ def collect(quick: bool = False, progress=print) -> dict:
                         counts = StageCounts(**{**counts.get_config(), "out_bytes": float(stored)})
                         time_rows.setdefault(codec, []).append(
                             (stage_counts(counts, codec).tolist(), tc, sc, td, sd))
+                        sampling_rows.setdefault(codec, []).append(_sampling_log_error(x, codec, eb, chunks, tc))
                 for codec in lossless:
                     tc, sc, td, sd, stored, _ = measure_hdf5(x, _filter_kwargs(codec, None), chunks, repeats, work)
                     counts = StageCounts(n_points=x.size, itemsize=x.dtype.itemsize, n_chunks=n_chunks,
                                          out_bytes=float(stored))
                     time_rows.setdefault(codec, []).append((stage_counts(counts, codec).tolist(), tc, sc, td, sd))
+                    sampling_rows.setdefault(codec, []).append(_sampling_log_error(x, codec, None, chunks, tc))
             progress(f"calibrate: {name} {x.shape} measured")
-    return {"ratio": ratio_rows, "time": time_rows}
+    return {"ratio": ratio_rows, "time": time_rows, "sampling_time": sampling_rows}
 
 
 def fit(measured: dict, quick: bool = False, progress=print) -> CompressionProfile:
@@ -195,9 +209,13 @@ def fit(measured: dict, quick: bool = False, progress=print) -> CompressionProfi
             "compress": fit_stage_model(X, np.array([r[1] for r in rows]), np.array([r[2] for r in rows])),
             "decompress": fit_stage_model(X, np.array([r[3] for r in rows]), np.array([r[4] for r in rows])),
         }
+        logs = measured["sampling_time"][codec]
+        # 2.5/97.5% of the sampling estimator's own time error on these fields: its 95% time interval
+        times[codec]["compress"]["sampling_log_q"] = [float(v) for v in np.percentile(logs, [2.5, 97.5])]
         progress(f"calibrate: {codec} time model: compress log sd "
                  f"{times[codec]['compress']['log_sigma_model']:.3f} (model), "
-                 f"{times[codec]['compress']['log_sigma_sys']:.3f} (repeats)")
+                 f"{times[codec]['compress']['log_sigma_sys']:.3f} (repeats); sampling estimator log error "
+                 f"2.5/97.5%: {times[codec]['compress']['sampling_log_q']}")
     for codec, r in ratio.items():
         progress(f"calibrate: {codec} ratio terms {dict(zip(TERMS[codec], (round(v, 3) for v in r['coef'])))} "
                  f"log sd {r['log_sigma']:.3f}")

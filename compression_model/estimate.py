@@ -135,10 +135,12 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
         ratio = raw / stored
         ratio_ci = tuple(float(v) for v in np.percentile(raw / b_stored, [2.5, 97.5]))
         lo, hi = np.percentile(b_comp, [2.5, 97.5])
-        # content variability (bootstrap), the noise of the single timed anchor chunk and the machine's
-        # repeat-timing spread measured by calibrate (the same write varied 2x on the shared machine)
-        noise = math.exp(Z95 * math.hypot(se.anchor_log_sd(m), _system_log_sd(codec.codec_id)))
-        time_ci = (float(min(lo, comp) / noise), float(max(hi, comp) * noise))
+        # content variability (bootstrap), widened by this estimate's own timing noise (anchor, the two timings
+        # of each block) and the estimator's time error measured by calibrate against whole-field writes
+        q_lo, q_hi = _sampling_log_q(codec.codec_id)
+        own = Z95 * math.hypot(se.anchor_log_sd(m), m.repeat_log_sd)
+        time_ci = (float(min(lo, comp) * math.exp(-math.hypot(min(q_lo, 0.0), own))),
+                   float(max(hi, comp) * math.exp(math.hypot(max(q_hi, 0.0), own))))
         errors = m.errors
         notes += se.budget_notes(m, shape, chunks, sample_fraction)
     if chosen in ("graybox", "hybrid"):
@@ -162,14 +164,14 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
     )
 
 
-def _system_log_sd(codec_id: str) -> float:
-    """Repeat-timing spread (log sd) of whole-field compressions on this machine, from the profile."""
+def _sampling_log_q(codec_id: str) -> tuple[float, float]:
+    """2.5/97.5% quantiles of log(sampling estimate / real whole-field compression time), from calibration."""
     from compression_model.profile import load_profile
 
     try:
-        return float(load_profile().time_params(codec_id, "compress")["log_sigma_sys"])
+        return tuple(load_profile().time_params(codec_id, "compress")["sampling_log_q"])
     except KeyError:
-        return 0.0  # uncalibrated codec: the interval holds the content variability only
+        return 0.0, 0.0  # uncalibrated codec: the interval holds the content and timing variability only
 
 
 GRAYBOX_MIN_CHUNKS = 32

@@ -81,6 +81,7 @@ class BlockMeasurements:
     edge_nbytes: np.ndarray  # measured edge chunks (tiles regime)
     edge_comp_s: np.ndarray
     edge_decomp_s: np.ndarray
+    repeat_log_sd: float  # spread (log sd) of one timing, from the blocks timed twice
     errors: ErrorStats | None
 
 
@@ -259,7 +260,10 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         for i, block in enumerate(block_list):
             buf, t = _timed(encode, block)
             sizes.append(len(buf))
-            comp.append(min([t] + [_timed(encode, block)[1] for _ in range(passes - 1)]))
+            times = [t] + [_timed(encode, block)[1] for _ in range(passes - 1)]
+            comp.append(min(times))
+            if passes > 1:
+                repeat_logs.append(math.log(max(times[0], 1e-9) / max(times[1], 1e-9)))
             if i < n_decoded:
                 out, t_dec = _timed(decode, buf, block.shape, block.dtype)
                 decomp.append(t_dec)
@@ -269,6 +273,7 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
     # Decoding serves the time ratio and the errors, which vary little between blocks: a few suffice,
     # and the estimate stays within its cost budget.
     steady_allocator()
+    repeat_logs = []  # log(first / second timing) of each block timed twice
     encode(blocks[0])  # first call of a codec in a process loads/initialises it (blosc: ~100 ms): untimed
     nbytes, comp_s, decomp_s, pairs = run(blocks, FEW, 1 if regime == "tiles" else 2)
     e_nbytes, e_comp, e_decomp, e_pairs = run(edges, len(edges))
@@ -289,6 +294,7 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         # best of two: on a shared machine one call can take 10x longer (0.3 ms vs 4.4 ms, same chunk)
         (buf, t1), (_, t2) = _timed(encode, anchor), _timed(encode, anchor)
         chunk_comp_s = min(t1, t2)
+        repeat_logs.append(math.log(max(t1, 1e-9) / max(t2, 1e-9)))
         chunk_decomp_s = _timed(decode, buf, anchor.shape, anchor.dtype)[1]
         piece_runs = [_timed(encode, p) for p in pieces]
         pieces_s = sum(t for _, t in piece_runs) / pieces_points
@@ -306,7 +312,7 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
     return BlockMeasurements(
         regime, np.array([b.size for b in blocks], float), weight, stratum, nbytes, comp_s, decomp_s, kappa,
         h_tile, h_chunk, chunk_comp_s, chunk_decomp_s, pieces_s, np.array(edge_points, float), e_nbytes, e_comp,
-        e_decomp, errors)
+        e_decomp, math.sqrt(np.mean(np.square(repeat_logs)) / 2) if repeat_logs else 0.0, errors)
 
 
 def budget_notes(m: BlockMeasurements, shape, chunks, sample_fraction: float) -> list[str]:
