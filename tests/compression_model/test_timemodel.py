@@ -70,3 +70,6 @@ def test_shipped_profile_is_calibrated():
         params = prof.time_params(codec, "compress")
         assert len(params["coef"]) == len(STAGES["sz" if codec != "zfp" else "zfp"]) and "log_q" in params
         assert prof.ratio_params(codec)["coef"]
+    for codec in prof.time:  # the sampling estimator's measured time error: an interval around 0
+        lo, hi = prof.time_params(codec, "compress")["sampling_log_q"]
+        assert np.isfinite([lo, hi]).all() and lo < hi
