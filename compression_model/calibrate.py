@@ -20,7 +20,7 @@ import numpy as np
 
 from .graybox import TERMS, StageCounts, graybox_ratio, tile_terms
 from .profile import CompressionProfile, DEFAULT_PATH, save_profile
-from .sampling_estimator import steady_allocator
+from .sampling_estimator import measure_blocks, scale_up, steady_allocator
 from .sampling import sample_blocks
 from .timemodel import fit_stage_model, stage_counts
 
@@ -144,12 +144,11 @@ def _fit_ratio(codec, rows):
 
 def _sampling_log_error(x, codec: str, abs_error, chunks, compress_s: float) -> float:
     """log(sampling estimator's compression seconds / measured seconds) of one case: its time-interval input."""
-    from . import sampling_estimator as se
     from .codecs import get_codec
 
     c = get_codec(codec, None if abs_error is None else f"abs:{float(abs_error)!r}")
-    m = se.measure_blocks(x, c, chunks, sample_fraction=0.01, target="hdf5")
-    (_,), (comp,), _ = se.scale_up(m, x.shape, chunks)
+    m = measure_blocks(x, c, chunks, sample_fraction=0.01, target="hdf5")
+    (_,), (comp,), _ = scale_up(m, x.shape, chunks)
     return math.log(max(comp, 1e-9) / compress_s)
 
 
@@ -230,7 +229,7 @@ def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
     quick: smaller fields, fewer chunkings and repeats (a few minutes on a shared 2-core machine).
     Ratio: per-chunk stored bytes against the gray-box terms of that chunk (:data:`graybox.TERMS`).
     Time: whole-dataset write/read seconds (real file, ``ds[...] = x``) against the stage counts of a
-    2% gray-box estimate.
+    2% gray-box estimate, and the sampling estimator's error on the same writes (its time interval).
     """
     return fit(collect(quick, progress), quick, progress)
 
