@@ -37,6 +37,15 @@ def _sel_tuple(sel):
     return tuple(slice(s, s + b) for s, b in zip(sel.start, sel.block))
 
 
+def _replay(array, accesses) -> None:
+    """Each traced access on an h5py Dataset or zarr Array: reads read, writes store ones."""
+    for a in accesses:
+        if a.op == "read":
+            array[_sel_tuple(a.selection)]
+        else:
+            array[_sel_tuple(a.selection)] = 1.0
+
+
 def run_hdf5(path, shape, chunks, cache, filters, accesses, fresh):
     import h5py
 
@@ -51,11 +60,7 @@ def run_hdf5(path, shape, chunks, cache, filters, accesses, fresh):
         d = f["x"]
         d.id.get_offset  # noqa: B018 - metadata loaded at open
         before = _io()
-        for a in accesses:
-            if a.op == "read":
-                d[_sel_tuple(a.selection)]
-            else:
-                d[_sel_tuple(a.selection)] = 1.0
+        _replay(d, accesses)
         f.flush()
         mid = _io()
     return mid - before
@@ -69,11 +74,7 @@ def run_zarr(path, shape, chunks, accesses, fresh):
         z[...] = np.random.default_rng(0).random(shape, dtype=np.float32)
     z = zarr.open_array(path, mode="r+")
     before = _io()
-    for a in accesses:
-        if a.op == "read":
-            z[_sel_tuple(a.selection)]
-        else:
-            z[_sel_tuple(a.selection)] = 1.0
+    _replay(z, accesses)
     return _io() - before
 
 
