@@ -424,6 +424,29 @@ def format_table(adv: DatasetAdvice) -> str:
 
 
 @dataclass(frozen=True)
+class NotAdvised:
+    """A traced dataset (or input file) that gets no layout advice, and the one-line reason."""
+
+    name: str
+    """``file::path`` of the array, or the file."""
+    path: str
+    library: str
+    shape: tuple[int, ...]
+    dtype: str
+    reason: str
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "path": self.path, "library": self.library, "shape": list(self.shape),
+                "dtype": self.dtype, "reason": self.reason}
+
+    to_json_obj = get_config
+
+    @classmethod
+    def from_config(cls, c: dict) -> "NotAdvised":
+        return cls(c["name"], c["path"], c["library"], tuple(c["shape"]), c["dtype"], c["reason"])
+
+
+@dataclass(frozen=True)
 class Advice:
     """The advisor's answer for a trace: one DatasetAdvice per accessed dataset."""
 
@@ -433,6 +456,8 @@ class Advice:
     seconds: float = 0.0
     """Wall time the advisor took."""
     constraints: dict = field(default_factory=dict, compare=False)
+    not_advised: tuple[NotAdvised, ...] = ()
+    """Datasets of the trace the models cannot advise (scalars, vlen strings, ...), each with why."""
 
     def dataset(self, name: str | None = None) -> DatasetAdvice:
         """The advice for dataset ``name`` (key, path or path without '/'); the only one when None."""
@@ -461,21 +486,38 @@ class Advice:
     def to_json_obj(self) -> dict:
         """The ``--json`` document."""
         return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
-                "constraints": dict(self.constraints), "datasets": [d.to_json_obj() for d in self.datasets]}
+                "constraints": dict(self.constraints), "datasets": [d.to_json_obj() for d in self.datasets],
+                "not_advised": [n.to_json_obj() for n in self.not_advised]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_json_obj(), indent=1, allow_nan=True)
 
     def get_config(self) -> dict:
         return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
-                "constraints": dict(self.constraints), "datasets": [d.get_config() for d in self.datasets]}
+                "constraints": dict(self.constraints), "datasets": [d.get_config() for d in self.datasets],
+                "not_advised": [n.get_config() for n in self.not_advised]}
 
     @classmethod
     def from_config(cls, c: dict) -> "Advice":
         return cls(tuple(DatasetAdvice.from_config(d) for d in c["datasets"]), c.get("source", ""),
-                   c.get("objective", "fastest"), float(c.get("seconds", 0.0)), dict(c.get("constraints", {})))
+                   c.get("objective", "fastest"), float(c.get("seconds", 0.0)), dict(c.get("constraints", {})),
+                   tuple(NotAdvised.from_config(n) for n in c.get("not_advised", ())))
+
+    def nothing_line(self) -> str:
+        """The one line for a trace with nothing advisable: what was there and why none of it is advised."""
+        where = self.source or "trace"
+        if not self.not_advised:
+            return f"nothing to advise in {where}: no h5py or zarr data access was recorded"
+        by_reason: dict[str, list[str]] = {}
+        for n in self.not_advised:
+            by_reason.setdefault(n.reason, []).append(n.path)
+        parts = [f"{', '.join(paths[:3])}{f' and {len(paths) - 3} more' if len(paths) > 3 else ''}: {reason}"
+                 for reason, paths in by_reason.items()]
+        return f"nothing to advise in {where}: " + "; ".join(parts)
 
     def __str__(self) -> str:
+        if not self.datasets:
+            return self.nothing_line() + "\n"
         parts = []
         for d in self.datasets:
             parts.append(f"{d.name}: {d.library} {'x'.join(map(str, d.shape))} {d.dtype}, {d.n_accesses} accesses"
@@ -491,4 +533,5 @@ class Advice:
                 parts.append("")
                 parts += ["  note: " + n for n in d.notes]
             parts.append("")
+        parts += [f"{n.name}: not advised: {n.reason}" for n in self.not_advised]
         return "\n".join(parts).rstrip() + "\n"

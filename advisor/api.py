@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
@@ -40,6 +42,10 @@ def advise(
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
+    A dataset the models cannot advise (a scalar, variable-length strings, a
+    read that failed, ...) goes to ``Advice.not_advised`` with the reason; the
+    others are advised regardless. The models' warnings become notes.
+
     ``profile``: SystemProfile or profile file (default: this machine's from ``ioadvisor calibrate``, else the shipped one).
     ``objective``: "time" (default; optionally under ``max_bytes``) or "size"
     (needs ``max_seconds``). ``max_error`` ("abs:X" / "rel:Y") allows lossy
@@ -49,8 +55,11 @@ def advise(
     the traced files (no compression is then considered). ``procs``: processes
     for the parallel model (default: the trace's rank count).
     """
-    from advisor.advice import Advice
+    from advisor.advice import Advice, NotAdvised
+    from advisor.candidates import allowed_codecs
+    from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
+    from instrumentation.formats import foreign_inputs
     from iomodel.predict import pick_dataset
     from iomodel.profile import SystemProfile, load_profile
 
@@ -69,21 +78,45 @@ def advise(
     from advisor.search import Objective
 
     goal = Objective(objective, max_seconds, max_bytes)
-    if dataset is not None:
-        targets = [pick_dataset(trace, dataset)]
-    else:
-        targets = trace.accessed()
-        if not targets:
-            raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
+    allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
+    targets = [pick_dataset(trace, dataset)] if dataset is not None else [d for _, d in sorted(trace.datasets.items())]
+    n_accesses = Counter(a.dataset for a in trace.accesses)
     nprocs = procs if procs is not None else trace.nprocs
-    out = []
+    out, skipped = [], []
     for ds in targets:
-        out.append(_advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
-                               top, read_data, nprocs, exhaustive))
+        shape = trace.extent(ds.id)
+        reason = why_not_advised(ds, shape, n_accesses[ds.id])
+        if reason is None:
+            no_codec = compression_note(ds)
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    adv = _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
+                                      top, read_data and no_codec is None, nprocs, exhaustive)
+            except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
+                if os.environ.get("IOADVISOR_DEBUG"):
+                    raise
+                reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            else:
+                extra = ([no_codec] if no_codec else []) + _warning_notes(caught)
+                out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
+        if reason is not None:
+            skipped.append(NotAdvised(ds.key, ds.path, ds.library, tuple(shape), ds.dtype, reason))
+    if not trace.datasets:
+        skipped += [NotAdvised(path, path, fmt, (), "", f"{fmt} file (not HDF5 or Zarr): its reads go through "
+                               "netCDF-C or scipy, which ioadvisor does not trace; nothing to advise")
+                    for path, fmt in foreign_inputs(trace)]
     return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
                   {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
                    "compressors": None if compressors is None else list(compressors),
-                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)})
+                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
+                  tuple(skipped))
+
+
+def _warning_notes(caught) -> list[str]:
+    """The models' warnings (overflow in a float16 cast, ...) as advice notes, once each, never on stderr."""
+    seen = dict.fromkeys(f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught)
+    return [f"while modelling: {m}" for m in seen]
 
 
 def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,

@@ -27,7 +27,7 @@ from h5py._hl import dataset as _dataset
 from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
-from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter
+from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, field_itemsize, from_dataspace, normalize
 from .tracer import HUB, MAX_PENDING, DatasetInfo
 
@@ -126,7 +126,8 @@ def _describe(ds, created: bool) -> DatasetInfo:
         file=os.path.abspath(f.filename),
         path=ds.name or "",
         shape=() if shape is None else tuple(shape),
-        dtype=ds.dtype.str,
+        dtype=dtype_string(ds.dtype),
+        type_class=type_class(ds.dtype),
         maxshape=None if maxshape is None else tuple(maxshape),
         chunks=chunks,
         filters=_filters(dsid.get_create_plist()),
@@ -203,6 +204,17 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     HUB.access(info, op, selection, n, n * _itemsize(info, args, new_dtype), t0, dt)
 
 
+def _failed(obj) -> None:
+    """A traced call raised: count it; a dataset still goes into the trace (say, one whose filter is
+    missing here), so the advisor can tell why it has no accesses."""
+    HUB.failed()
+    if isinstance(obj, Dataset):
+        try:
+            HUB.seen(_info(obj))
+        except Exception:  # noqa: BLE001 - the user's exception is the one that matters here
+            pass
+
+
 def _outermost(original, record, makes_data=None):
     """Wrap ``original``: the outermost traced call runs timed, then ``record(self, args, kwargs, result, t0, dt)``.
 
@@ -222,7 +234,7 @@ def _outermost(original, record, makes_data=None):
             result = original(self, *args, **kwargs)
         except BaseException:
             tls.depth = 0
-            HUB.failed()
+            _failed(self)
             raise
         dt = perf_counter() - t0
         tls.depth = 0
@@ -258,7 +270,7 @@ def _traced_getitem(original):
             result = original(self, args, new_dtype)
         except BaseException:
             tls.depth = 0
-            HUB.failed()
+            _failed(self)
             raise
         dt = perf_counter() - t0
         tls.depth = 0

@@ -26,7 +26,7 @@ import numpy as np
 import zarr
 from zarr.core import array as _array
 
-from .records import READ, WRITE, DatasetRecord, Filter
+from .records import READ, WRITE, DatasetRecord, Filter, dtype_string, type_class
 from .selection import field_itemsize, from_zarr_indexer, zarr_hyperslab
 from .tracer import HUB, DatasetInfo
 
@@ -82,7 +82,8 @@ def _describe(store_path, metadata, created: bool) -> DatasetInfo:
         file=_store_file(store_path.store),
         path=store_path.path,
         shape=shape,
-        dtype=dtype.str,
+        dtype=dtype_string(dtype),
+        type_class=type_class(dtype),
         maxshape=(None,) * len(shape),  # zarr arrays resize freely
         chunks=chunks,
         shards=shards,

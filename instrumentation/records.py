@@ -226,6 +226,36 @@ class ChunkCache:
         )
 
 
+TYPE_CLASSES = ("integer", "float", "complex", "bool", "string", "vlen-string", "compound", "enum", "vlen",
+                "reference", "opaque", "time", "object")
+"""Element type classes (HDF5's type classes, as h5py and zarr hand them to numpy): the numpy dtype
+string alone cannot tell a variable-length string from a reference (both ``|O``) or an enum from an int."""
+
+_KIND_CLASSES = {"i": "integer", "u": "integer", "f": "float", "c": "complex", "b": "bool", "S": "string",
+                 "U": "string", "T": "vlen-string", "M": "time", "m": "time", "O": "object"}
+
+
+def type_class(dtype: np.dtype) -> str:
+    """The TYPE_CLASSES entry of a dtype from h5py (its ``metadata`` marks vlen/ref/enum/opaque) or zarr."""
+    meta = dtype.metadata or {}
+    if "vlen" in meta:
+        return "vlen-string" if meta["vlen"] in (str, bytes) else "vlen"
+    if "ref" in meta:
+        return "reference"
+    if "enum" in meta:
+        return "enum"
+    if meta.get("h5py_opaque"):
+        return "opaque"
+    if dtype.kind == "V":
+        return "compound" if dtype.names is not None else "opaque"
+    return _KIND_CLASSES[dtype.kind]
+
+
+def dtype_string(dtype: np.dtype) -> str:
+    """The trace's ``dtype``: numpy's ``str``, or ``"T"`` for numpy 2's StringDType (whose ``str`` numpy cannot parse)."""
+    return "T" if dtype.kind == "T" else dtype.str
+
+
 @dataclass(frozen=True)
 class DatasetRecord:
     """One array as the traced program saw it (first sighting or creation).
@@ -235,6 +265,8 @@ class DatasetRecord:
     in the file and stored size. ``driver`` and ``mode`` (HDF5: the file driver,
     e.g. "sec2" or "mpio", and "r" or "r+") decide whether HDF5 keeps its chunk
     cache under MPI: it bypasses it for mpio files open for writing.
+    ``type_class`` (one of TYPE_CLASSES; None in traces from before it was
+    recorded) says what ``dtype`` cannot: vlen strings, references, enums.
     """
 
     id: int
@@ -256,6 +288,7 @@ class DatasetRecord:
     mode: str | None = None
     created: bool = False
     chunk_offsets: np.ndarray | None = field(default=None, compare=False)
+    type_class: str | None = None
 
     LIBRARIES: ClassVar[tuple[str, ...]] = ("hdf5", "zarr")
 
@@ -289,6 +322,7 @@ class DatasetRecord:
             "mode": self.mode,
             "created": self.created,
             "chunk_offsets": None if self.chunk_offsets is None else self.chunk_offsets.tolist(),
+            "type_class": self.type_class,
         }
 
     @classmethod
@@ -299,7 +333,7 @@ class DatasetRecord:
             raise RecordError(f"field 'library' must be one of {cls.LIBRARIES}, got {lib!r}")
         try:
             np.dtype(config["dtype"])
-        except TypeError:
+        except (TypeError, ValueError):
             raise RecordError(f"field 'dtype' is not a numpy dtype: {config['dtype']!r:.60}") from None
         maxshape = config.get("maxshape")
         if maxshape is not None:
@@ -318,6 +352,9 @@ class DatasetRecord:
             except (TypeError, ValueError):
                 raise RecordError("field 'chunk_offsets' must be a list of integer rows") from None
         libver = config.get("libver")
+        tclass = config.get("type_class")
+        if tclass is not None and tclass not in TYPE_CLASSES:
+            raise RecordError(f"field 'type_class' must be one of {', '.join(TYPE_CLASSES)}, got {tclass!r:.40}")
         return cls(
             id=_typed(config["id"], int, "id"),
             library=lib,
@@ -338,6 +375,7 @@ class DatasetRecord:
             mode=config.get("mode"),
             created=bool(config.get("created", False)),
             chunk_offsets=offsets,
+            type_class=tclass,
         )
 
 

@@ -170,6 +170,8 @@ class Trace:
 def extent(dataset: DatasetRecord, accesses: list[AccessRecord], resized=()) -> tuple[int, ...]:
     """Largest extent an array reaches: its recorded shape, resizes, and every selection's upper corner."""
     ndim = len(dataset.shape)
+    if ndim == 0:  # a scalar: nothing to grow
+        return ()
     tops = [np.asarray(dataset.shape, np.int64).reshape(1, ndim)]
     tops += [np.asarray([s], np.int64) for s in resized if len(s) == ndim]
     slabs = [a.selection for a in accesses if a.selection.kind == "hyperslab" and a.selection.ndim == ndim]
@@ -180,7 +182,7 @@ def extent(dataset: DatasetRecord, accesses: list[AccessRecord], resized=()) -> 
         tops.append(np.where(some, start + stride * (count - 1) + block, start))
     tops += [np.asarray([a.selection.bounds()[1]], np.int64) for a in accesses
              if a.selection.kind != "hyperslab" and len(a.selection.bounds()[1]) == ndim]
-    return tuple(int(v) for v in np.concatenate(tops).max(axis=0)) if ndim else ()
+    return tuple(int(v) for v in np.concatenate(tops).max(axis=0))
 
 
 def _parse_line(text: str, where: str, rank: int):

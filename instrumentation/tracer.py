@@ -116,6 +116,12 @@ class _Hub:
         for tr in self.active:
             tr._register(info, created=True)
 
+    def seen(self, info: DatasetInfo) -> None:
+        """A dataset the program reached without moving data (its read failed): recorded, no access."""
+        for tr in self.active:
+            if info not in tr._ids:
+                tr._register(info)
+
     def failed(self) -> None:
         for tr in self.active:
             tr.failed_calls += 1
@@ -291,9 +297,10 @@ def _versions() -> dict:
 class Tracer:
     """One trace being written; a context manager (single use)."""
 
-    def __init__(self, path=None, *, comm=None):
+    def __init__(self, path=None, *, comm=None, overwrite: bool = False):
         self._requested = path
         self._comm = comm
+        self._overwrite = overwrite
         self.path: Path | None = None
         self.rank, self.size = 0, 1
         self.failed_calls = 0
@@ -323,6 +330,12 @@ class Tracer:
         except ImportError:
             self.rank, self.size = 0, 1
         self.path, own = self._paths()
+        if not self._overwrite and self._requested is not None:
+            for p in {self.path, own}:  # another rank's part may be this run's own: only ours is checked
+                if p.exists():
+                    self._state = "done"
+                    raise FileExistsError(f"{p} exists: not replacing an earlier trace "
+                                          "(choose another path, or overwrite=True / --force to replace it)")
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
@@ -476,13 +489,15 @@ class Tracer:
         return head
 
 
-def trace(path=None, *, comm=None) -> Tracer:
+def trace(path=None, *, comm=None, overwrite: bool = False) -> Tracer:
     """Record every h5py / zarr array access inside the with-block into ``path``.
 
     ``path=None`` writes a temporary file (``Tracer.path``). ``comm`` (mpi4py) or an
     MPI launcher's environment gives one file per rank, merged by rank 0 into ``path``.
+    An existing ``path`` (or this rank's part) is never replaced without ``overwrite=True``:
+    entering the tracer raises FileExistsError before anything is traced.
     """
-    return Tracer(path, comm=comm)
+    return Tracer(path, comm=comm, overwrite=overwrite)
 
 
 __all__ = ["DatasetInfo", "HUB", "Tracer", "trace"]

@@ -55,6 +55,7 @@ STEPS = (show, recommend)
 def register(sub) -> None:
     p = sub.add_parser("demo", help="trace a small bundled h5py program, report what it did, advise a layout")
     p.add_argument("-o", "--output", metavar="TRACE", help="keep the demo's trace in this file")
+    p.add_argument("--force", action="store_true", help="replace an existing TRACE")
     add_profile_option(p)
     p.set_defaults(func=run)
 
@@ -68,7 +69,7 @@ def run(args) -> int:
         print(f"ioadvisor demo: running {demo_rows.__name__} ({demo_rows.ROWS} x {demo_rows.COLS} float32, "
               f"chunks {demo_rows.CHUNKS}) under tracing", file=sys.stderr)
         t0 = time.perf_counter()
-        with advisor.trace(trace_path) as tracer:
+        with advisor.trace(trace_path, overwrite=args.force) as tracer:
             demo_rows.main(tmp)
         elapsed = time.perf_counter() - t0
         trace = tracer.load()

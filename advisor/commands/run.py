@@ -135,6 +135,8 @@ def register(sub) -> None:
     )
     p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
                    help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing TRACE (or rank part); without it the run refuses before starting")
     # not "command": the CLI's own subcommand name lives there (error messages use it)
     p.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     p.set_defaults(func=run)
@@ -147,7 +149,7 @@ def run(args) -> int:
     ending: BaseException | None = None
     tracer = None
     try:
-        with advisor.trace(args.output) as tracer:
+        with advisor.trace(args.output, overwrite=args.force) as tracer:
             try:
                 program.execute()
             except SystemExit as exc:

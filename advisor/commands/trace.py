@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from instrumentation.formats import foreign_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
 
@@ -32,13 +33,24 @@ def _ranks(ranks: tuple[int, ...]) -> str:
     return ",".join(map(str, ranks))
 
 
+def _type(d) -> str:
+    """The element type as a user would name it: ``float32``, ``vlen-string``, ``compound (12 B)``."""
+    dt = np.dtype(d.dtype)
+    tclass = d.type_class or "float"
+    if tclass in ("integer", "float", "complex", "bool", "time"):
+        return dt.name
+    if tclass in ("vlen-string", "vlen", "reference", "object"):
+        return tclass
+    return f"{tclass} ({dt.itemsize} B)" if tclass != "enum" else f"enum of {dt.name}"
+
+
 def format_usage(u: DatasetUsage) -> str:
     """A few lines describing one dataset's use in a trace."""
     d = u.dataset
     filters = ",".join(f.name for f in d.filters) or "none"
     lines = [
         f"[{d.id}] {d.library} {d.key}",
-        f"    shape {_dims(d.shape)} {np.dtype(d.dtype).name}, chunks {_dims(d.chunks)}"
+        f"    shape {_dims(d.shape)} {_type(d)}, chunks {_dims(d.chunks)}"
         + (f", shards {_dims(d.shards)}" if d.shards else "") + f", filters {filters}",
     ]
     for op, n, nbytes, seconds, pattern in (
@@ -58,7 +70,11 @@ def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
     head = (f"{trace.source}: {len(trace.datasets)} datasets, {len(trace.accesses)} accesses "
             f"({n_read} reads, {len(trace.accesses) - n_read} writes), {trace.nprocs} rank(s), "
             f"host {trace.header.host} ({state})")
-    return "\n".join([head] + [format_usage(u) for u in usages])
+    lines = [head] + [format_usage(u) for u in usages]
+    if not trace.datasets:
+        lines += [f"{path}: {fmt} file (not HDF5 or Zarr): read through netCDF-C or scipy, which ioadvisor "
+                  "does not trace; nothing to advise" for path, fmt in foreign_inputs(trace)]
+    return "\n".join(lines)
 
 
 def register(sub) -> None:

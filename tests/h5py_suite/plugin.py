@@ -37,7 +37,7 @@ def pytest_unconfigure(config):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     path = _DIR["path"] / "test.jsonl"
-    tracer = advisor.trace(path)
+    tracer = advisor.trace(path, overwrite=True)  # one file, reused test after test
     with tracer:
         result = yield
     _STATS["tests"] += 1
