@@ -206,6 +206,16 @@ def _quiet_stderr_call(fn):
     return result, exc, messages
 
 
+def _records(report, mod: str):
+    """(record id, name, rank, counters, fcounters) of a module read with dtype numpy: ids stay exact 64-bit
+    integers (pydarshan's DataFrames may turn them into floats)."""
+    names = report.counters[mod]["counters"], report.counters[mod]["fcounters"]
+    for rec in report.records[mod]:
+        rec_id = int(rec["id"])
+        yield (rec_id, report.name_records[rec_id], int(rec["rank"]), dict(zip(names[0], rec["counters"].tolist())),
+               dict(zip(names[1], rec["fcounters"].tolist())))
+
+
 def read_binary(path: str, *, dxt: bool = True) -> DarshanLog:
     """Read a binary log with pydarshan (``pip install ioadvisor[darshan]``)."""
     try:
@@ -237,14 +247,9 @@ def read_binary(path: str, *, dxt: bool = True) -> DarshanLog:
             hint = (": import without DXT (--no-dxt)" if mod.startswith("DXT") else
                     ": the log is truncated or corrupt, or written by a darshan-runtime newer than this pydarshan")
             raise DarshanError(f"{path}: cannot read module {mod} version {info.get('ver')} ({why}){hint}")
-    def rows(mod):  # raw records: ids stay exact 64-bit integers (a DataFrame may turn them into floats)
-        names = report.counters[mod]["counters"], report.counters[mod]["fcounters"]
-        for rec in report.records[mod]:
-            values = {**dict(zip(names[0], rec["counters"].tolist())), **dict(zip(names[1], rec["fcounters"].tolist()))}
-            yield report.name_records[int(rec["id"])], int(rec["rank"]), values
-
-    h5d = [H5DCounters.from_counters(name, rank, values) for name, rank, values in rows("H5D")]
-    mpiio = {name for name, _, values in rows("H5F") if values.get("H5F_USE_MPIIO", 0) > 0} if "H5F" in wanted else set()
+    h5d = [H5DCounters.from_counters(name, rank, {**c, **fc}) for _, name, rank, c, fc in _records(report, "H5D")]
+    mpiio = ({name for _, name, _, c, _ in _records(report, "H5F") if c.get("H5F_USE_MPIIO", 0) > 0}
+             if "H5F" in wanted else set())
     segments = []
     for mod in ("DXT_MPIIO", "DXT_POSIX"):
         if mod in report.records and dxt:
@@ -355,19 +360,65 @@ def to_parser_text(log_path: str) -> str:
             continue
         report.mod_read_all_records(mod, dtype="numpy")
         out += ["", "# " + "*" * 55, f"# {mod} module data", "# " + "*" * 55]
-        frames = report.records[mod].to_df()
-        for kind, frame in (("counters", frames["counters"]), ("fcounters", frames.get("fcounters"))):
-            if frame is None:
-                continue
-            for _, row in frame.iterrows():
-                rec_id, rank = int(row["id"]), int(row["rank"])
-                name = report.name_records[rec_id]
-                for col in frame.columns:
-                    if col in ("id", "rank"):
-                        continue
-                    v = f"{row[col]:f}" if kind == "fcounters" else f"{int(row[col])}"
-                    out.append(f"{mod}\t{rank}\t{rec_id}\t{col}\t{v}\t{name}\t/\tunknown")
+        for rec_id, name, rank, c, fc in _records(report, mod):
+            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{int(v)}\t{name}\t/\tunknown" for k, v in c.items()]
+            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{v:f}\t{name}\t/\tunknown" for k, v in fc.items()]
     return "\n".join(out) + "\n"
+
+
+def counters_of_trace(trace) -> DarshanLog:
+    """What darshan-runtime's H5D module would record of a captured trace's HDF5 datasets, one record per rank.
+
+    Follows darshan-hdf5.c: LENGTH_D(i+1) = count x block of C-order dimension 4-i and STRIDE likewise (unused
+    dimensions 0), CHUNK_SIZE_D(i+1) = chunk dimension n-1-i; point and orthogonal selections record no shape;
+    the four most frequent (bytes, lengths, strides) values with their counts (ties: first seen). Used to
+    validate the importer against traces whose every access is known."""
+    out = []
+    for ds in trace.datasets.values():
+        if ds.library != "hdf5":
+            continue
+        ndims = len(ds.shape)
+        n = min(ndims, MAX_NDIMS)
+        by_rank: dict[int, list[AccessRecord]] = {}
+        for a in trace.accesses_of(ds.id):
+            by_rank.setdefault(a.rank, []).append(a)
+        for rank, accs in sorted(by_rank.items()):
+            c: dict[str, float] = {"H5D_DATASPACE_NDIMS": ndims, "H5D_DATASPACE_NPOINTS": math.prod(ds.shape),
+                                   "H5D_DATATYPE_SIZE": ds.itemsize}
+            for i, size in enumerate((ds.chunks or ())[:n]):
+                c[f"H5D_CHUNK_SIZE_D{i + 1}"] = ds.chunks[n - i - 1]
+            common: dict[tuple, int] = {}
+            for a in accs:
+                op = "READ" if a.op == READ else "WRITE"
+                c[f"H5D_{op}S"] = c.get(f"H5D_{op}S", 0) + 1
+                c[f"H5D_BYTES_{'READ' if a.op == READ else 'WRITTEN'}"] = c.get(
+                    f"H5D_BYTES_{'READ' if a.op == READ else 'WRITTEN'}", 0) + a.nbytes
+                bucket = f"H5D_SIZE_{op}_AGG_{SIZE_BUCKETS[_bucket(a.nbytes)]}"
+                c[bucket] = c.get(bucket, 0) + 1
+                sel = a.selection
+                lengths = [0] * MAX_NDIMS
+                strides = [0] * MAX_NDIMS
+                if sel.kind == "hyperslab":
+                    for d in range(n):
+                        lengths[d], strides[d] = sel.count[d] * sel.block[d], sel.stride[d]
+                key = (a.nbytes, *lengths[::-1], *strides[::-1])  # stored D1..D5: dimension 4 first
+                common[key] = common.get(key, 0) + 1
+            top = sorted(common.items(), key=lambda kv: -kv[1])[:N_ACCESS_SHAPES]
+            for j, (key, count) in enumerate(top, start=1):
+                c[f"H5D_ACCESS{j}_ACCESS"] = key[0]
+                for i in range(MAX_NDIMS):
+                    c[f"H5D_ACCESS{j}_LENGTH_D{i + 1}"] = key[1 + i]
+                    c[f"H5D_ACCESS{j}_STRIDE_D{i + 1}"] = key[1 + MAX_NDIMS + i]
+                c[f"H5D_ACCESS{j}_COUNT"] = count
+            for op, kind in (("READ", READ), ("WRITE", WRITE)):
+                mine = [a for a in accs if a.op == kind]
+                if mine:
+                    c[f"H5D_F_{op}_TIME"] = sum(a.duration for a in mine)
+                    c[f"H5D_F_{op}_START_TIMESTAMP"] = min(a.t_start for a in mine)
+                    c[f"H5D_F_{op}_END_TIMESTAMP"] = max(a.t_start + a.duration for a in mine)
+            out.append(H5DCounters.from_counters(f"{ds.file}:{ds.path}", rank, c))
+    h = trace.header
+    return DarshanLog(trace.source, " ".join(h.argv), trace.nprocs, h.t_origin_unix, "emulated", tuple(out))
 
 
 # ---------------------------------------------------------------------------- rebuilding accesses
@@ -389,15 +440,15 @@ class _Tile:
 def _tile_of(length: Iterable[int], stride: Iterable[int]) -> tuple[_Tile, bool]:
     """Count/stride/block from Darshan's LENGTH (= count x block) and STRIDE; True when the split is a guess.
 
-    HDF5 reports the caller's stride even for one block, so stride <= 1, stride >= length, or a stride dividing
-    the length all read as one dense run; otherwise blocks of the largest divisor of the length below the stride."""
+    HDF5 reports the caller's stride as given (C callers passing NULL get 1). A stride of at most 1 or equal
+    to the length is one dense block; any other stride is taken as every stride-th element (block 1), the
+    common strided selection, and flagged: count x block cannot be told apart."""
     count, strides, block, guessed = [], [], [], False
     for n, s in zip(length, stride):
-        if s <= 1 or s >= n or n % s == 0:
+        if s <= 1 or s == n:
             count.append(1), strides.append(1), block.append(n)
         else:
-            b = max(d for d in range(1, s) if n % d == 0)
-            count.append(n // b), strides.append(s), block.append(b)
+            count.append(n), strides.append(s), block.append(1)
             guessed = True
     return _Tile(tuple(count), tuple(strides), tuple(block)), guessed
 
@@ -441,7 +492,8 @@ def split_reads_writes(rec: H5DCounters) -> tuple[list[int], bool]:
     ok = (r.sum(1) <= rec.reads) & (w.sum(1) <= rec.writes)
     ok &= (r @ nbytes <= rec.bytes_read) & (w @ nbytes <= rec.bytes_written)
     buckets = np.asarray([_bucket(b) for b in nbytes])
-    for b in np.unique(buckets):
+    histogram = sum(rec.read_buckets) == rec.reads and sum(rec.write_buckets) == rec.writes
+    for b in np.unique(buckets) if histogram else ():
         on = buckets == b
         ok &= (r[:, on].sum(1) <= rec.read_buckets[b]) & (w[:, on].sum(1) <= rec.write_buckets[b])
     # every op is in the shapes or not: the shapes cover the ops as fully as the totals let them
@@ -789,4 +841,5 @@ def _dxt_pin(ds: DatasetRecord, tile: _Tile, p: _Planned, rank: int, op: str, lo
 
 
 __all__ = ["AccessShape", "DarshanError", "DarshanLog", "DxtSegments", "H5DCounters", "ImportSummary",
-           "import_darshan", "parse_shapes", "parse_text", "read_log", "split_reads_writes", "to_parser_text"]
+           "counters_of_trace", "import_darshan", "parse_shapes", "parse_text", "read_log", "split_reads_writes",
+           "to_parser_text"]
