@@ -173,6 +173,10 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         notes=tuple(notes), n_generated=result.n_generated, n_evaluated=result.n_evaluated,
         data_range=data_range,
     )
+    if trace.header.synthetic:
+        from advisor.synthetic import widen
+
+        adv = widen(adv, trace.header)
     return replace(adv, explanation=tuple(explain(adv, reads, writes)))
 
 

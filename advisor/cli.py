@@ -19,9 +19,12 @@ COMMANDS = {
     "advise": "recommend a layout (library, chunks, cache/shards, codec) from a trace",
     "verify": "replay the trace for real in the current and the top-K recommended layouts",
     "compression": "predict compression ratio/throughput per compressor and error bound",
+    "import": "turn another tool's log into a (synthetic) trace: darshan",
 }
 """Subcommand name -> one-line help. The module advisor.commands.<name> is imported only
 when that command runs: some pull in numba or the codecs, and every MPI rank pays start-up."""
+MODULES = {"import": "import_"}
+"""Command names that are Python keywords -> their module under advisor.commands."""
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
@@ -32,7 +35,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         if name == selected:
-            importlib.import_module(f"advisor.commands.{name}").register(sub)
+            importlib.import_module(f"advisor.commands.{MODULES.get(name, name)}").register(sub)
         else:
             sub.add_parser(name, help=help_text)
     return parser

@@ -464,8 +464,35 @@ class ResizeRecord:
 
 
 @dataclass(frozen=True)
+class ImportedFact:
+    """One fact an imported trace (``synthetic``) states beyond its records, and whether it was guessed.
+
+    ``dataset`` is the dataset's key (``file::path``), or "" for the whole trace;
+    ``fact`` a short name ("shape", "placement", "read/write split", ...).
+    """
+
+    dataset: str
+    fact: str
+    detail: str
+    guessed: bool = True
+
+    def get_config(self) -> dict:
+        return {"dataset": self.dataset, "fact": self.fact, "detail": self.detail, "guessed": self.guessed}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "ImportedFact":
+        _require(config, cls)
+        return cls(_typed(config["dataset"], str, "facts.dataset"), _typed(config["fact"], str, "facts.fact"),
+                   _typed(config["detail"], str, "facts.detail"), bool(config.get("guessed", True)))
+
+
+@dataclass(frozen=True)
 class TraceHeader:
-    """First line of every trace file."""
+    """First line of every trace file.
+
+    ``synthetic``: the accesses were not captured but rebuilt from a summary (a
+    Darshan log); ``facts`` then says what the rebuild rests on, guessed or not.
+    """
 
     schema: int
     host: str
@@ -476,6 +503,12 @@ class TraceHeader:
     versions: dict = field(default_factory=dict, compare=False)
     argv: tuple[str, ...] = ()
     clock: str = "time.perf_counter"
+    synthetic: bool = False
+    facts: tuple[ImportedFact, ...] = ()
+
+    def guessed(self, dataset: str | None = None) -> tuple[ImportedFact, ...]:
+        """The guessed facts (of one dataset key, plus the trace-wide ones, when given)."""
+        return tuple(f for f in self.facts if f.guessed and (dataset is None or f.dataset in ("", dataset)))
 
     def get_config(self) -> dict:
         return {
@@ -488,6 +521,7 @@ class TraceHeader:
             "versions": self.versions,
             "argv": list(self.argv),
             "clock": self.clock,
+            **({"synthetic": True, "facts": [f.get_config() for f in self.facts]} if self.synthetic else {}),
         }
 
     @classmethod
@@ -506,4 +540,6 @@ class TraceHeader:
             versions=dict(config.get("versions") or {}),
             argv=tuple(config.get("argv") or ()),
             clock=config.get("clock", "time.perf_counter"),
+            synthetic=bool(config.get("synthetic", False)),
+            facts=tuple(ImportedFact.from_config(f) for f in config.get("facts") or ()),
         )

@@ -70,7 +70,15 @@ def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
     head = (f"{trace.source}: {len(trace.datasets)} datasets, {len(trace.accesses)} accesses "
             f"({n_read} reads, {len(trace.accesses) - n_read} writes), {trace.nprocs} rank(s), "
             f"host {trace.header.host} ({state})")
-    lines = [head] + [format_usage(u) for u in usages]
+    facts = trace.header.facts if trace.header.synthetic else ()
+    lines = [head]
+    if trace.header.synthetic:
+        lines += ["synthetic trace: accesses rebuilt from a summary, not captured; "
+                  f"{len(trace.header.guessed())} facts guessed (marked ?)"]
+        lines += [f"  {'?' if f.guessed else '-'} {f.fact}: {f.detail}" for f in facts if not f.dataset]
+    for u in usages:
+        lines.append(format_usage(u))
+        lines += [f"    {'?' if f.guessed else '-'} {f.fact}: {f.detail}" for f in facts if f.dataset == u.dataset.key]
     if not trace.datasets:
         lines += [f"{path}: {fmt} file (not HDF5 or Zarr): read through netCDF-C or scipy, which ioadvisor "
                   "does not trace; nothing to advise" for path, fmt in foreign_inputs(trace)]
@@ -99,6 +107,7 @@ def run_show(args) -> int:
     usages = summarize(trace)
     if args.json:
         json.dump({"trace": trace.source, "complete": trace.complete, "nprocs": trace.nprocs,
+                   "synthetic": trace.header.synthetic, "facts": [f.get_config() for f in trace.header.facts],
                    "datasets": [u.get_config() for u in usages]}, sys.stdout, indent=1)
         print()
     else:

@@ -1,0 +1,845 @@
+"""Import Darshan logs: the HDF5 dataset (H5D) records of C/C++/Fortran/MPI programs into a trace.
+
+Darshan keeps a bounded summary per dataset and rank (or one shared record,
+rank -1, with counts summed over ranks): operation and byte counts, the
+dataspace's rank and number of points (not its dimensions), element size,
+chunk dimensions, a collective flag, timers, and the four most frequent access
+shapes (LENGTH = count x block and STRIDE per dimension, bytes, how often).
+The importer rebuilds accesses from those: the shapes with their counts, split
+into reads and writes by the op, byte and size-histogram counters; placed as
+tiles in row-major order, consecutive per rank (DXT offsets pin the placement
+where they can). The trace is marked ``synthetic`` and its header lists every
+fact the rebuild rests on, guessed or not (see docs/darshan.md).
+
+Dimension order (darshan-runtime's darshan-hdf5.c): access LENGTH/STRIDE put
+C-order dimension k in D(5-k), the first dimension always in D5; chunk sizes put
+dimension k in D(n-k), n = min(ndims, 5), the last dimension always in D1.
+
+Two inputs: a binary log, read with pydarshan (optional extra, imported here
+only), or the text ``darshan-parser`` prints (no dependency).
+"""
+from __future__ import annotations
+
+import gc
+import math
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from .records import READ, WRITE, AccessRecord, DatasetRecord, ImportedFact, Selection, TraceHeader
+from .tracefile import TraceWriter
+
+MAX_NDIMS = 5
+"""Dimensions Darshan records per access shape and chunk (H5D_MAX_NDIMS)."""
+N_ACCESS_SHAPES = 4
+SIZE_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+                "100M_1G", "1G_PLUS")
+BUCKET_EDGES = (0, 101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 104857601, 1073741825)
+"""Lower byte bound of each H5D_SIZE_*_AGG_* bucket (darshan-common's DARSHAN_BUCKET_INC)."""
+SPLIT_SEARCH_LIMIT = 200_000
+"""Read/write splits of the access shapes enumerated at most; beyond it the split is proportional."""
+
+
+class DarshanError(ValueError):
+    """A log cannot be imported; str() is one line naming the file."""
+
+
+# ---------------------------------------------------------------------------- what a log holds
+
+@dataclass(frozen=True)
+class AccessShape:
+    """One of the four most frequent H5D access shapes (op unknown: an identical read and write merge)."""
+
+    nbytes: int
+    length: tuple[int, ...]
+    """count x block per C-order dimension (min(ndims, 5) of them); zeros or -1: not a regular hyperslab."""
+    stride: tuple[int, ...]
+    count: int
+
+    @property
+    def regular(self) -> bool:
+        return bool(self.length) and all(v > 0 for v in self.length)
+
+
+@dataclass(frozen=True)
+class H5DCounters:
+    """The H5D record of one dataset on one rank (-1: shared, counts summed over ranks)."""
+
+    name: str
+    """``<file>:<dataset path>`` as Darshan names it."""
+    rank: int
+    reads: int
+    writes: int
+    bytes_read: int
+    bytes_written: int
+    ndims: int
+    npoints: int
+    itemsize: int
+    chunks: tuple[int, ...]
+    """C-order chunk dimensions (the first min(ndims, 5)); all zero when contiguous or unknown."""
+    collective: bool
+    shapes: tuple[AccessShape, ...]
+    read_buckets: tuple[int, ...]
+    write_buckets: tuple[int, ...]
+    read_time: float
+    write_time: float
+    read_span: tuple[float, float]
+    write_span: tuple[float, float]
+
+    @property
+    def file(self) -> str:
+        return split_name(self.name)[0]
+
+    @property
+    def path(self) -> str:
+        return split_name(self.name)[1]
+
+    @classmethod
+    def from_counters(cls, name: str, rank: int, c: Mapping[str, float]) -> "H5DCounters":
+        def i(key: str) -> int:
+            return int(c.get(key, 0))
+
+        ndims = i("H5D_DATASPACE_NDIMS")
+        n = min(ndims, MAX_NDIMS)
+        chunks = tuple(i(f"H5D_CHUNK_SIZE_D{n - k}") for k in range(n))
+        shapes = []
+        for a in range(1, N_ACCESS_SHAPES + 1):
+            count = i(f"H5D_ACCESS{a}_COUNT")
+            if count > 0:
+                shapes.append(AccessShape(
+                    i(f"H5D_ACCESS{a}_ACCESS"),
+                    tuple(i(f"H5D_ACCESS{a}_LENGTH_D{MAX_NDIMS - k}") for k in range(n)),
+                    tuple(i(f"H5D_ACCESS{a}_STRIDE_D{MAX_NDIMS - k}") for k in range(n)),
+                    count))
+        return cls(
+            name=name, rank=rank, reads=i("H5D_READS"), writes=i("H5D_WRITES"),
+            bytes_read=i("H5D_BYTES_READ"), bytes_written=i("H5D_BYTES_WRITTEN"), ndims=ndims,
+            npoints=i("H5D_DATASPACE_NPOINTS"), itemsize=i("H5D_DATATYPE_SIZE"), chunks=chunks,
+            collective=i("H5D_USE_MPIIO_COLLECTIVE") > 0, shapes=tuple(shapes),
+            read_buckets=tuple(i(f"H5D_SIZE_READ_AGG_{b}") for b in SIZE_BUCKETS),
+            write_buckets=tuple(i(f"H5D_SIZE_WRITE_AGG_{b}") for b in SIZE_BUCKETS),
+            read_time=float(c.get("H5D_F_READ_TIME", 0.0)), write_time=float(c.get("H5D_F_WRITE_TIME", 0.0)),
+            read_span=(float(c.get("H5D_F_READ_START_TIMESTAMP", 0.0)),
+                       float(c.get("H5D_F_READ_END_TIMESTAMP", 0.0))),
+            write_span=(float(c.get("H5D_F_WRITE_START_TIMESTAMP", 0.0)),
+                        float(c.get("H5D_F_WRITE_END_TIMESTAMP", 0.0))),
+        )
+
+
+@dataclass(frozen=True)
+class DxtSegments:
+    """DXT operations of one rank on one file (POSIX or MPI-IO level), one op, in time order."""
+
+    file: str
+    rank: int
+    op: str
+    offset: np.ndarray
+    length: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+@dataclass(frozen=True)
+class DarshanLog:
+    """What the importer uses of a Darshan log."""
+
+    source: str
+    exe: str
+    nprocs: int
+    start_time: float
+    runtime_version: str
+    h5d: tuple[H5DCounters, ...]
+    mpiio_files: frozenset[str] = frozenset()
+    """Files HDF5 opened with the MPI-IO driver (H5F_USE_MPIIO)."""
+    dxt: tuple[DxtSegments, ...] = field(default=(), compare=False)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``<file>:<dataset path>`` -> (file, path); Darshan joins them with ':' and the path starts with '/'."""
+    cut = name.find(":/")
+    if cut < 0:
+        cut = name.rfind(":")
+        return (name, "") if cut < 0 else (name[:cut], name[cut + 1:])
+    return name[:cut], name[cut + 1:]
+
+
+# ---------------------------------------------------------------------------- reading logs
+
+def read_log(path: str | os.PathLike, *, dxt: bool = True) -> DarshanLog:
+    """A binary Darshan log (through pydarshan) or ``darshan-parser`` text output, by content."""
+    path = str(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise DarshanError(f"{path}: cannot read ({exc.strerror})") from None
+    if not head:
+        raise DarshanError(f"{path}: empty file, not a Darshan log")
+    text = head.lstrip()
+    if text.startswith(b"#") or text.split(b"\t", 1)[0] in (b"H5D", b"H5F", b"POSIX", b"MPI-IO", b"STDIO"):
+        return parse_text(path)
+    return read_binary(path, dxt=dxt)
+
+
+def _quiet_stderr_call(fn):
+    """Run fn with file descriptor 2 captured: libdarshan-util prints its errors there, not to Python."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            result, exc = fn(), None
+        except Exception as e:  # noqa: BLE001 - re-raised below with the library's own message
+            result, exc = None, e
+            e.__traceback__ = None
+            gc.collect()  # the half-built report's destructor complains on fd 2: let it do so here
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        messages = [ln.strip() for ln in tmp.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    return result, exc, messages
+
+
+def _records(report, mod: str):
+    """(record id, name, rank, counters, fcounters) of a module read with dtype numpy: ids stay exact 64-bit
+    integers (pydarshan's DataFrames may turn them into floats)."""
+    names = report.counters[mod]["counters"], report.counters[mod]["fcounters"]
+    for rec in report.records[mod]:
+        rec_id = int(rec["id"])
+        yield (rec_id, report.name_records[rec_id], int(rec["rank"]), dict(zip(names[0], rec["counters"].tolist())),
+               dict(zip(names[1], rec["fcounters"].tolist())))
+
+
+def read_binary(path: str, *, dxt: bool = True) -> DarshanLog:
+    """Read a binary log with pydarshan (``pip install ioadvisor[darshan]``)."""
+    try:
+        import darshan
+    except ImportError:
+        raise DarshanError(
+            f"{path}: reading binary Darshan logs needs pydarshan (pip install 'ioadvisor[darshan]'; wheels exist "
+            "for CPython 3.8-3.12), or convert the log with `darshan-parser LOG > LOG.txt` and import the text"
+        ) from None
+    report, exc, messages = _quiet_stderr_call(lambda: darshan.DarshanReport(path, read_all=False))
+    if exc is not None:
+        why = next((m for m in messages if m.lower().startswith("error")), str(exc))
+        raise DarshanError(f"{path}: not a readable Darshan log ({why})")
+    modules = report.modules
+    if "H5D" not in modules:
+        raise DarshanError(
+            f"{path}: the log has no H5D module (HDF5 dataset records): darshan-runtime was built without "
+            "--enable-hdf5-mod, or the program did no HDF5 dataset I/O")
+    wanted = ["H5D"] + (["H5F"] if "H5F" in modules else [])
+    if dxt:
+        wanted += [m for m in ("DXT_MPIIO", "DXT_POSIX") if m in modules]
+    for mod in wanted:
+        _, exc, messages = _quiet_stderr_call(lambda mod=mod: report.mod_read_all_records(mod, dtype="numpy")
+                                              if not mod.startswith("DXT") else report.mod_read_all_dxt_records(mod))
+        info = report.modules[mod]
+        if exc is not None or (info.get("len", 0) > 0 and not report.records.get(mod)):
+            why = next((m for m in messages if m.lower().startswith("error")), None) or (
+                str(exc) if exc is not None else "no record could be read")
+            hint = (": import without DXT (--no-dxt)" if mod.startswith("DXT") else
+                    ": the log is truncated or corrupt, or written by a darshan-runtime newer than this pydarshan")
+            raise DarshanError(f"{path}: cannot read module {mod} version {info.get('ver')} ({why}){hint}")
+    h5d = [H5DCounters.from_counters(name, rank, {**c, **fc}) for _, name, rank, c, fc in _records(report, "H5D")]
+    mpiio = ({name for _, name, _, c, _ in _records(report, "H5F") if c.get("H5F_USE_MPIIO", 0) > 0}
+             if "H5F" in wanted else set())
+    segments = []
+    for mod in ("DXT_MPIIO", "DXT_POSIX"):
+        if mod in report.records and dxt:
+            for rec in report.records[mod].to_df():
+                name = report.name_records[int(rec["id"])]
+                for op, key in ((WRITE, "write_segments"), (READ, "read_segments")):
+                    seg = rec[key]
+                    if len(seg):
+                        segments.append(DxtSegments(
+                            name, int(rec["rank"]), op, seg["offset"].to_numpy(np.int64),
+                            seg["length"].to_numpy(np.int64), seg["start_time"].to_numpy(float),
+                            seg["end_time"].to_numpy(float)))
+            break  # MPI-IO when present: it is the level HDF5 calls; POSIX repeats it below
+    job = report.metadata["job"]
+    lib_ver = str(job.get("metadata", {}).get("lib_ver", "")) or str(job.get("log_ver", ""))
+    return DarshanLog(path, str(report.metadata.get("exe", "")), int(job["nprocs"]),
+                      float(job.get("start_time_sec", 0)), lib_ver, tuple(h5d), frozenset(mpiio), tuple(segments))
+
+
+_PARSER_HEAD = re.compile(r"#\s*([a-z _]+):\s*(.*)$")
+
+
+def parse_text(path: str) -> DarshanLog:
+    """The text ``darshan-parser LOG`` prints: '# key: value' header lines, then one tab-separated counter a line
+    (module, rank, record id, counter, value, file name, mount point, fs type)."""
+    meta: dict[str, str] = {}
+    counters: dict[tuple[int, str], dict[str, float]] = {}
+    order: list[tuple[int, str]] = []
+    mpiio: set[str] = set()
+    incomplete = False
+    try:
+        fh = open(path, encoding="utf-8", errors="strict")
+    except OSError as exc:
+        raise DarshanError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                line = line.rstrip("\n")
+                if not line.strip():
+                    continue
+                if line.startswith("#"):
+                    m = _PARSER_HEAD.match(line)
+                    if m and m.group(1) not in meta:
+                        meta[m.group(1)] = m.group(2).strip()
+                    if "H5D module contains incomplete data" in line:
+                        incomplete = True
+                    continue
+                parts = line.split("\t")
+                if len(parts) < 6:
+                    raise DarshanError(f"{path}:{lineno}: not a darshan-parser counter line "
+                                       f"(expected 8 tab-separated fields, got {len(parts)})")
+                module, rank, _rec_id, name, value, fname = parts[:6]
+                if module not in ("H5D", "H5F"):
+                    continue
+                try:
+                    rank_i, val = int(rank), float(value)
+                except ValueError:
+                    raise DarshanError(f"{path}:{lineno}: bad rank or value in counter {name!r:.40}") from None
+                if module == "H5F":
+                    if name == "H5F_USE_MPIIO" and val > 0:
+                        mpiio.add(fname)
+                    continue
+                key = (rank_i, fname)
+                if key not in counters:
+                    counters[key] = {}
+                    order.append(key)
+                counters[key][name] = val
+        except UnicodeDecodeError:
+            raise DarshanError(f"{path}: not darshan-parser text (not UTF-8): a binary log? "
+                               "install pydarshan (pip install 'ioadvisor[darshan]')") from None
+    if "darshan log version" not in meta and not order:
+        raise DarshanError(f"{path}: not darshan-parser output (no '# darshan log version' header)")
+    if not order:
+        raise DarshanError(
+            f"{path}: the log has no H5D module (HDF5 dataset records): darshan-runtime was built without "
+            "--enable-hdf5-mod, or the program did no HDF5 dataset I/O")
+    if incomplete:
+        raise DarshanError(f"{path}: the H5D module holds incomplete data (Darshan ran out of record memory)")
+    try:
+        nprocs = int(meta.get("nprocs", "1"))
+        start = float(meta.get("start_time", "0"))
+    except ValueError:
+        raise DarshanError(f"{path}: bad '# nprocs' or '# start_time' header line") from None
+    lib_ver = meta.get("metadata", "")
+    lib_ver = lib_ver.split("=", 1)[1].strip() if lib_ver.startswith("lib_ver") else meta.get("darshan log version", "")
+    h5d = tuple(H5DCounters.from_counters(fname, rank, counters[(rank, fname)]) for rank, fname in order)
+    return DarshanLog(path, meta.get("exe", ""), nprocs, start, lib_ver, h5d, frozenset(mpiio))
+
+
+def to_parser_text(log_path: str) -> str:
+    """darshan-parser's text for the H5D/H5F records of a binary log, written through pydarshan.
+
+    For sites that convert logs where pydarshan has no wheel, this is the format ``parse_text`` reads; here it
+    lets tests and docs produce it without building darshan-util."""
+    import darshan
+
+    report, exc, _ = _quiet_stderr_call(lambda: darshan.DarshanReport(log_path, read_all=False))
+    if exc is not None:
+        raise DarshanError(f"{log_path}: not a readable Darshan log")
+    job = report.metadata["job"]
+    out = [f"# darshan log version: {job.get('log_ver', '')}", f"# exe: {report.metadata.get('exe', '')}",
+           f"# uid: {job.get('uid', 0)}", f"# jobid: {job.get('jobid', 0)}",
+           f"# start_time: {job.get('start_time_sec', 0)}", f"# nprocs: {job['nprocs']}",
+           f"# run time: {float(job.get('run_time', 0.0)):.4f}"]
+    out += [f"# metadata: {k} = {v}" for k, v in job.get("metadata", {}).items()]
+    for mod in ("H5F", "H5D"):
+        if mod not in report.modules:
+            continue
+        report.mod_read_all_records(mod, dtype="numpy")
+        out += ["", "# " + "*" * 55, f"# {mod} module data", "# " + "*" * 55]
+        for rec_id, name, rank, c, fc in _records(report, mod):
+            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{int(v)}\t{name}\t/\tunknown" for k, v in c.items()]
+            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{v:f}\t{name}\t/\tunknown" for k, v in fc.items()]
+    return "\n".join(out) + "\n"
+
+
+def counters_of_trace(trace) -> DarshanLog:
+    """What darshan-runtime's H5D module would record of a captured trace's HDF5 datasets, one record per rank.
+
+    Follows darshan-hdf5.c: LENGTH_D(i+1) = count x block of C-order dimension 4-i and STRIDE likewise (unused
+    dimensions 0), CHUNK_SIZE_D(i+1) = chunk dimension n-1-i; point and orthogonal selections record no shape;
+    the four most frequent (bytes, lengths, strides) values with their counts (ties: first seen). Used to
+    validate the importer against traces whose every access is known."""
+    out = []
+    for ds in trace.datasets.values():
+        if ds.library != "hdf5":
+            continue
+        ndims = len(ds.shape)
+        n = min(ndims, MAX_NDIMS)
+        by_rank: dict[int, list[AccessRecord]] = {}
+        for a in trace.accesses_of(ds.id):
+            by_rank.setdefault(a.rank, []).append(a)
+        for rank, accs in sorted(by_rank.items()):
+            c: dict[str, float] = {"H5D_DATASPACE_NDIMS": ndims, "H5D_DATASPACE_NPOINTS": math.prod(ds.shape),
+                                   "H5D_DATATYPE_SIZE": ds.itemsize}
+            for i, size in enumerate((ds.chunks or ())[:n]):
+                c[f"H5D_CHUNK_SIZE_D{i + 1}"] = ds.chunks[n - i - 1]
+            common: dict[tuple, int] = {}
+            for a in accs:
+                op = "READ" if a.op == READ else "WRITE"
+                c[f"H5D_{op}S"] = c.get(f"H5D_{op}S", 0) + 1
+                c[f"H5D_BYTES_{'READ' if a.op == READ else 'WRITTEN'}"] = c.get(
+                    f"H5D_BYTES_{'READ' if a.op == READ else 'WRITTEN'}", 0) + a.nbytes
+                bucket = f"H5D_SIZE_{op}_AGG_{SIZE_BUCKETS[_bucket(a.nbytes)]}"
+                c[bucket] = c.get(bucket, 0) + 1
+                sel = a.selection
+                lengths = [0] * MAX_NDIMS
+                strides = [0] * MAX_NDIMS
+                if sel.kind == "hyperslab":
+                    for d in range(n):
+                        lengths[d], strides[d] = sel.count[d] * sel.block[d], sel.stride[d]
+                key = (a.nbytes, *lengths[::-1], *strides[::-1])  # stored D1..D5: dimension 4 first
+                common[key] = common.get(key, 0) + 1
+            top = sorted(common.items(), key=lambda kv: -kv[1])[:N_ACCESS_SHAPES]
+            for j, (key, count) in enumerate(top, start=1):
+                c[f"H5D_ACCESS{j}_ACCESS"] = key[0]
+                for i in range(MAX_NDIMS):
+                    c[f"H5D_ACCESS{j}_LENGTH_D{i + 1}"] = key[1 + i]
+                    c[f"H5D_ACCESS{j}_STRIDE_D{i + 1}"] = key[1 + MAX_NDIMS + i]
+                c[f"H5D_ACCESS{j}_COUNT"] = count
+            for op, kind in (("READ", READ), ("WRITE", WRITE)):
+                mine = [a for a in accs if a.op == kind]
+                if mine:
+                    c[f"H5D_F_{op}_TIME"] = sum(a.duration for a in mine)
+                    c[f"H5D_F_{op}_START_TIMESTAMP"] = min(a.t_start for a in mine)
+                    c[f"H5D_F_{op}_END_TIMESTAMP"] = max(a.t_start + a.duration for a in mine)
+            out.append(H5DCounters.from_counters(f"{ds.file}:{ds.path}", rank, c))
+    h = trace.header
+    return DarshanLog(trace.source, " ".join(h.argv), trace.nprocs, h.t_origin_unix, "emulated", tuple(out))
+
+
+# ---------------------------------------------------------------------------- rebuilding accesses
+
+@dataclass(frozen=True)
+class _Tile:
+    """The synthesized selection of one access shape: per-dimension count, stride, block."""
+
+    count: tuple[int, ...]
+    stride: tuple[int, ...]
+    block: tuple[int, ...]
+
+    @property
+    def footprint(self) -> tuple[int, ...]:
+        return tuple(s * (c - 1) + b if c > 0 and b > 0 else 0
+                     for c, s, b in zip(self.count, self.stride, self.block))
+
+
+def _tile_of(length: Iterable[int], stride: Iterable[int]) -> tuple[_Tile, bool]:
+    """Count/stride/block from Darshan's LENGTH (= count x block) and STRIDE; True when the split is a guess.
+
+    HDF5 reports the caller's stride as given (C callers passing NULL get 1). A stride of at most 1 or equal
+    to the length is one dense block; any other stride is taken as every stride-th element (block 1), the
+    common strided selection, and flagged: count x block cannot be told apart."""
+    count, strides, block, guessed = [], [], [], False
+    for n, s in zip(length, stride):
+        if s <= 1 or s == n:
+            count.append(1), strides.append(1), block.append(n)
+        else:
+            count.append(n), strides.append(s), block.append(1)
+            guessed = True
+    return _Tile(tuple(count), tuple(strides), tuple(block)), guessed
+
+
+def _run_box(nelements: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A dense box of ``nelements`` laid in row-major order from the last dimension (a run of unknown shape)."""
+    box = [1] * len(shape)
+    rest = nelements
+    for d in range(len(shape) - 1, -1, -1):
+        if d == 0 or rest <= shape[d] or rest % shape[d]:
+            box[d] = min(rest, shape[d]) if d else rest
+            break
+        box[d] = shape[d]
+        rest //= shape[d]
+    return tuple(box)
+
+
+def _bucket(nbytes: int) -> int:
+    return int(np.searchsorted(BUCKET_EDGES, nbytes, side="right") - 1)
+
+
+def split_reads_writes(rec: H5DCounters) -> tuple[list[int], bool]:
+    """Reads per access shape (the rest are writes), and whether the split is the only one the counters allow.
+
+    Constraints: per shape 0 <= r <= count; reads and writes, their bytes and their size-histogram buckets
+    never exceed the record's totals. Among the feasible splits the one nearest a proportional split wins."""
+    shapes = rec.shapes
+    if not shapes:
+        return [], True
+    if rec.writes == 0 or rec.reads == 0:
+        return [s.count if rec.writes == 0 else 0 for s in shapes], True
+    ranges = [np.arange(s.count + 1, dtype=np.int64) for s in shapes]
+    if math.prod(len(r) for r in ranges) > SPLIT_SEARCH_LIMIT:
+        share = rec.reads / (rec.reads + rec.writes)
+        return [round(s.count * share) for s in shapes], False
+    grids = np.meshgrid(*ranges, indexing="ij")
+    r = np.stack([g.ravel() for g in grids], axis=1)  # (n_splits, n_shapes)
+    counts = np.asarray([s.count for s in shapes], np.int64)
+    nbytes = np.asarray([s.nbytes for s in shapes], np.int64)
+    w = counts - r
+    ok = (r.sum(1) <= rec.reads) & (w.sum(1) <= rec.writes)
+    ok &= (r @ nbytes <= rec.bytes_read) & (w @ nbytes <= rec.bytes_written)
+    buckets = np.asarray([_bucket(b) for b in nbytes])
+    histogram = sum(rec.read_buckets) == rec.reads and sum(rec.write_buckets) == rec.writes
+    for b in np.unique(buckets) if histogram else ():
+        on = buckets == b
+        ok &= (r[:, on].sum(1) <= rec.read_buckets[b]) & (w[:, on].sum(1) <= rec.write_buckets[b])
+    # every op is in the shapes or not: the shapes cover the ops as fully as the totals let them
+    covered = rec.reads + rec.writes - counts.sum() == 0
+    if covered:
+        ok &= (r.sum(1) == rec.reads) & (r @ nbytes == rec.bytes_read)
+    feasible = r[ok]
+    if not len(feasible):
+        share = rec.reads / (rec.reads + rec.writes)
+        return [round(s.count * share) for s in shapes], False
+    target = counts * rec.reads / (rec.reads + rec.writes)
+    best = feasible[np.argmin(np.abs(feasible - target).sum(1))]
+    # shapes of equal byte size are interchangeable for every counter: not a real ambiguity between them
+    distinct = {tuple(int(x) for x in _sum_by(f, nbytes)) for f in feasible}
+    return [int(x) for x in best], len(distinct) == 1
+
+
+def _sum_by(r: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    return np.asarray([r[nbytes == b].sum() for b in np.unique(nbytes)])
+
+
+@dataclass
+class _Planned:
+    """Accesses of one op of one record, before placement: per access its tile and op."""
+
+    op: str
+    tile: _Tile | None  # None: unknown shape (a run of nelements)
+    nelements: int
+    n: int
+    nbytes: int
+
+
+def _plan(rec: H5DCounters, shape: tuple[int, ...], facts: list[ImportedFact], key: str) -> list[_Planned]:
+    """The accesses of one record: its access shapes split into reads and writes, then what the shapes miss."""
+    reads_per_shape, unique = split_reads_writes(rec)
+    if rec.reads and rec.writes and rec.shapes:
+        facts.append(ImportedFact(key, "read/write split", (
+            "the access shapes carry no op: reads per shape {} of counts {} ({}), rank {}".format(
+                reads_per_shape, [s.count for s in rec.shapes],
+                "the only split the op, byte and size-histogram counters allow" if unique else
+                "one of several splits the counters allow", rec.rank)), guessed=not unique))
+    ndim = len(shape)
+    out: list[_Planned] = []
+    left = {READ: [rec.reads, rec.bytes_read], WRITE: [rec.writes, rec.bytes_written]}
+    for s, n_read in zip(rec.shapes, reads_per_shape):
+        if s.regular:
+            length = list(s.length) + [1] * (ndim - len(s.length))
+            stride = list(s.stride) + [1] * (ndim - len(s.stride))
+            if ndim > MAX_NDIMS and rec.itemsize:  # the dimensions past the fifth: put their product on the last
+                rest = max(1, s.nbytes // rec.itemsize // math.prod(s.length))
+                length[-1] = rest
+                facts.append(ImportedFact(key, "access shape", f"dimensions 6-{ndim} of shape {s.length} not "
+                                          f"recorded: {rest} elements assumed on the last", True))
+            tile, guessed = _tile_of(length, stride)
+            if guessed:
+                facts.append(ImportedFact(key, "selection", f"length {s.length} stride {s.stride}: "
+                                          f"count {tile.count} block {tile.block} assumed", True))
+        elif rec.itemsize and s.nbytes == rec.npoints * rec.itemsize:
+            tile = _Tile((1,) * ndim, (1,) * ndim, shape)  # the whole dataset (H5S_ALL or every point)
+        else:
+            tile = None
+            facts.append(ImportedFact(key, "unknown-shape accesses", (
+                f"{s.count} accesses of {s.nbytes} B are point or irregular selections (Darshan keeps no "
+                "shape): synthesized as row-major runs"), True))
+        nel = s.nbytes // rec.itemsize if rec.itemsize else 0
+        for op, n in ((READ, n_read), (WRITE, s.count - n_read)):
+            if n > 0:
+                out.append(_Planned(op, tile, nel, n, s.nbytes))
+                left[op][0] -= n
+                left[op][1] -= n * s.nbytes
+    for op, (n, nbytes) in left.items():
+        if n > 0:
+            per = max(nbytes, 0) // n
+            facts.append(ImportedFact(key, "unknown-shape accesses", (
+                f"{n} {op}s ({max(nbytes, 0)} B) on rank {rec.rank} are outside the four recorded access shapes: "
+                f"synthesized as row-major runs of {per} B"), True))
+            out.append(_Planned(op, None, per // rec.itemsize if rec.itemsize else 0, n, per))
+    return out
+
+
+def _tile_starts(tile: _Tile, shape: tuple[int, ...], first: int, n: int) -> np.ndarray:
+    """Starts of tiles first..first+n-1 in row-major order over the dataset (wrapping; kept inside it)."""
+    foot = np.maximum(np.asarray(tile.footprint, np.int64), 1)
+    extent = np.asarray(shape, np.int64)
+    grid = np.maximum(extent // foot, 1)
+    k = (first + np.arange(n, dtype=np.int64)) % int(np.prod(grid))
+    starts = np.stack(np.unravel_index(k, tuple(grid)), axis=1) * foot
+    return np.minimum(starts, np.maximum(extent - np.asarray(tile.footprint, np.int64), 0))
+
+
+# ---------------------------------------------------------------------------- datasets: shape and the HDF5 file
+
+def _from_file(file: str, path: str) -> DatasetRecord | None:
+    """The dataset as the HDF5 file describes it now, when it is still reachable."""
+    if not os.path.isfile(file):
+        return None
+    try:
+        import h5py
+
+        from .hooks_h5py import _describe
+
+        with h5py.File(file, "r") as f:
+            obj = f.get(path)
+            if not isinstance(obj, h5py.Dataset):
+                return None
+            return _describe(obj, created=False).template
+    except Exception:  # noqa: BLE001 - an unreadable or foreign file only means: not reachable
+        return None
+
+
+def _guess_shape(recs: list[H5DCounters], tiles: list[_Tile]) -> tuple[tuple[int, ...], bool]:
+    """Largest access extent per dimension, the remainder of NPOINTS on the first; exact for 1-D."""
+    ndims, npoints = recs[0].ndims, recs[0].npoints
+    if ndims == 1:
+        return (npoints,), False
+    other = [1] * (ndims - 1)
+    for t in tiles:
+        for d in range(1, ndims):
+            other[d - 1] = max(other[d - 1], t.footprint[d])
+    if not tiles and any(recs[0].chunks):
+        other = [max(1, c) for c in recs[0].chunks[1:]] + [1] * (ndims - len(recs[0].chunks))
+    rest = math.prod(other)
+    first = max(-(-npoints // rest), max((t.footprint[0] for t in tiles), default=1))
+    return (first, *other), True
+
+
+def parse_shapes(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """``DATASET=AxBxC`` (DATASET: the dataset path, or file:path as Darshan names it) -> shape."""
+    out = {}
+    for spec in specs:
+        name, sep, dims = spec.partition("=")
+        try:
+            shape = tuple(int(x) for x in dims.lower().split("x"))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or min(shape) < 1:
+            raise DarshanError(f"--shape {spec!r}: expected DATASET=AxB (positive integers), e.g. /data=1000x64")
+        out[name] = shape
+    return out
+
+
+def _dtype_for(itemsize: int) -> str:
+    return {1: "|u1", 2: "<i2", 4: "<f4", 8: "<f8", 16: "<c16"}.get(itemsize, f"|V{max(itemsize, 1)}")
+
+
+# ---------------------------------------------------------------------------- the trace
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What ``import_darshan`` wrote: the trace path, its datasets, access count and the facts it rests on."""
+
+    trace: str
+    datasets: tuple[str, ...]
+    n_access: int
+    facts: tuple[ImportedFact, ...]
+
+
+def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLike, *,
+                   shapes: Mapping[str, tuple[int, ...]] | None = None, dxt: bool = True,
+                   reach_files: bool = True) -> ImportSummary:
+    """Write a synthetic trace of the HDF5 dataset accesses a Darshan log describes.
+
+    ``shapes``: dataset shapes by path or ``file:path`` (used when the HDF5 file is not reachable);
+    ``dxt=False`` ignores DXT segments; ``reach_files=False`` never opens the HDF5 files named in the log.
+    """
+    log = log if isinstance(log, DarshanLog) else read_log(log, dxt=dxt)
+    shapes = dict(shapes or {})
+    by_name: dict[str, list[H5DCounters]] = {}
+    for rec in log.h5d:
+        by_name.setdefault(rec.name, []).append(rec)
+    unknown = [k for k in shapes if k not in by_name and not any(split_name(n)[1] == k for n in by_name)]
+    if unknown:
+        raise DarshanError(f"--shape {unknown[0]!r}: no such dataset in {log.source} "
+                           f"(datasets: {', '.join(sorted(split_name(n)[1] for n in by_name))})")
+    facts: list[ImportedFact] = [ImportedFact("", "source", (
+        f"Darshan log {os.path.basename(log.source)} (darshan-runtime {log.runtime_version}, {log.nprocs} ranks): "
+        "accesses rebuilt from per-dataset counters, not captured one by one"), False)]
+    datasets: list[tuple[DatasetRecord, list[H5DCounters], list[list[_Planned]]]] = []
+    for name, recs in by_name.items():
+        file, path = split_name(name)
+        key = f"{file}::{path}"
+        first = recs[0]
+        if first.itemsize <= 0 or first.ndims <= 0:
+            facts.append(ImportedFact(key, "skipped", "no dataspace or datatype recorded (never read or "
+                                      "written?)", False))
+            continue
+        on_disk = _from_file(file, path) if reach_files else None
+        if on_disk is not None and (on_disk.itemsize != first.itemsize or len(on_disk.shape) != first.ndims):
+            facts.append(ImportedFact(key, "file", f"{file} has {path} with shape {on_disk.shape} "
+                                      f"{on_disk.dtype}, not the logged {first.ndims}-D {first.itemsize}-byte "
+                                      "elements: not used", False))
+            on_disk = None
+        given = shapes.get(name, shapes.get(path))
+        if given is not None and (len(given) != first.ndims or math.prod(given) != first.npoints):
+            raise DarshanError(f"--shape {path}={'x'.join(map(str, given))}: the log records a {first.ndims}-D "
+                               f"dataspace of {first.npoints} points")
+        # shapes first with a placeholder extent; the extent may come from the tiles
+        placeholder = on_disk.shape if on_disk is not None else given or (first.npoints,) + (1,) * (first.ndims - 1)
+        local: list[ImportedFact] = []
+        plans = [_plan(r, tuple(placeholder), local, key) for r in recs]
+        tiles = [p.tile for plan in plans for p in plan if p.tile is not None and p.tile.block != placeholder]
+        if on_disk is not None:
+            shape, how = on_disk.shape, ("shape", f"{on_disk.shape} from the HDF5 file, still reachable", False)
+        elif given is not None:
+            shape, how = given, ("shape", f"{given} given with --shape", False)
+        else:
+            shape, guessed = _guess_shape(recs, tiles)
+            how = ("shape", (f"{shape} guessed: largest access extent per dimension, the rest of the "
+                             f"{first.npoints} points on the first" if guessed else
+                             f"{shape}: a 1-D dataspace of {first.npoints} points"), guessed)
+        if tuple(shape) != tuple(placeholder):  # whole-dataset tiles and runs follow the final extent
+            local = []
+            plans = [_plan(r, tuple(shape), local, key) for r in recs]
+        facts.append(ImportedFact(key, *how))
+        chunks = tuple(first.chunks) if any(first.chunks) else None
+        if chunks is not None and first.ndims > MAX_NDIMS:
+            chunks = chunks + tuple(shape[MAX_NDIMS:])
+            facts.append(ImportedFact(key, "chunks", f"chunk dimensions 6-{first.ndims} not recorded: "
+                                      "the full extent assumed", True))
+        if on_disk is not None:
+            dtype, filters, fill = on_disk.dtype, on_disk.filters, on_disk.fillvalue
+            if on_disk.chunks != chunks:
+                facts.append(ImportedFact(key, "chunks", f"the log records {chunks}, the file now "
+                                          f"{on_disk.chunks}: the log's kept", False))
+        else:
+            dtype, filters, fill = _dtype_for(first.itemsize), (), None
+            facts.append(ImportedFact(key, "dtype", f"{dtype} assumed from the {first.itemsize}-byte element size "
+                                      "(Darshan records no type)", True))
+            facts.append(ImportedFact(key, "filters", "none assumed (Darshan records no filter pipeline)", True))
+        if chunks is None:
+            facts.append(ImportedFact(key, "layout", "no chunk sizes recorded: contiguous (or compact) assumed",
+                                      True))
+        collective = any(r.collective for r in recs)
+        mpio = file in log.mpiio_files or collective
+        facts.append(ImportedFact(key, "MPI-IO", f"{'collective' if collective else 'independent'} transfers"
+                                  + (", MPI-IO file driver" if mpio else ""), False))
+        facts.extend(dict.fromkeys(local))  # once each, in order
+        n_writes = sum(r.writes for r in recs)
+        ds = DatasetRecord(
+            id=len(datasets), library="hdf5", library_version=f"HDF5 (Darshan {log.runtime_version} log)",
+            file=file, path=path, shape=tuple(shape), dtype=dtype, chunks=chunks, filters=filters, fillvalue=fill,
+            driver="mpio" if mpio else None, mode="r+" if n_writes else "r",
+            created=bool(n_writes) and not any(r.reads for r in recs) and on_disk is None,
+        )
+        datasets.append((ds, recs, plans))
+    if not datasets:
+        raise DarshanError(f"{log.source}: no H5D record with a dataspace to import")
+    header = TraceHeader(1, "darshan", 0, 0, max(log.nprocs, 1), log.start_time,
+                         versions={"darshan": log.runtime_version}, argv=tuple(log.exe.split()),
+                         clock="darshan timestamps (seconds since job start)", synthetic=True)
+    accesses: list[AccessRecord] = []
+    per_file = {}
+    for ds, _, _ in datasets:
+        per_file[ds.file] = per_file.get(ds.file, 0) + 1
+    for ds, recs, plans in datasets:
+        accesses += _place(ds, recs, plans, log, per_file[ds.file] == 1, facts)
+    accesses.sort(key=lambda a: a.t_start)
+    header = replace(header, facts=tuple(facts))
+    writer = TraceWriter(output, header)
+    for ds, _, _ in datasets:
+        writer.dataset(ds)
+    for a in accesses:
+        writer.access(a)
+    writer.close()
+    return ImportSummary(str(output), tuple(ds.key for ds, _, _ in datasets), len(accesses), tuple(facts))
+
+
+def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned]], log: DarshanLog,
+           alone_in_file: bool, facts: list[ImportedFact]) -> list[AccessRecord]:
+    """Selections and times of one dataset's planned accesses: tiles row-major, consecutive per rank."""
+    shape = ds.shape
+    ndim = len(shape)
+    out: list[AccessRecord] = []
+    pinned_ranks = []
+    for rec, plan in zip(recs, plans):
+        ranks = list(range(max(log.nprocs, 1))) if rec.rank < 0 else [rec.rank]
+        for op in (WRITE, READ):
+            mine = [p for p in plan if p.op == op]
+            n_op = sum(p.n for p in mine)
+            if not n_op:
+                continue
+            span = rec.write_span if op == WRITE else rec.read_span
+            total = rec.write_time if op == WRITE else rec.read_time
+            dt = total / n_op  # shared records sum the time over ranks, as they sum the ops
+            for p in mine:
+                for j, rank in enumerate(ranks):
+                    lo, hi = p.n * j // len(ranks), p.n * (j + 1) // len(ranks)
+                    n = hi - lo
+                    if n <= 0:
+                        continue
+                    base = lo if rec.rank < 0 else rec.rank * p.n
+                    t0 = np.linspace(span[0], max(span[1] - dt, span[0]), n) if n > 1 else np.asarray([span[0]])
+                    dts = np.full(n, dt)
+                    if p.tile is None:
+                        box = _run_box(p.nelements, shape) if p.nelements else (0,) + (1,) * (ndim - 1)
+                        tile = _Tile((1,) * ndim, (1,) * ndim, box)
+                    else:
+                        tile = p.tile
+                    starts = _tile_starts(tile, shape, base, n)
+                    pinned = _dxt_pin(ds, tile, p, rank, op, log, alone_in_file)
+                    if pinned is not None and len(pinned[0]) == n:
+                        starts[:, 0], t0, dts = pinned
+                        pinned_ranks.append(rank)
+                    nel = int(np.prod(tile.count) * np.prod(tile.block)) if p.tile is not None or p.nelements else 0
+                    for k in range(n):
+                        sel = Selection(tuple(int(v) for v in starts[k]), tile.count, tile.stride, tile.block)
+                        out.append(AccessRecord(ds.id, op, sel, nel, p.nbytes, float(t0[k]), float(dts[k]), rank))
+    key = ds.key
+    if pinned_ranks:
+        facts.append(ImportedFact(key, "placement", (
+            f"first-dimension offsets of ranks {sorted(set(pinned_ranks))} from DXT file offsets (contiguous "
+            "dataset, one dataset in the file, one transfer per access); the rest row-major tiles, consecutive "
+            "per rank"), True))
+    else:
+        facts.append(ImportedFact(key, "placement", (
+            "synthetic: Darshan keeps no start offsets; tiles in row-major order, consecutive per rank"), True))
+    return out
+
+
+def _dxt_pin(ds: DatasetRecord, tile: _Tile, p: _Planned, rank: int, op: str, log: DarshanLog,
+             alone_in_file: bool):
+    """First-dimension starts and times of one rank's accesses from DXT, where the file offsets pin them.
+
+    Only for a contiguous dataset alone in its file whose accesses are whole rows (one transfer each, the
+    transfer as large as the access): element = (offset - lowest such offset in the file) / itemsize."""
+    if ds.chunks is not None or not alone_in_file or not log.dxt or p.tile is None or p.nbytes <= 0:
+        return None
+    if tile.count != (1,) * len(ds.shape) or tuple(tile.block[1:]) != tuple(ds.shape[1:]):
+        return None
+    segs = [s for s in log.dxt if s.file == ds.file and s.rank == rank and s.op == op]
+    if not segs:
+        return None
+    seg = segs[0]
+    same = seg.length == p.nbytes
+    base = min(int(s.offset[s.length == p.nbytes].min()) for s in log.dxt
+               if s.file == ds.file and (s.length == p.nbytes).any())
+    row_bytes = ds.itemsize * math.prod(ds.shape[1:])
+    rel = seg.offset[same] - base
+    if (rel % row_bytes).any():
+        return None
+    rows = rel // row_bytes
+    if (rows + tile.block[0] > ds.shape[0]).any():
+        return None
+    return rows, seg.start[same], seg.end[same] - seg.start[same]
+
+
+__all__ = ["AccessShape", "DarshanError", "DarshanLog", "DxtSegments", "H5DCounters", "ImportSummary",
+           "counters_of_trace", "import_darshan", "parse_shapes", "parse_text", "read_log", "split_reads_writes",
+           "to_parser_text"]

@@ -1,0 +1,69 @@
+"""``ioadvisor import darshan``: from the IOR HDF5 example log to advice, and its one-line errors."""
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from advisor.cli import main
+from advisor.synthetic import SYNTHETIC_BAND
+from instrumentation.tracefile import load_trace, write_trace
+
+darshan = pytest.importorskip("darshan")
+LOGS = Path(darshan.__file__).parent / "examples" / "example_logs"
+IOR = LOGS / "ior_hdf5_example.darshan"
+MACSIO = next(LOGS.glob("shane_macsio_*.darshan"))
+
+
+def test_import_show_advise_predict(tmp_path, capsys):
+    out = tmp_path / "ior.jsonl"
+    assert main(["import", "darshan", str(IOR), "-o", str(out)]) == 0
+    assert "24 synthesized accesses" in capsys.readouterr().err
+    assert main(["trace", "show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "synthetic trace" in shown and "? placement:" in shown and "- shape: (524288,)" in shown
+    assert "? dtype: <f8 assumed" in shown
+    assert main(["advise", str(out), "--no-data", "--json"]) == 0
+    adv = json.loads(capsys.readouterr().out)
+    (ds,) = adv["datasets"]
+    note = ds["notes"][0]
+    assert note.startswith("synthetic trace") and "placement" in note and "dtype" in note
+    assert main(["predict", str(out), "--procs", "4", "--json"]) == 0
+    (pred,) = json.loads(capsys.readouterr().out)
+    assert ds["current"]["seconds"] == pytest.approx(pred["seconds"], rel=1e-9)
+    # the same accesses in a trace not marked synthetic: the model's own intervals, SYNTHETIC_BAND narrower
+    trace = load_trace(out)
+    trace.headers = [replace(h, synthetic=False, facts=()) for h in trace.headers]
+    plain = tmp_path / "plain.jsonl"
+    write_trace(trace, plain)
+    assert main(["advise", str(plain), "--no-data", "--json"]) == 0
+    (pds,) = json.loads(capsys.readouterr().out)["datasets"]
+    assert not any(n.startswith("synthetic") for n in pds["notes"])
+    for key in ("current", "recommendation"):
+        lo, hi = pds[key]["seconds_ci"]
+        assert ds[key]["seconds_ci"] == pytest.approx([lo * SYNTHETIC_BAND[0], hi * SYNTHETIC_BAND[1]])
+
+
+def test_shape_option_and_default_output_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "darshan", str(MACSIO), "--shape", "/constant=72x31x744"]) == 0
+    tr = load_trace(tmp_path / (MACSIO.stem + ".jsonl"))
+    (ds,) = tr.datasets.values()
+    assert ds.shape == (72, 31, 744)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shape", "/constant=7x7"], "the log records a 3-D dataspace of 1660608 points"),
+    (["--shape", "constant"], "expected DATASET=AxB"),
+])
+def test_bad_shape_is_one_line(tmp_path, capsys, argv, message):
+    assert main(["import", "darshan", str(MACSIO), "-o", str(tmp_path / "t.jsonl"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_log_without_h5d_module(tmp_path, capsys):
+    assert main(["import", "darshan", str(LOGS / "dxt.darshan"), "-o", str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "no H5D module" in err and "--enable-hdf5-mod" in err and err.count("\n") == 1
+    assert not (tmp_path / "t.jsonl").exists()
