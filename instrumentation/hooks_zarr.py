@@ -18,6 +18,7 @@ For a sharded array ``chunks`` is the inner chunk shape (what one read decodes),
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from dataclasses import replace
 from time import perf_counter
@@ -112,10 +113,31 @@ def _info(store_path, metadata, t0: float) -> DatasetInfo:
     return info
 
 
-def _record(op: str, args, kwargs, t0: float, dt: float) -> None:
-    store_path, metadata, indexer = args[0], args[1], args[4]
+def _binder(function, *names: str):
+    """``bind(args, kwargs)`` -> the values of the named parameters of ``function``, however they were passed.
+
+    zarr passes the indexer by position from some callers and by keyword from others
+    (``_get_orthogonal_selection`` and friends); a parameter left to its default gives that default.
+    """
+    params = inspect.signature(function).parameters
+    order = list(params)
+    where = []
+    for name in names:
+        param = params[name]
+        position = order.index(name) if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else None
+        default = None if param.default is param.empty else param.default
+        where.append((name, position, default))
+
+    def bind(args, kwargs) -> tuple:
+        return tuple(kwargs[name] if name in kwargs else args[pos] if pos is not None and pos < len(args)
+                     else default for name, pos, default in where)
+
+    return bind
+
+
+def _record(op: str, bound: tuple, t0: float, dt: float) -> None:
+    store_path, metadata, indexer, fields = bound
     info = _info(store_path, metadata, t0)
-    fields = kwargs.get("fields")
     size = field_itemsize(info.dtype, fields) if fields else info.itemsize
     hs = zarr_hyperslab(indexer)
     if hs is not None:
@@ -128,6 +150,8 @@ def _record(op: str, args, kwargs, t0: float, dt: float) -> None:
 
 
 def _traced_selection(op: str, original):
+    bind = _binder(original, "store_path", "metadata", "indexer", "fields")
+
     async def wrapper(*args, **kwargs):
         if not HUB.active:
             return await original(*args, **kwargs)
@@ -139,7 +163,7 @@ def _traced_selection(op: str, original):
             raise
         dt = perf_counter() - t0
         try:
-            _record(op, args, kwargs, t0, dt)
+            _record(op, bind(args, kwargs), t0, dt)
         except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
             HUB.error(exc)
         return result
@@ -148,14 +172,20 @@ def _traced_selection(op: str, original):
 
 
 def _traced_resize(original):
-    async def _resize(array, *args, **kwargs):
+    bind = _binder(original, "array")
+
+    async def _resize(*args, **kwargs):
         if not HUB.active:
-            return await original(array, *args, **kwargs)
+            return await original(*args, **kwargs)
+        array = None
         try:
+            (array,) = bind(args, kwargs)
             _info(array.store_path, array.metadata, perf_counter())  # know the shape before
         except Exception as exc:  # noqa: BLE001
             HUB.error(exc)
-        result = await original(array, *args, **kwargs)
+        result = await original(*args, **kwargs)
+        if array is None:
+            return result
         try:
             _info(array.store_path, array.metadata, perf_counter())  # records the new extent
         except Exception as exc:  # noqa: BLE001
@@ -166,10 +196,13 @@ def _traced_resize(original):
 
 
 def _traced_save_metadata(original):
-    async def _save_metadata(self, metadata, *args, **kwargs):
-        result = await original(self, metadata, *args, **kwargs)
+    bind = _binder(original, "self", "metadata")
+
+    async def _save_metadata(*args, **kwargs):
+        result = await original(*args, **kwargs)
         if HUB.active:
             try:
+                self, metadata = bind(args, kwargs)
                 info = _describe(self.store_path, metadata, created=True)
                 _by_array[(id(self.store_path.store), self.store_path.path)] = (weakref.ref(metadata), info)
                 HUB.created(info)

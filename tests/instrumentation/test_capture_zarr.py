@@ -185,3 +185,33 @@ def test_exceptions_unchanged(arr, tmp_path, bad):
     assert str(traced.value) == str(plain.value)
     assert t.record_errors == 0
     assert t.load().accesses == []
+
+
+ASYNC_SELECTIONS = [  # the async API passes the indexer to _get_selection by keyword
+    ("get_orthogonal_selection", ([1, 4, 9], slice(2, 5)),
+     Selection((1, 2), (3, 1), (1, 1), (1, 3), ((1, 4, 9), None))),
+    ("get_mask_selection", MASK, Selection((0, 0), (1, 1), (1, 1), (1, 1),
+                                           points=np.array([[0, 9], [3, 4], [19, 0]]))),
+    ("get_coordinate_selection", ([7, 2], [3, 8]), Selection((0, 0), (1, 1), (1, 1), (1, 1),
+                                                             points=np.array([[7, 3], [2, 8]]))),
+]
+
+
+@pytest.mark.parametrize("method, selection, expected", ASYNC_SELECTIONS, ids=[s[0] for s in ASYNC_SELECTIONS])
+def test_async_array_selections_recorded(arr, tmp_path, method, selection, expected):
+    import asyncio
+
+    async def read():
+        a = await zarr.api.asynchronous.open_array(store=arr.store_path.store, path=arr.store_path.path)
+        return await getattr(a, method)(selection)
+
+    untraced = asyncio.run(read())
+    traced, tr = run(tmp_path, lambda: asyncio.run(read()))
+    np.testing.assert_array_equal(traced, untraced)
+    (acc,) = tr.accesses
+    assert acc.op == READ and acc.nelements == np.asarray(untraced).size
+    assert acc.selection.kind == expected.kind
+    if expected.points is not None:
+        np.testing.assert_array_equal(acc.selection.points, expected.points)
+    else:
+        assert acc.selection == expected
