@@ -69,12 +69,14 @@ def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
 
 
 def _file_done(path: Path) -> bool:
+    """Is the trace at ``path`` closed (its last line the end record, which may list what was missed)?"""
     try:
         with open(path, "rb") as fh:
-            fh.seek(max(0, os.path.getsize(path) - 64))
-            return b'"t":"end"' in fh.read()
+            fh.seek(max(0, os.path.getsize(path) - 65536))
+            tail = fh.read()
     except OSError:
         return False
+    return tail.endswith(b"\n") and tail[:-1].rsplit(b"\n", 1)[-1].startswith(b'{"t":"end"')
 
 
 def _communicator(comm):

@@ -487,11 +487,46 @@ class ImportedFact:
 
 
 @dataclass(frozen=True)
+class ProcessInfo:
+    """One process whose accesses a trace holds (the run's own or one it started, at any depth).
+
+    ``state``: "exited" (its part was closed), "running" (still alive when the run's
+    trace was merged; its part was read as of the end of the run) or "lost" (it ended
+    without closing its part: accesses after its last flush are missing).
+    """
+
+    pid: int
+    ppid: int
+    argv: tuple[str, ...] = ()
+    accesses: int = 0
+    state: str = "exited"
+
+    STATES: ClassVar[tuple[str, ...]] = ("exited", "running", "lost")
+
+    def get_config(self) -> dict:
+        return {"pid": self.pid, "ppid": self.ppid, "argv": list(self.argv), "accesses": self.accesses,
+                "state": self.state}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "ProcessInfo":
+        _require(config, cls)
+        state = config.get("state", "exited")
+        if state not in cls.STATES:
+            raise RecordError(f"field 'state' must be one of {', '.join(cls.STATES)}, got {state!r:.40}")
+        return cls(_typed(config["pid"], int, "pid"), _typed(config["ppid"], int, "ppid"),
+                   tuple(config.get("argv") or ()), _typed(config.get("accesses", 0), int, "accesses"), state)
+
+
+@dataclass(frozen=True)
 class TraceHeader:
     """First line of every trace file.
 
     ``synthetic``: the accesses were not captured but rebuilt from a summary (a
     Darshan log); ``facts`` then says what the rebuild rests on, guessed or not.
+    ``ppid``: the parent process. ``capture``: the capture levels in force (which
+    calls were hooked, whether child processes were followed). ``processes``: every
+    process merged into this trace, this one first (empty: this process only).
+    ``missed``: what is known not to be in the trace, one line each.
     """
 
     schema: int
@@ -503,6 +538,10 @@ class TraceHeader:
     versions: dict = field(default_factory=dict, compare=False)
     argv: tuple[str, ...] = ()
     clock: str = "time.perf_counter"
+    ppid: int = 0
+    capture: tuple[str, ...] = ()
+    processes: tuple[ProcessInfo, ...] = ()
+    missed: tuple[str, ...] = ()
     synthetic: bool = False
     facts: tuple[ImportedFact, ...] = ()
 
@@ -515,6 +554,7 @@ class TraceHeader:
             "schema": self.schema,
             "host": self.host,
             "pid": self.pid,
+            "ppid": self.ppid,
             "rank": self.rank,
             "size": self.size,
             "t_origin_unix": self.t_origin_unix,
@@ -522,6 +562,9 @@ class TraceHeader:
             "argv": list(self.argv),
             "clock": self.clock,
             **({"synthetic": True, "facts": [f.get_config() for f in self.facts]} if self.synthetic else {}),
+            "capture": list(self.capture),
+            "processes": [p.get_config() for p in self.processes],
+            "missed": list(self.missed),
         }
 
     @classmethod
@@ -542,4 +585,8 @@ class TraceHeader:
             clock=config.get("clock", "time.perf_counter"),
             synthetic=bool(config.get("synthetic", False)),
             facts=tuple(ImportedFact.from_config(f) for f in config.get("facts") or ()),
+            ppid=_typed(config.get("ppid", 0), int, "ppid"),
+            capture=tuple(config.get("capture") or ()),
+            processes=tuple(ProcessInfo.from_config(p) for p in config.get("processes") or ()),
+            missed=tuple(config.get("missed") or ()),
         )

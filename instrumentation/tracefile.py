@@ -115,11 +115,15 @@ class TraceWriter:
         with self._lock:
             self._flush_locked(time.perf_counter())
 
-    def close(self) -> None:
+    def close(self, missed: tuple[str, ...] = ()) -> None:
+        """End the file; ``missed`` says what is known not to be in it (read back into ``TraceHeader.missed``)."""
         with self._lock:
             if self._fh.closed:
                 return
-            self._buf.append(_dumps({"t": "end", "n_access": self.n_access}))
+            end = {"t": "end", "n_access": self.n_access}
+            if missed:
+                end["missed"] = list(missed)
+            self._buf.append(_dumps(end))
             self._flush_locked(time.perf_counter())
             self._fh.close()
 
@@ -146,6 +150,11 @@ class Trace:
     @property
     def nprocs(self) -> int:
         return max(h.size for h in self.headers)
+
+    @property
+    def missed(self) -> tuple[str, ...]:
+        """What is known not to be in the trace, over all ranks (empty: nothing known to be missing)."""
+        return tuple(m for h in self.headers for m in h.missed)
 
     def dataset_by_key(self, key: str) -> DatasetRecord:
         for d in self.datasets.values():
@@ -267,6 +276,8 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
             resizes.append(rec)
         elif kind == "end":
             complete = True
+            if rec.get("missed"):  # learnt while the process ran, after its header was written
+                header = replace(header, missed=header.missed + tuple(map(str, rec["missed"])))
         elif header.size > 1 and rec.rank not in {h.rank for h in [header, *other_headers]}:
             other_headers.append(rec)  # a merged trace keeps every rank's header
         else:
@@ -284,6 +295,7 @@ def merge_traces(traces: list[Trace]) -> Trace:
     if not traces:
         raise ValueError("no traces to merge")
     by_key: dict[str, DatasetRecord] = {}
+    origin = min(h.t_origin_unix for tr in traces for h in tr.headers)
     accesses: list[AccessRecord] = []
     resizes: list[ResizeRecord] = []
     for tr in traces:
@@ -292,12 +304,11 @@ def merge_traces(traces: list[Trace]) -> Trace:
             if ds.key not in by_key:
                 by_key[ds.key] = replace(ds, id=len(by_key))
             remap[ds.id] = by_key[ds.key].id
-        accesses += [replace(a, dataset=remap[a.dataset]) for a in tr.accesses]
+        # one clock per process: align on its own wall-clock origin (process parts share a rank)
+        shift = {h.rank: h.t_origin_unix - origin for h in tr.headers}
+        accesses += [replace(a, dataset=remap[a.dataset], t_start=a.t_start + shift.get(a.rank, 0.0))
+                     for a in tr.accesses]
         resizes += [replace(r, dataset=remap[r.dataset]) for r in tr.resizes]
-    # one clock per rank: align on each rank's wall-clock origin
-    origin = min(h.t_origin_unix for tr in traces for h in tr.headers)
-    shift = {h.rank: h.t_origin_unix - origin for tr in traces for h in tr.headers}
-    accesses = [replace(a, t_start=a.t_start + shift.get(a.rank, 0.0)) for a in accesses]
     accesses.sort(key=lambda a: a.t_start)
     return Trace(
         headers=sorted((h for tr in traces for h in tr.headers), key=lambda h: h.rank),

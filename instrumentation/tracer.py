@@ -17,8 +17,13 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
   -> fields view -> ``__getitem__``) only the outermost is recorded.
 - Failed calls are not recorded: an access record is I/O that happened. The
   exception reaches the caller unchanged; ``Tracer.failed_calls`` counts them.
-- Tracing never raises into user code: an error while recording is swallowed,
-  counted in ``Tracer.record_errors`` and reported by one RuntimeWarning at exit.
+- Tracing never raises into user code, nor warns (a strict warnings filter
+  would turn a warning into an exception): an error while recording is
+  swallowed, counted in ``Tracer.record_errors``, written into the trace
+  (``TraceHeader.missed``) and reported by one line on stderr at exit.
+- Child processes are followed (``follow=True``, the default): every Python
+  process the program starts is traced into its own part, merged into the
+  trace at exit (instrumentation/follow.py).
 - The traced thread only queues an access; the ``ioadvisor-flush`` thread
   normalizes, formats and writes the queue every FLUSH_INTERVAL seconds, so a
   killed process loses at most that much (docs/tracing-overhead.md).
@@ -34,18 +39,20 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+from . import follow
 from .selection import fast_hyperslab
 from .records import SCHEMA_VERSION, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
-from .tracefile import Trace, TraceWriter, _ilist, load_trace
+from .tracefile import Trace, TraceError, TraceWriter, _ilist, load_trace
 
-# Library name -> hook module (relative). A library is hooked when both it and
+# Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
-_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr"}
+_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow"}
+CAPTURE_CALLS = ("h5py calls", "zarr calls")
+"""The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
 
 FLUSH_INTERVAL = 0.2
@@ -88,6 +95,8 @@ class _Hub:
         self._finder: _ImportHook | None = None
         self._flusher: threading.Thread | None = None
         self._stop = threading.Event()
+        self._environ: dict[str, str | None] | None = None  # the program's values of the child variables
+        self._forking: list[threading.Lock] = []
 
     # -- recording (hot path: no locks, no allocation beyond the record) --
     def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,
@@ -135,31 +144,87 @@ class _Hub:
     # -- patch management --
     def attach(self, tracer: "Tracer") -> None:
         with self.lock:
-            if not self.active:
+            idle = not self.active
+            self.active = self.active + (tracer,)  # before hooking: a library that cannot be hooked is noted in it
+            if idle:
                 self._install()
-            self.active = self.active + (tracer,)
+            self._child_environment()
 
     def detach(self, tracer: "Tracer") -> None:
         with self.lock:
             self.active = tuple(t for t in self.active if t is not tracer)
+            self._child_environment()
             if not self.active:
                 self._uninstall()
+
+    def _child_environment(self) -> None:
+        """Put the variables that make child processes traced into os.environ, or give the program its own back."""
+        dirs = [t._parts_dir for t in self.active if t._parts_dir]
+        if self._environ is not None:
+            for name, value in self._environ.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            self._environ = None
+        if dirs:
+            env = follow.child_environment(dirs)
+            self._environ = {name: os.environ.get(name) for name in env}
+            os.environ.update(env)
+
+    # -- fork: the child gets parts of its own, never its parent's queues or files --
+    def _before_fork(self) -> None:
+        self._forking = [tr._drain_lock for tr in self.active]
+        # a flush in progress ends before the fork, so no lock of the writers is copied held
+        self._forking = [lock for lock in self._forking if lock.acquire(timeout=1.0)]
+
+    def _after_fork_in_parent(self) -> None:
+        for lock in self._forking:
+            lock.release()
+        self._forking = []
+
+    def _after_fork_in_child(self) -> None:
+        self._forking = []
+        parents = self.active
+        if not parents:
+            return
+        self.lock = threading.RLock()
+        self.active = ()
+        self._flusher = None  # threads do not survive a fork
+        children = []
+        for tr in parents:
+            child = tr._orphan()
+            if child is not None:
+                children.append(child)
+        if not children:
+            self._uninstall()
+            return
+        self.active = tuple(children)
+        self._stop = threading.Event()
+        self._start_flusher()
+        follow.install_sigterm()
 
     def _flush_loop(self, stop: threading.Event) -> None:
         # formatting and file writes happen here, off the traced threads
         while not stop.wait(FLUSH_INTERVAL):
             for tr in self.active:
+                started = time.time_ns()
                 try:
                     tr._drain()
+                    if tr._is_part:  # tells the run's tracer that everything queued before `started` is written
+                        os.utime(tr._own, ns=(started, started))
                 except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
                     tr.record_errors += 1
                     tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
 
-    def _install(self) -> None:
-        self._stop = threading.Event()
+    def _start_flusher(self) -> None:
         self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop,),
                                          name="ioadvisor-flush", daemon=True)
         self._flusher.start()
+
+    def _install(self) -> None:
+        self._stop = threading.Event()
+        self._start_flusher()
         self._finder = _ImportHook(self)
         sys.meta_path.insert(0, self._finder)
         for lib in _HOOKS:
@@ -176,9 +241,9 @@ class _Hub:
                 module = import_module(_HOOKS[lib], __package__)
                 patches = module.patches()
                 self._hooked[lib] = module
-            except Exception as exc:  # a library version we cannot hook: trace the rest
-                warnings.warn(f"ioadvisor: cannot trace {lib}: {type(exc).__name__}: {exc}",
-                              RuntimeWarning, stacklevel=3)
+            except Exception as exc:  # a library version we cannot hook: trace the rest, say so in the trace
+                for tr in self.active:
+                    tr.missed.append(f"{lib} not traced: {type(exc).__name__}: {exc}")
                 return
             for owner, attr, wrapper in patches:
                 was_own = attr in vars(owner)
@@ -247,16 +312,10 @@ class _HookingLoader(importlib.abc.Loader):
 
 
 HUB = _Hub()
-
-
-@atexit.register
-def _close_at_exit() -> None:
-    # a tracer entered by hand and never exited: still end its file cleanly
-    for tr in HUB.active[::-1]:
-        try:
-            tr.__exit__(None, None, None)
-        except Exception:  # noqa: BLE001 - nothing to report to at interpreter exit
-            pass
+os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_parent,
+                    after_in_child=HUB._after_fork_in_child)
+# a tracer entered by hand and never exited, or a child process's parts: still end the files cleanly
+atexit.register(follow.close_all)
 
 
 def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
@@ -295,17 +354,28 @@ def _versions() -> dict:
 
 
 class Tracer:
-    """One trace being written; a context manager (single use)."""
+    """One trace being written; a context manager (single use).
 
-    def __init__(self, path=None, *, comm=None, overwrite: bool = False):
+    ``follow``: trace the child processes too. A *part* tracer is the one a child
+    process runs under (``Tracer._part``): it writes ``<parts dir>/<pid>.jsonl`` and
+    its own children's parts go beside it; the run's tracer merges them all.
+    """
+
+    def __init__(self, path=None, *, comm=None, overwrite: bool = False, follow: bool = True):
         self._requested = path
         self._comm = comm
         self._overwrite = overwrite
+        self._follow = follow
+        self._is_part = False
+        self._parts_dir: str | None = None
+        self._own: Path | None = None
+        self._forked_part: Tracer | None = None
         self.path: Path | None = None
         self.rank, self.size = 0, 1
         self.failed_calls = 0
         self.record_errors = 0
         self.first_error: str | None = None
+        self.missed: list[str] = []
         self._writer: TraceWriter | None = None
         self._ids: dict[DatasetInfo, int] = {}
         self._n_ids = 0
@@ -318,24 +388,51 @@ class Tracer:
         self._state = "new"
         self._merge = False
 
+    @classmethod
+    def _part(cls, parts_dir: str) -> "Tracer":
+        """The tracer of this (child) process's part of the run whose parts go to ``parts_dir``."""
+        part = cls(Path(parts_dir) / f"{os.getpid()}.jsonl")
+        part._is_part = True
+        part._parts_dir = parts_dir
+        return part
+
     # -- context manager --
     def __enter__(self) -> "Tracer":
         if self._state != "new":
             raise RuntimeError("a Tracer can be entered only once; call advisor.trace() again")
-        self._state = "active"
-        try:
-            from . import mpi
+        self._start()
+        HUB.attach(self)
+        return self
 
-            self.rank, self.size = mpi.rank_size(self._comm)
-        except ImportError:
-            self.rank, self.size = 0, 1
-        self.path, own = self._paths()
-        if not self._overwrite and self._requested is not None:
-            for p in {self.path, own}:  # another rank's part may be this run's own: only ours is checked
-                if p.exists():
-                    self._state = "done"
-                    raise FileExistsError(f"{p} exists: not replacing an earlier trace "
-                                          "(choose another path, or overwrite=True / --force to replace it)")
+    def _start(self) -> None:
+        self._state = "active"
+        if self._is_part:  # one process of a run: its rank is its parent's, given at the merge
+            self.path = self._own = Path(self._requested)
+            self._own.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            try:
+                from . import mpi
+
+                self.rank, self.size = mpi.rank_size(self._comm)
+            except ImportError:
+                self.rank, self.size = 0, 1
+            self.path, self._own = self._paths()
+            if not self._overwrite and self._requested is not None:
+                for p in {self.path, self._own}:  # another rank's part may be this run's own: only ours is checked
+                    if p.exists():
+                        self._state = "done"
+                        raise FileExistsError(f"{p} exists: not replacing an earlier trace "
+                                              "(choose another path, or overwrite=True / --force to replace it)")
+        capture = CAPTURE_CALLS
+        if self._follow:
+            if not self._is_part:
+                self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
+            why = follow.ensure_startup_hook()
+            if why is None:
+                capture += ("child processes",)
+            else:
+                capture += ("forked child processes",)
+                self.missed.append(f"child processes that start a new interpreter are not traced: {why}")
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
@@ -345,17 +442,32 @@ class Tracer:
             t_origin_unix=time.time(),
             versions=_versions(),
             argv=tuple(sys.argv),
+            ppid=os.getppid(),
+            capture=capture,
         )
         self._origin = time.perf_counter()
-        self._writer = TraceWriter(own, header)
-        HUB.attach(self)
-        return self
+        self._writer = TraceWriter(self._own, header)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._state == "forked":  # a forked child leaving its parent's with-block ends its own part
+            if self._forked_part is not None and self._forked_part._state == "active":
+                self._forked_part.__exit__(exc_type, exc, tb)
+            return False
+        ended = time.time_ns()
         HUB.detach(self)
         self._state = "done"
         self._drain()
-        self._writer.close()
+        if self.record_errors:
+            self.missed.append(f"{self.record_errors} access(es) could not be recorded "
+                               f"(first: {self.first_error})")
+        self._writer.close(tuple(self.missed))
+        parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
+        if parts is not None and parts.is_dir():
+            try:
+                self.missed += follow.merge_parts(self._own, parts, ended)
+                parts.rmdir()
+            except (OSError, TraceError) as exc:
+                self.missed.append(f"child processes' parts left unmerged in {parts}: {exc}")
         if self._merge:
             try:
                 from . import mpi
@@ -363,11 +475,30 @@ class Tracer:
                 mpi.finish(self._comm, self.path, self.rank, self.size)
             except ImportError:
                 pass
-        if self.record_errors:
-            warnings.warn(
-                f"ioadvisor: {self.record_errors} access(es) could not be recorded in {self.path} "
-                f"(first: {self.first_error})", RuntimeWarning, stacklevel=2)
+        if self.missed and not self._is_part:  # a part's notes reach the run's trace and its line
+            more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
+                if len(self.missed) > 1 else ""
+            print(f"ioadvisor: trace {self.path} is missing something: {self.missed[0]}{more}",
+                  file=sys.stderr)
         return False
+
+    def _orphan(self) -> "Tracer | None":
+        """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
+        self._state = "forked"
+        self._queue = deque()  # the parent's records, the parent writes them
+        try:  # the inherited descriptor is the parent's file: whatever flushes it here goes nowhere
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._writer._fh.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+        if not self._parts_dir:
+            return None
+        part = Tracer._part(self._parts_dir)
+        part.rank, part.size = self.rank, self.size
+        part._start()
+        self._forked_part = part
+        return part
 
     def _paths(self) -> tuple[Path, Path]:
         """(path the user gets, this rank's own file)."""
@@ -489,15 +620,17 @@ class Tracer:
         return head
 
 
-def trace(path=None, *, comm=None, overwrite: bool = False) -> Tracer:
+def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:
     """Record every h5py / zarr array access inside the with-block into ``path``.
 
     ``path=None`` writes a temporary file (``Tracer.path``). ``comm`` (mpi4py) or an
     MPI launcher's environment gives one file per rank, merged by rank 0 into ``path``.
     An existing ``path`` (or this rank's part) is never replaced without ``overwrite=True``:
     entering the tracer raises FileExistsError before anything is traced.
+    ``follow`` (default): the Python processes the block starts are traced too,
+    each into its own part, merged into ``path`` at exit.
     """
-    return Tracer(path, comm=comm, overwrite=overwrite)
+    return Tracer(path, comm=comm, overwrite=overwrite, follow=follow)
 
 
 __all__ = ["DatasetInfo", "HUB", "Tracer", "trace"]

@@ -129,16 +129,22 @@ def test_zarr_io_thread_is_recorded(tmp_path):
     assert len(t.load().accesses) == 2
 
 
-def test_recording_error_is_swallowed_and_warned(tmp_path, ds, monkeypatch):
+def test_recording_error_goes_to_trace_and_one_stderr_line_never_an_exception(tmp_path, ds, monkeypatch, capfd):
     def broken(*args):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(tracer_module, "fast_hyperslab", broken)
-    with pytest.warns(RuntimeWarning, match="1 access.*boom"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under pytest's filterwarnings = error
         with advisor.trace(tmp_path / "t.jsonl") as t:
             out = ds[2:4, 1]
     np.testing.assert_array_equal(out, [21.0, 31.0])
-    assert t.record_errors == 1 and t.load().accesses == []
+    trace = t.load()
+    assert t.record_errors == 1 and trace.accesses == []
+    assert len(trace.missed) == 1 and "1 access(es) could not be recorded" in trace.missed[0]
+    assert "boom" in trace.missed[0]
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("ioadvisor: trace ") and "boom" in err[0]
 
 
 def test_no_warning_when_all_is_well(tmp_path, ds):

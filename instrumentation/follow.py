@@ -1,0 +1,256 @@
+"""Following the processes a traced program starts (the way coverage.py measures subprocesses).
+
+Every Python process the program starts, at any depth, is traced into its own
+*part*: ``<parts dir>/<pid>.jsonl``, whose header names its pid and parent pid.
+When the run's tracer exits it merges the parts into the run's trace
+(``merge_parts``) and says in the header which processes it holds and what is
+known to be missed.
+
+How a child gets traced:
+
+- **A new interpreter** (multiprocessing spawn and forkserver, ``subprocess``
+  running python, dask / distributed workers): the tracer puts
+  ``child_environment()`` into ``os.environ`` while it is active, and the
+  start-up hook ``ioadvisor-follow.pth`` (written into site-packages on the
+  first trace, ``ensure_startup_hook``) calls ``start_part()`` in any Python
+  process that has that variable. Without the variable the hook does nothing.
+- **A forked child** (multiprocessing fork, DataLoader workers, a bare
+  ``os.fork``): ``os.register_at_fork`` moves it off its parent's tracers, whose
+  queues and files it inherited, onto parts of its own (``_after_fork_in_child``).
+
+A part is closed when its process exits: at interpreter exit (atexit), at the
+end of a multiprocessing ``Process._bootstrap`` (fork and forkserver children
+leave with ``os._exit``, which skips atexit), and on SIGTERM (``Pool.terminate``)
+when the program has not set a handler of its own.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+ENV = "IOADVISOR_FOLLOW"
+"""Parts directories of the active tracers (``os.pathsep``-separated): set in a process means "trace me"."""
+PTH_NAME = "ioadvisor-follow.pth"
+# executed by site at every start-up of this environment's interpreter; a no-op without the variable
+PTH_LINE = ("import os; exec('try:\\n import instrumentation.follow as f\\nexcept ImportError:\\n f = None\\n"
+            "f and f.start_part()') if os.environ.get('IOADVISOR_FOLLOW') else None\n")
+PART_WAIT = float(os.environ.get("IOADVISOR_PART_WAIT", "10"))
+"""Longest wait at the end of a run for a live child to flush what it recorded before the end."""
+POLL = 0.02
+
+
+def child_environment(parts_dirs: list[str]) -> dict[str, str]:
+    """The variables a child process needs to be traced (extend here: e.g. a preloaded library)."""
+    return {ENV: os.pathsep.join(parts_dirs)}
+
+
+_hook_state: dict[str, str | None] = {}
+
+
+def ensure_startup_hook() -> str | None:
+    """Write the .pth start-up hook into this interpreter's site-packages if it is not there.
+
+    Returns None when the hook is in place, else why not (new interpreters are then not followed).
+    """
+    if "result" in _hook_state:
+        return _hook_state["result"]
+    target = Path(sysconfig.get_paths()["purelib"]) / PTH_NAME
+    result = None
+    try:
+        if not target.exists() or target.read_text() != PTH_LINE:
+            tmp = target.with_name(f".{PTH_NAME}.{os.getpid()}")
+            tmp.write_text(PTH_LINE)
+            os.replace(tmp, target)  # another process may write it at the same time: all-or-nothing
+    except OSError as exc:
+        result = f"cannot write the start-up hook {target} ({exc.strerror or exc})"
+    _hook_state["result"] = result
+    return result
+
+
+def start_part() -> None:
+    """Trace this whole process into parts of the tracers named by the environment (from the .pth hook)."""
+    dirs = [d for d in os.environ.get(ENV, "").split(os.pathsep) if d]
+    if not dirs:
+        return
+    try:
+        from .tracer import HUB, Tracer
+
+        if any(getattr(t, "_parts_dir", None) == d for t in HUB.active for d in dirs):
+            return  # already traced (a start-up hook run twice)
+        for d in dirs:
+            Tracer._part(d).__enter__()
+        install_sigterm()
+    except Exception as exc:  # noqa: BLE001 - the program must run even if it cannot be traced
+        print(f"ioadvisor: process {os.getpid()} not traced: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+_ending = {"closing": False, "terminated": False}
+
+
+def close_all() -> None:
+    """End every tracer still active in this process (also the exit paths that skip atexit)."""
+    from .tracer import HUB
+
+    if _ending["closing"]:
+        return
+    _ending["closing"] = True
+    try:
+        for tr in HUB.active[::-1]:
+            try:
+                tr.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - nothing to report to while the process ends
+                pass
+    finally:
+        _ending["closing"] = False
+    if _ending["terminated"]:  # the process still ends the way SIGTERM ends it
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _on_sigterm(signum, frame) -> None:
+    _ending["terminated"] = True
+    close_all()  # or, when a close is under way (Process._bootstrap ending), that close ends the process
+
+
+def install_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _traced_bootstrap(original):
+    def _bootstrap(self, *args, **kwargs):
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            from .tracer import HUB
+
+            if any(t._is_part for t in HUB.active):
+                close_all()
+
+    return functools.update_wrapper(_bootstrap, original)
+
+
+def patches() -> list[tuple[object, str, object]]:
+    """The tracer's hook on ``multiprocessing.process``: ``BaseProcess._bootstrap`` closes this process's
+    parts before multiprocessing ends a fork or forkserver child with ``os._exit``."""
+    from multiprocessing.process import BaseProcess
+
+    return [(BaseProcess, "_bootstrap", _traced_bootstrap(BaseProcess._bootstrap))]
+
+
+def reset() -> None:
+    """Nothing cached (the tracer calls this on every hook module when the last tracer exits)."""
+
+
+# -- end of a run: merging the parts --
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:  # an exited child not yet reaped is a zombie
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _part_state(path: Path, since_ns: int) -> str | None:
+    """exited | running (flushed after the run ended) | lost (dead, not closed) | None (still to wait)."""
+    from .mpi import _file_done
+
+    if _file_done(path):
+        return "exited"
+    try:
+        if os.stat(path).st_mtime_ns >= since_ns:  # the part's flusher touches it after each pass
+            return "running"
+    except OSError:
+        return "lost"
+    try:
+        pid = int(path.stem)
+    except ValueError:
+        return "lost"
+    return None if _alive(pid) else "lost"
+
+
+def wait_for_parts(parts_dir: Path, since_ns: int) -> dict[Path, str]:
+    """Each part file -> its state, once every live child flushed what it recorded before ``since_ns``."""
+    deadline = time.monotonic() + PART_WAIT
+    states: dict[Path, str] = {}
+    while True:
+        pending = []
+        for path in sorted(parts_dir.glob("*.jsonl")):
+            if path not in states:
+                state = _part_state(path, since_ns)
+                if state is None:
+                    pending.append(path)
+                else:
+                    states[path] = state
+        if not pending or time.monotonic() > deadline:
+            for path in pending:
+                states[path] = "unflushed"
+            return states
+        time.sleep(POLL)
+
+
+def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
+    """Merge the parts in ``parts_dir`` into the trace at ``path`` (closed); returns the notes of what was missed.
+
+    The merged trace keeps ``path``'s header, with ``processes`` (this process first)
+    and ``missed`` filled in; records keep this process's rank.
+    """
+    from dataclasses import replace
+
+    from .records import ProcessInfo
+    from .tracefile import TraceError, load_trace, merge_traces, write_trace
+
+    own = load_trace(path)
+    states = wait_for_parts(parts_dir, since_ns)
+    parts, processes, missed = [], [], []
+    for part_path, state in states.items():
+        try:
+            part = load_trace(part_path, allow_truncated=True)
+        except TraceError as exc:
+            missed.append(f"a child's part could not be read: {exc}")
+            continue
+        h = part.header
+        if state == "lost":
+            missed.append(f"process {h.pid} (parent {h.ppid}) ended without closing its part: "
+                          f"its accesses after its last flush are missing")
+        elif state == "unflushed":
+            missed.append(f"process {h.pid} (parent {h.ppid}) was still running and did not flush within "
+                          f"{PART_WAIT:g} s of the end of the run: its latest accesses may be missing")
+            state = "running"
+        missed += [f"process {h.pid}: {m}" for m in h.missed]
+        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, len(part.accesses), state))
+        parts.append(part)
+    if not parts:
+        return missed
+    merged = merge_traces([own, *parts])
+    if own.header.rank:
+        merged.accesses = [replace(a, rank=own.header.rank) for a in merged.accesses]
+        merged.resizes = [replace(r, rank=own.header.rank) for r in merged.resizes]
+    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, len(own.accesses), "exited")
+    processes.sort(key=lambda p: p.pid)
+    merged.headers = [replace(own.header, processes=(me, *processes),
+                              missed=own.header.missed + tuple(missed))]
+    merged.complete = own.complete
+    tmp = path.with_name(f".{path.name}.merging")
+    write_trace(merged, tmp)
+    os.replace(tmp, path)
+    for part_path in states:
+        part_path.unlink(missing_ok=True)
+    return missed
+
+
+__all__ = ["ENV", "child_environment", "ensure_startup_hook", "merge_parts", "start_part"]
