@@ -8,6 +8,7 @@ import numpy as np
 
 from instrumentation.formats import foreign_inputs
 from instrumentation.patterns import DatasetUsage, summarize
+from instrumentation.records import ProcessInfo
 from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
 
 
@@ -63,15 +64,54 @@ def format_usage(u: DatasetUsage) -> str:
     return "\n".join(lines)
 
 
+def _process_tree(processes: tuple[ProcessInfo, ...]) -> list[str]:
+    """One line per process, each under its parent (processes whose parent is not in the trace at the top)."""
+    children: dict[int, list[ProcessInfo]] = {}
+    pids = {p.pid for p in processes}
+    for p in processes:
+        children.setdefault(p.ppid if p.ppid in pids and p.ppid != p.pid else None, []).append(p)
+    lines = []
+
+    def walk(p: ProcessInfo, depth: int) -> None:
+        command = " ".join(p.argv)[:60] or "?"
+        lines.append(f"    {'  ' * depth}{p.pid} ({p.state}) {p.accesses} accesses: {command}")
+        for c in children.get(p.pid, []):
+            walk(c, depth + 1)
+
+    for top in children.get(None, []):
+        walk(top, 0)
+    return lines
+
+
+def format_capture(trace: Trace) -> list[str]:
+    """What the trace saw and what it knows it missed (per rank when there are several)."""
+    lines = []
+    for h in trace.headers:
+        rank = f"rank {h.rank}: " if len(trace.headers) > 1 else ""
+        if h.capture:
+            lines.append(f"{rank}captured: {', '.join(h.capture)}")
+        if len(h.processes) > 1:
+            lines.append(f"{rank}processes ({len(h.processes)}, by parent):")
+            lines += _process_tree(h.processes)
+        for note in h.missed:
+            lines.append(f"{rank}missed: {note}")
+    return lines
+
+
 def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
-    """The text ``ioadvisor trace show`` prints."""
-    state = "complete" if trace.complete else "truncated: prefix only"
+    """The text ``ioadvisor trace show`` prints: "complete" only when nothing is known to be missing."""
+    if not trace.complete:
+        state = "truncated: prefix only"
+    elif trace.missed:
+        state = f"incomplete: {len(trace.missed)} known miss{'es' if len(trace.missed) > 1 else ''}"
+    else:
+        state = "complete"
     n_read = sum(u.n_reads for u in usages)
     head = (f"{trace.source}: {len(trace.datasets)} datasets, {len(trace.accesses)} accesses "
             f"({n_read} reads, {len(trace.accesses) - n_read} writes), {trace.nprocs} rank(s), "
             f"host {trace.header.host} ({state})")
     facts = trace.header.facts if trace.header.synthetic else ()
-    lines = [head]
+    lines = [head] + format_capture(trace)
     if trace.header.synthetic:
         lines += ["synthetic trace: accesses rebuilt from a summary, not captured; "
                   f"{len(trace.header.guessed())} facts guessed (marked ?)"]
@@ -106,7 +146,10 @@ def run_show(args) -> int:
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
     usages = summarize(trace)
     if args.json:
-        json.dump({"trace": trace.source, "complete": trace.complete, "nprocs": trace.nprocs,
+        json.dump({"trace": trace.source, "complete": trace.complete and not trace.missed,
+                   "nprocs": trace.nprocs, "missed": list(trace.missed),
+                   "processes": [p.get_config() for h in trace.headers for p in h.processes],
+                   "capture": sorted({c for h in trace.headers for c in h.capture}),
                    "synthetic": trace.header.synthetic, "facts": [f.get_config() for f in trace.header.facts],
                    "datasets": [u.get_config() for u in usages]}, sys.stdout, indent=1)
         print()

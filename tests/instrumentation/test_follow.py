@@ -1,0 +1,177 @@
+"""Child processes are traced: pools (fork, spawn, forkserver), executors, dask, distributed, DataLoader, subprocess.
+
+Each program (tests/instrumentation/programs/workers.py) writes the rows it read
+itself, the ground truth; its trace must hold exactly those reads, one part per
+worker process with its pid and parent pid, and say what it knows it missed.
+"""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import advisor
+from advisor.commands.trace import format_trace
+from instrumentation.follow import PTH_LINE, PTH_NAME
+from instrumentation.patterns import summarize
+from instrumentation.tracefile import load_trace
+
+PROGRAM = Path(__file__).with_name("programs") / "workers.py"
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = 200
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("follow") / "rows.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(ROWS * 4.0).reshape(ROWS, 4), chunks=(50, 4))
+    return path
+
+
+def run_program(tmp_path, data, kind, *, cli=False, rows=ROWS):
+    trace, rows_out = tmp_path / "t.jsonl", tmp_path / "rows.json"
+    env = {**os.environ, "WORKERS_ROWS": str(rows),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if cli:
+        cmd = [sys.executable, "-m", "advisor", "run", "-o", str(trace), "--", "python", str(PROGRAM), kind,
+               str(data), str(rows_out)]
+    else:
+        cmd = [sys.executable, str(PROGRAM), kind, str(data), str(rows_out), str(trace)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return load_trace(trace), json.loads(rows_out.read_text()), proc
+
+
+def assert_every_read_traced(trace, rows):
+    starts = Counter(a.selection.start[0] for a in trace.accesses if a.op == "read")
+    assert starts == Counter(rows)
+    assert all(a.selection.block == (1, 4) and a.selection.count == (1, 1) for a in trace.accesses)
+
+
+def assert_process_tree(trace, min_workers):
+    procs = trace.header.processes
+    me = procs[0]
+    assert me.pid == trace.header.pid and me.ppid == trace.header.ppid
+    pids = {p.pid for p in procs}
+    assert len(pids) == len(procs)
+    # every process descends from the run's process
+    parent = {p.pid: p.ppid for p in procs}
+    for p in procs[1:]:
+        seen, q = set(), p.pid
+        while q != me.pid:
+            assert q in parent and q not in seen, f"{p} not under {me.pid}"
+            seen.add(q)
+            q = parent[q]
+    readers = [p for p in procs[1:] if p.accesses]
+    assert len(readers) >= min_workers
+    assert sum(p.accesses for p in procs) == len(trace.accesses)
+    assert not trace.missed
+    assert "child processes" in trace.header.capture
+
+
+@pytest.mark.parametrize("kind", ["fork", "spawn", "forkserver", "executor"])
+def test_pool_workers_reads_all_traced(tmp_path, data, kind):
+    trace, rows, _ = run_program(tmp_path, data, kind)
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 1)
+    assert not list(tmp_path.glob("*.parts-*")), "parts left behind"
+
+
+def test_subprocess_python_traced(tmp_path, data):
+    trace, rows, _ = run_program(tmp_path, data, "subprocess", rows=30)
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 1)
+
+
+@pytest.mark.slow
+def test_dask_processes_scheduler(tmp_path, data):
+    trace, rows, _ = run_program(tmp_path, data, "dask", rows=21)
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 1)
+
+
+@pytest.mark.slow
+def test_dask_distributed_local_cluster(tmp_path, data):
+    trace, rows, _ = run_program(tmp_path, data, "distributed", rows=50)
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 1)
+
+
+@pytest.mark.slow
+def test_torch_dataloader_two_workers_under_ioadvisor_run(tmp_path, data):
+    trace, rows, proc = run_program(tmp_path, data, "torch2", cli=True)
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 2)
+    assert f"{ROWS} accesses" in proc.stderr
+
+
+def test_child_killed_is_reported_missed_not_complete(tmp_path, data, capsys):
+    trace, rows, proc = run_program(tmp_path, data, "killed")
+    assert_every_read_traced(trace, rows)  # flushed before it died
+    (child,) = trace.header.processes[1:]
+    assert child.state == "lost" and child.accesses == 5
+    assert len(trace.missed) == 1 and f"process {child.pid}" in trace.missed[0]
+    err = [line for line in proc.stderr.splitlines() if line.startswith("ioadvisor:")]
+    assert len(err) == 1 and "missing" in err[0]
+    text = format_trace(trace, summarize(trace))
+    assert "complete)" not in text.splitlines()[0] and "lost" in text and trace.missed[0] in text
+
+
+def test_forked_child_never_writes_its_parents_file(tmp_path, data):
+    path = tmp_path / "t.jsonl"
+    with h5py.File(data, "r") as f, advisor.trace(path) as t:
+        x = f["x"]
+        x[0]
+        pid = os.fork()
+        if pid == 0:  # the child leaves the with-block too: it closes its own part, not the parent's file
+            x[1]
+            x[2]
+        else:
+            x[3]
+            _, status = os.waitpid(pid, 0)
+    if pid == 0:
+        os._exit(0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    trace = t.load()
+    by_pid = {p.pid: p for p in trace.header.processes}
+    assert by_pid[os.getpid()].accesses == 2 and by_pid[pid].accesses == 2 and by_pid[pid].state == "exited"
+    assert sorted(a.selection.start[0] for a in trace.accesses) == [0, 1, 2, 3]
+    assert not trace.missed
+
+
+def test_no_follow_leaves_environment_and_children_alone(tmp_path, data):
+    before = dict(os.environ)
+    with advisor.trace(tmp_path / "t.jsonl", follow=False) as t:
+        assert dict(os.environ) == before
+    assert t.load().header.capture == ("h5py calls", "zarr calls")
+    with advisor.trace(tmp_path / "u.jsonl"):
+        assert "IOADVISOR_FOLLOW" in os.environ
+    assert dict(os.environ) == before
+
+
+def test_startup_hook_in_a_fresh_venv(tmp_path):
+    """A venv that never saw a trace gets the hook on its first trace; its children are then traced."""
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert not (Path(site) / PTH_NAME).exists()
+    # this environment's packages stand in for the fresh venv's own installs (before site runs, as they would be)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])}
+    code = ("import subprocess, sys, advisor\n"
+            f"with advisor.trace({str(tmp_path / 't.jsonl')!r}) as t:\n"
+            "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
+            "print(len(t.load().header.processes))\n")
+    out = subprocess.run([py, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (Path(site) / PTH_NAME).read_text() == PTH_LINE
+    assert out.stdout.strip() == "2"
