@@ -664,12 +664,16 @@ class ImportSummary:
 
 def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLike, *,
                    shapes: Mapping[str, tuple[int, ...]] | None = None, dxt: bool = True,
-                   reach_files: bool = True) -> ImportSummary:
+                   reach_files: bool = True, overwrite: bool = False) -> ImportSummary:
     """Write a synthetic trace of the HDF5 dataset accesses a Darshan log describes.
 
     ``shapes``: dataset shapes by path or ``file:path`` (used when the HDF5 file is not reachable);
     ``dxt=False`` ignores DXT segments; ``reach_files=False`` never opens the HDF5 files named in the log.
+    An existing ``output`` is never replaced without ``overwrite=True``.
     """
+    if not overwrite and os.path.exists(output):
+        raise FileExistsError(f"{output} exists: not replacing an earlier trace "
+                              "(choose another path, or overwrite=True / --force to replace it)")
     log = log if isinstance(log, DarshanLog) else read_log(log, dxt=dxt)
     shapes = dict(shapes or {})
     by_name: dict[str, list[H5DCounters]] = {}

@@ -75,6 +75,15 @@ def test_macsio_shared_collective_3d_record(tmp_path):
     assert sum(a.duration for a in tr.accesses) == pytest.approx(28.68915, rel=1e-4)
 
 
+def test_an_existing_trace_is_kept(tmp_path):
+    out = tmp_path / "t.jsonl"
+    out.write_text("earlier\n")
+    with pytest.raises(FileExistsError, match="not replacing"):
+        import_darshan(IOR, out)
+    assert out.read_text() == "earlier\n"
+    assert load_trace(import_darshan(IOR, out, overwrite=True).trace).header.synthetic
+
+
 def test_shape_option_replaces_the_guess_and_is_checked(tmp_path):
     tr = load_trace(import_darshan(MACSIO, tmp_path / "m.jsonl", shapes={"/constant": (72, 31, 744)}).trace)
     (ds,) = tr.datasets.values()
@@ -97,8 +106,8 @@ def test_parser_text_imports_like_the_binary_log(tmp_path):
         # darshan-parser prints timers with 6 decimals (%f): everything else is exact
         assert [rounded(r) for r in from_text.h5d] == [rounded(r) for r in from_binary.h5d]
         assert from_text.nprocs == from_binary.nprocs
-        a = load_trace(import_darshan(text, tmp_path / "a.jsonl").trace)
-        b = load_trace(import_darshan(log, tmp_path / "b.jsonl", dxt=False).trace)
+        a = load_trace(import_darshan(text, tmp_path / "a.jsonl", overwrite=True).trace)
+        b = load_trace(import_darshan(log, tmp_path / "b.jsonl", dxt=False, overwrite=True).trace)
         assert a.datasets == b.datasets
         assert [(x.op, x.selection, x.nbytes, x.rank) for x in a.accesses] == \
             [(x.op, x.selection, x.nbytes, x.rank) for x in b.accesses]
