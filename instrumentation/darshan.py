@@ -160,12 +160,15 @@ class DarshanLog:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """``<file>:<dataset path>`` -> (file, path); Darshan joins them with ':' and the path starts with '/'."""
+    """``<file>:<dataset path>`` -> (file, path); Darshan joins them with ':' and the path starts with '/'.
+
+    darshan-runtime 3.5 names a dataset by its location's name followed by the name passed to H5Dcreate/H5Dopen
+    (``/`` + ``/grid``): repeated slashes are one."""
     cut = name.find(":/")
     if cut < 0:
         cut = name.rfind(":")
         return (name, "") if cut < 0 else (name[:cut], name[cut + 1:])
-    return name[:cut], name[cut + 1:]
+    return name[:cut], re.sub("/{2,}", "/", name[cut + 1:])
 
 
 # ---------------------------------------------------------------------------- reading logs
@@ -738,7 +741,10 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
             facts.append(ImportedFact(key, "dtype", f"{dtype} assumed from the {first.itemsize}-byte element size "
                                       "(Darshan records no type)", True))
             facts.append(ImportedFact(key, "filters", "none assumed (Darshan records no filter pipeline)", True))
-        if chunks is None:
+        if chunks is None and on_disk is not None and on_disk.chunks is None:
+            facts.append(ImportedFact(key, "layout", "contiguous (or compact): no chunk sizes in the log or the file",
+                                      False))
+        elif chunks is None:
             facts.append(ImportedFact(key, "layout", "no chunk sizes recorded: contiguous (or compact) assumed",
                                       True))
         collective = any(r.collective for r in recs)

@@ -1,4 +1,5 @@
 """Darshan import: the pydarshan wheel's example logs, darshan-parser text, a known h5py program's counters."""
+import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -214,3 +215,27 @@ def test_header_facts_round_trip():
     assert h.guessed("/f::/d") == (h.facts[0],) and h.guessed("/g::/e") == ()
     plain = TraceHeader(1, "vm", 1, 0, 1, 0.0)
     assert "synthetic" not in plain.get_config() and not TraceHeader.from_config(plain.get_config()).synthetic
+
+
+KNOWN_C = {  # tests/instrumentation/darshan_known.c: path -> (shape, chunks, itemsize, {(op, selection shape): n})
+    "/grid": ((100, 60), (25, 20), 4, {(WRITE, (10, 60)): 10, (READ, (25, 60)): 4}),
+    "/cube": ((8, 30, 40), (2, 10, 40), 8, {(WRITE, (1, 30, 40)): 8, (READ, (8, 30, 1)): 5}),
+    "/line": ((4000,), None, 2, {(WRITE, (4000,)): 1, (READ, (4000,)): 1, (READ, (500,)): 3}),
+    "/pts": ((50, 50), (10, 10), 4, {(WRITE, (50, 50)): 1, (READ, (1, 7)): 6}),  # 6 point reads of 7 points
+}
+
+
+@pytest.mark.skipif(not os.environ.get("IOADVISOR_DARSHAN_KNOWN_LOG"),
+                    reason="needs a Darshan log of darshan_known.c (darshan-runtime with --enable-hdf5-mod)")
+def test_log_of_the_known_c_program(tmp_path):
+    log = os.environ["IOADVISOR_DARSHAN_KNOWN_LOG"]
+    # the file may be gone: only /pts (point reads, no regular access shape) needs its shape given
+    tr = load_trace(import_darshan(log, tmp_path / "k.jsonl", reach_files=False, shapes={"/pts": (50, 50)}).trace)
+    assert {d.path for d in tr.datasets.values()} == set(KNOWN_C)
+    for ds in tr.datasets.values():
+        shape, chunks, itemsize, ops = KNOWN_C[ds.path]
+        assert ds.chunks == chunks and ds.itemsize == itemsize, ds.path
+        assert shapes_by_op(tr, ds.id) == ops, ds.path
+        assert ds.shape == shape, ds.path
+    strided = [a.selection for a in tr.accesses if a.selection.shape == (500,)]
+    assert {(s.count, s.stride, s.block) for s in strided} == {((500,), (2,), (1,))}
