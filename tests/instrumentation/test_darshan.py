@@ -178,6 +178,9 @@ def known_program(path):
             b[t] = np.zeros((30, 40))
         for j in range(5):
             b[:, :, j]
+        h = f.create_dataset("hyper", shape=(2, 2, 2, 2, 2, 3), dtype="f4", chunks=(1, 2, 2, 2, 2, 3))
+        for i in range(2):  # Darshan keeps five dimensions: the sixth comes back from the bytes
+            h[i] = np.ones((2, 2, 2, 2, 3), "f4")
         c = f.create_dataset("line", data=np.arange(4000, dtype="i2"))
         c[...]
         for k in range(3):
