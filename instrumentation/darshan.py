@@ -160,12 +160,15 @@ class DarshanLog:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """``<file>:<dataset path>`` -> (file, path); Darshan joins them with ':' and the path starts with '/'."""
+    """``<file>:<dataset path>`` -> (file, path); Darshan joins them with ':' and the path starts with '/'.
+
+    darshan-runtime 3.5 names a dataset by its location's name followed by the name passed to H5Dcreate/H5Dopen
+    (``/`` + ``/grid``): repeated slashes are one."""
     cut = name.find(":/")
     if cut < 0:
         cut = name.rfind(":")
         return (name, "") if cut < 0 else (name[:cut], name[cut + 1:])
-    return name[:cut], name[cut + 1:]
+    return name[:cut], re.sub("/{2,}", "/", name[cut + 1:])
 
 
 # ---------------------------------------------------------------------------- reading logs
@@ -574,12 +577,18 @@ def _plan(rec: H5DCounters, shape: tuple[int, ...], facts: list[ImportedFact], k
     return out
 
 
-def _tile_starts(tile: _Tile, shape: tuple[int, ...], first: int, n: int) -> np.ndarray:
-    """Starts of tiles first..first+n-1 in row-major order over the dataset (wrapping; kept inside it)."""
+def _tile_starts(tile: _Tile, shape: tuple[int, ...], first: int, n: int, total: int) -> np.ndarray:
+    """Starts of accesses first..first+n-1 of ``total`` of one shape, as tiles in row-major order (kept inside).
+
+    When the accesses cover less than the dataset they are spread evenly over it rather than packed at its
+    start: Darshan attests no locality between them, and packing would invent chunk reuse (measured in
+    benchmarks/darshan_roundtrip.py: packed random reads were predicted up to 6x too fast)."""
     foot = np.maximum(np.asarray(tile.footprint, np.int64), 1)
     extent = np.asarray(shape, np.int64)
     grid = np.maximum(extent // foot, 1)
-    k = (first + np.arange(n, dtype=np.int64)) % int(np.prod(grid))
+    n_tiles = int(np.prod(grid))
+    step = max(1, n_tiles // max(total, 1))
+    k = ((first + np.arange(n, dtype=np.int64)) * step) % n_tiles
     starts = np.stack(np.unravel_index(k, tuple(grid)), axis=1) * foot
     return np.minimum(starts, np.maximum(extent - np.asarray(tile.footprint, np.int64), 0))
 
@@ -605,18 +614,23 @@ def _from_file(file: str, path: str) -> DatasetRecord | None:
 
 
 def _guess_shape(recs: list[H5DCounters], tiles: list[_Tile]) -> tuple[tuple[int, ...], bool]:
-    """Largest access extent per dimension, the remainder of NPOINTS on the first; exact for 1-D."""
-    ndims, npoints = recs[0].ndims, recs[0].npoints
+    """Largest access extent per dimension, the remainder of NPOINTS on the first; exact for a fixed 1-D one.
+
+    NPOINTS is the size at the last open: a chunked dataset (only those can be extended) that was written more
+    elements than that grew after it (appends), and its first dimension takes the elements written."""
+    ndims, npoints, itemsize = recs[0].ndims, recs[0].npoints, recs[0].itemsize
+    chunked = any(recs[0].chunks)
+    written = sum(r.bytes_written for r in recs) // itemsize
+    elements = max(npoints, written) if chunked else npoints
     if ndims == 1:
-        return (npoints,), False
+        return (elements,), elements != npoints
     other = [1] * (ndims - 1)
     for t in tiles:
         for d in range(1, ndims):
             other[d - 1] = max(other[d - 1], t.footprint[d])
-    if not tiles and any(recs[0].chunks):
+    if not tiles and chunked:
         other = [max(1, c) for c in recs[0].chunks[1:]] + [1] * (ndims - len(recs[0].chunks))
-    rest = math.prod(other)
-    first = max(-(-npoints // rest), max((t.footprint[0] for t in tiles), default=1))
+    first = max(-(-elements // math.prod(other)), max((t.footprint[0] for t in tiles), default=1))
     return (first, *other), True
 
 
@@ -653,12 +667,16 @@ class ImportSummary:
 
 def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLike, *,
                    shapes: Mapping[str, tuple[int, ...]] | None = None, dxt: bool = True,
-                   reach_files: bool = True) -> ImportSummary:
+                   reach_files: bool = True, overwrite: bool = False) -> ImportSummary:
     """Write a synthetic trace of the HDF5 dataset accesses a Darshan log describes.
 
     ``shapes``: dataset shapes by path or ``file:path`` (used when the HDF5 file is not reachable);
     ``dxt=False`` ignores DXT segments; ``reach_files=False`` never opens the HDF5 files named in the log.
+    An existing ``output`` is never replaced without ``overwrite=True``.
     """
+    if not overwrite and os.path.exists(output):
+        raise FileExistsError(f"{output} exists: not replacing an earlier trace "
+                              "(choose another path, or overwrite=True / --force to replace it)")
     log = log if isinstance(log, DarshanLog) else read_log(log, dxt=dxt)
     shapes = dict(shapes or {})
     by_name: dict[str, list[H5DCounters]] = {}
@@ -702,8 +720,8 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         else:
             shape, guessed = _guess_shape(recs, tiles)
             how = ("shape", (f"{shape} guessed: largest access extent per dimension, the rest of the "
-                             f"{first.npoints} points on the first" if guessed else
-                             f"{shape}: a 1-D dataspace of {first.npoints} points"), guessed)
+                             f"{first.npoints} points (or of the elements written, when more) on the first"
+                             if guessed else f"{shape}: a 1-D dataspace of {first.npoints} points"), guessed)
         if tuple(shape) != tuple(placeholder):  # whole-dataset tiles and runs follow the final extent
             local = []
             plans = [_plan(r, tuple(shape), local, key) for r in recs]
@@ -723,7 +741,10 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
             facts.append(ImportedFact(key, "dtype", f"{dtype} assumed from the {first.itemsize}-byte element size "
                                       "(Darshan records no type)", True))
             facts.append(ImportedFact(key, "filters", "none assumed (Darshan records no filter pipeline)", True))
-        if chunks is None:
+        if chunks is None and on_disk is not None and on_disk.chunks is None:
+            facts.append(ImportedFact(key, "layout", "contiguous (or compact): no chunk sizes in the log or the file",
+                                      False))
+        elif chunks is None:
             facts.append(ImportedFact(key, "layout", "no chunk sizes recorded: contiguous (or compact) assumed",
                                       True))
         collective = any(r.collective for r in recs)
@@ -732,11 +753,15 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
                                   + (", MPI-IO file driver" if mpio else ""), False))
         facts.extend(dict.fromkeys(local))  # once each, in order
         n_writes = sum(r.writes for r in recs)
+        created = bool(n_writes) and not any(r.reads for r in recs)
+        if created:
+            facts.append(ImportedFact(key, "created", "written, never read: taken as created by the run "
+                                      "(no chunks on disk before its writes)", True))
         ds = DatasetRecord(
             id=len(datasets), library="hdf5", library_version=f"HDF5 (Darshan {log.runtime_version} log)",
             file=file, path=path, shape=tuple(shape), dtype=dtype, chunks=chunks, filters=filters, fillvalue=fill,
             driver="mpio" if mpio else None, mode="r+" if n_writes else "r",
-            created=bool(n_writes) and not any(r.reads for r in recs) and on_disk is None,
+            created=created,
         )
         datasets.append((ds, recs, plans))
     if not datasets:
@@ -792,7 +817,8 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
                         tile = _Tile((1,) * ndim, (1,) * ndim, box)
                     else:
                         tile = p.tile
-                    starts = _tile_starts(tile, shape, base, n)
+                    total = p.n if rec.rank < 0 else p.n * (max(r.rank for r in recs) + 1)
+                    starts = _tile_starts(tile, shape, base, n, total)
                     pinned = _dxt_pin(ds, tile, p, rank, op, log, alone_in_file)
                     if pinned is not None and len(pinned[0]) == n:
                         starts[:, 0], t0, dts = pinned
@@ -809,7 +835,8 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
             "per rank"), True))
     else:
         facts.append(ImportedFact(key, "placement", (
-            "synthetic: Darshan keeps no start offsets; tiles in row-major order, consecutive per rank"), True))
+            "synthetic: Darshan keeps no start offsets; tiles in row-major order, consecutive per rank, spread "
+            "evenly over the dataset when they cover only part of it"), True))
     return out
 
 

@@ -18,6 +18,7 @@ def register(sub) -> None:
     d.add_argument("--shape", action="append", default=[], metavar="DATASET=AxB",
                    help="a dataset's shape when its HDF5 file is not reachable (Darshan records only the number "
                         "of points); DATASET is its path, e.g. /fields/u=512x512x64; repeatable")
+    d.add_argument("--force", action="store_true", help="replace TRACE if it exists")
     d.add_argument("--no-dxt", action="store_true", help="ignore DXT trace segments (placement stays synthetic)")
     d.add_argument("--no-files", action="store_true",
                    help="never open the HDF5 files the log names (shape, dtype, filters come from the log only)")
@@ -29,7 +30,7 @@ def run(args) -> int:
 
     output = args.output or os.path.splitext(os.path.basename(args.log))[0] + ".jsonl"
     summary = import_darshan(args.log, output, shapes=parse_shapes(args.shape), dxt=not args.no_dxt,
-                             reach_files=not args.no_files)
+                             reach_files=not args.no_files, overwrite=args.force)
     guessed = [f for f in summary.facts if f.guessed]
     print(f"ioadvisor: {len(summary.datasets)} dataset(s), {summary.n_access} synthesized accesses -> "
           f"{summary.trace} (synthetic; {len(guessed)} guessed facts, see `ioadvisor trace show {summary.trace}`)",

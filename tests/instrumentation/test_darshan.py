@@ -1,4 +1,5 @@
 """Darshan import: the pydarshan wheel's example logs, darshan-parser text, a known h5py program's counters."""
+import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -75,6 +76,15 @@ def test_macsio_shared_collective_3d_record(tmp_path):
     assert sum(a.duration for a in tr.accesses) == pytest.approx(28.68915, rel=1e-4)
 
 
+def test_an_existing_trace_is_kept(tmp_path):
+    out = tmp_path / "t.jsonl"
+    out.write_text("earlier\n")
+    with pytest.raises(FileExistsError, match="not replacing"):
+        import_darshan(IOR, out)
+    assert out.read_text() == "earlier\n"
+    assert load_trace(import_darshan(IOR, out, overwrite=True).trace).header.synthetic
+
+
 def test_shape_option_replaces_the_guess_and_is_checked(tmp_path):
     tr = load_trace(import_darshan(MACSIO, tmp_path / "m.jsonl", shapes={"/constant": (72, 31, 744)}).trace)
     (ds,) = tr.datasets.values()
@@ -97,8 +107,8 @@ def test_parser_text_imports_like_the_binary_log(tmp_path):
         # darshan-parser prints timers with 6 decimals (%f): everything else is exact
         assert [rounded(r) for r in from_text.h5d] == [rounded(r) for r in from_binary.h5d]
         assert from_text.nprocs == from_binary.nprocs
-        a = load_trace(import_darshan(text, tmp_path / "a.jsonl").trace)
-        b = load_trace(import_darshan(log, tmp_path / "b.jsonl", dxt=False).trace)
+        a = load_trace(import_darshan(text, tmp_path / "a.jsonl", overwrite=True).trace)
+        b = load_trace(import_darshan(log, tmp_path / "b.jsonl", dxt=False, overwrite=True).trace)
         assert a.datasets == b.datasets
         assert [(x.op, x.selection, x.nbytes, x.rank) for x in a.accesses] == \
             [(x.op, x.selection, x.nbytes, x.rank) for x in b.accesses]
@@ -168,6 +178,9 @@ def known_program(path):
             b[t] = np.zeros((30, 40))
         for j in range(5):
             b[:, :, j]
+        h = f.create_dataset("hyper", shape=(2, 2, 2, 2, 2, 3), dtype="f4", chunks=(1, 2, 2, 2, 2, 3))
+        for i in range(2):  # Darshan keeps five dimensions: the sixth comes back from the bytes
+            h[i] = np.ones((2, 2, 2, 2, 3), "f4")
         c = f.create_dataset("line", data=np.arange(4000, dtype="i2"))
         c[...]
         for k in range(3):
@@ -205,3 +218,27 @@ def test_header_facts_round_trip():
     assert h.guessed("/f::/d") == (h.facts[0],) and h.guessed("/g::/e") == ()
     plain = TraceHeader(1, "vm", 1, 0, 1, 0.0)
     assert "synthetic" not in plain.get_config() and not TraceHeader.from_config(plain.get_config()).synthetic
+
+
+KNOWN_C = {  # tests/instrumentation/darshan_known.c: path -> (shape, chunks, itemsize, {(op, selection shape): n})
+    "/grid": ((100, 60), (25, 20), 4, {(WRITE, (10, 60)): 10, (READ, (25, 60)): 4}),
+    "/cube": ((8, 30, 40), (2, 10, 40), 8, {(WRITE, (1, 30, 40)): 8, (READ, (8, 30, 1)): 5}),
+    "/line": ((4000,), None, 2, {(WRITE, (4000,)): 1, (READ, (4000,)): 1, (READ, (500,)): 3}),
+    "/pts": ((50, 50), (10, 10), 4, {(WRITE, (50, 50)): 1, (READ, (1, 7)): 6}),  # 6 point reads of 7 points
+}
+
+
+@pytest.mark.skipif(not os.environ.get("IOADVISOR_DARSHAN_KNOWN_LOG"),
+                    reason="needs a Darshan log of darshan_known.c (darshan-runtime with --enable-hdf5-mod)")
+def test_log_of_the_known_c_program(tmp_path):
+    log = os.environ["IOADVISOR_DARSHAN_KNOWN_LOG"]
+    # the file may be gone: only /pts (point reads, no regular access shape) needs its shape given
+    tr = load_trace(import_darshan(log, tmp_path / "k.jsonl", reach_files=False, shapes={"/pts": (50, 50)}).trace)
+    assert {d.path for d in tr.datasets.values()} == set(KNOWN_C)
+    for ds in tr.datasets.values():
+        shape, chunks, itemsize, ops = KNOWN_C[ds.path]
+        assert ds.chunks == chunks and ds.itemsize == itemsize, ds.path
+        assert shapes_by_op(tr, ds.id) == ops, ds.path
+        assert ds.shape == shape, ds.path
+    strided = [a.selection for a in tr.accesses if a.selection.shape == (500,)]
+    assert {(s.count, s.stride, s.block) for s in strided} == {((500,), (2,), (1,))}
