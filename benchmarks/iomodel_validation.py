@@ -12,7 +12,7 @@ rank correlation of predicted vs measured across chunk shapes per (shape,
 pattern, library), median absolute relative error of the total; figures
 (stacked term breakdown next to measured, predicted-vs-measured scatter).
 
-    python benchmarks/iomodel_validation.py --quick      # about 2 minutes
+    python benchmarks/iomodel_validation.py --quick      # about 3 minutes (1 at an idle machine)
     python benchmarks/iomodel_validation.py              # full grid, 3 repetitions
 """
 from __future__ import annotations
@@ -318,7 +318,7 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
         "",
         f"Measured {result['date']} on {mach.get('cpu', '?')}, {mach.get('cores')} cores, kernel {mach.get('kernel')}, "
         f"h5py {mach['versions'].get('h5py')} (HDF5 {mach['versions'].get('hdf5')}), zarr {mach['versions'].get('zarr')}; "
-        f"{result['repeat']} repetition(s) per case (median). 1-minute load average "
+        f"{result['repeat']} repetition(s) per case (the fastest kept). 1-minute load average "
         f"{result['loadavg'][0]:.1f} at the start and {result['loadavg'][1]:.1f} at the end (2 cores)"
         + (": **the machine was shared with other benchmarks while this ran; absolute times carry that noise.**"
            if max(result["loadavg"]) > 1.5 else "."),
@@ -383,12 +383,12 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller arrays, one repetition")
+    ap.add_argument("--quick", action="store_true", help="smaller arrays")
     ap.add_argument("--profile", default=None, help="profile JSON (default: this machine's, else the shipped one)")
     ap.add_argument("--workdir", default="/tmp/ioadvisor-validation")
     ap.add_argument("--results", default=str(ROOT / "benchmarks" / "results"), help="directory for the raw JSON")
     ap.add_argument("--figures", default=str(ROOT / "docs"), help="directory for the PNG figures")
-    ap.add_argument("--repeat", type=int, default=None, help="repetitions per case (median); default 1 quick, 3 full")
+    ap.add_argument("--repeat", type=int, default=None, help="repetitions per case (the fastest is kept); default 3")
     ap.add_argument("--doc", default=None, help="also write this markdown report (docs/iomodel-validation.md)")
     ap.add_argument("--transfer", default=None, metavar="PROFILE",
                     help="also predict the same runs with this profile (e.g. one fitted on another machine, or the "
@@ -402,7 +402,7 @@ def main(argv=None) -> int:
     profile = load_profile(args.profile)
     other = load_profile(args.transfer) if args.transfer else None
     cases = validation_cases(args.quick)
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or 3
     work = Path(args.workdir)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
