@@ -56,8 +56,8 @@ ratio and throughput per byte change little above it, and a 64 MiB chunk costs t
 FULL_READ_BYTES = 512 << 20
 """Arrays up to this size are read into memory once and scanned whole for NaN/Inf/fill (else a 1% sample)."""
 
-BYTE_VARIABLES = ("s_rdisk", "s_cache", "s_wdisk")
-"""Variables proportional to the stored (compressed) bytes."""
+BYTE_VARIABLES = ("s_rdisk", "s_cache", "x_cache", "s_wdisk")
+"""Variables proportional to the stored (compressed) bytes (x_cache about so: copy time of the hits)."""
 
 
 # ---------------------------------------------------------------------------- compression side
@@ -238,7 +238,9 @@ class CostModel:
     def variables(self, layout: Layout) -> list[Variables]:
         """Counted variables per rank (cached)."""
         if layout not in self._vars:
-            self._vars[layout] = self.work.variables(layout, self.profile.page_cache_bytes)
+            self._vars[layout] = self.work.variables(layout, self.profile.page_cache_bytes,
+                                                     cache_curve=self.profile.page_cache_curve,
+                                                     zarr_overlap=self.profile.zarr_overlap)
             self.n_replays += 1
         return self._vars[layout]
 

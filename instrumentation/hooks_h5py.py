@@ -175,6 +175,14 @@ def _itemsize(info: DatasetInfo, args: tuple, new_dtype) -> int:
     return field_itemsize(info.dtype, names) if names else info.itemsize
 
 
+def _collective(ds) -> bool:
+    """Whether the dataset's transfer property list asks MPI-IO for collective transfers."""
+    try:
+        return ds._dxpl.get_dxpl_mpio() == h5py.h5fd.MPIO_COLLECTIVE
+    except Exception:  # noqa: BLE001 - an h5py without MPI has no such property
+        return False
+
+
 def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     entry = _by_obj.get(id(ds))
     info = entry[1] if entry is not None and entry[0]() is ds else _info(ds)
@@ -183,7 +191,10 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
         return
     if type(args) is not tuple:
         args = (args,)
+    collective = info.template.driver == "mpio" and _collective(ds)
     for a in args:
+        if collective:
+            break
         if type(a) not in SIMPLE_INDEX_TYPES:
             break
     else:  # immutable ints/slices: the flusher thread normalizes them, in a cache-warm batch
@@ -201,7 +212,8 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
         plain = tuple(a for a in args if not isinstance(a, str))
         selection = from_dataspace(_selections.select(shape, plain, dataset=ds).id)
     n = selection.nelements
-    HUB.access(info, op, selection, n, n * _itemsize(info, args, new_dtype), t0, dt)
+    (HUB.collective if collective else HUB.access)(info, op, selection, n, n * _itemsize(info, args, new_dtype),
+                                                    t0, dt)
 
 
 def _failed(obj) -> None:

@@ -46,6 +46,12 @@ def _typed(value: Any, types: type | tuple[type, ...], name: str) -> Any:
     return value
 
 
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise RecordError(f"field '{name}' must be true or false, got {type(value).__name__}")
+    return value
+
+
 def _require(config: dict, cls: type) -> None:
     if not isinstance(config, dict):
         raise RecordError(f"{cls.__name__} record must be a JSON object")
@@ -395,6 +401,8 @@ class AccessRecord:
     t_start: float
     duration: float
     rank: int = 0
+    collective: bool = False
+    """An MPI-IO collective transfer (h5py ``with dset.collective:``, the dxpl in force)."""
 
     def get_config(self) -> dict:
         return {
@@ -406,6 +414,7 @@ class AccessRecord:
             "t0": self.t_start,
             "dt": self.duration,
             **({"rank": self.rank} if self.rank else {}),
+            **({"coll": True} if self.collective else {}),
         }
 
     @classmethod
@@ -428,6 +437,7 @@ class AccessRecord:
             t_start=float(_typed(config["t0"], (int, float), "t0")),
             duration=float(_typed(config["dt"], (int, float), "dt")),
             rank=_typed(config.get("rank", rank), int, "rank"),
+            collective=_flag(config.get("coll", False), "coll"),
         )
 
 

@@ -112,6 +112,11 @@ class _Hub:
         for tr in self.active:
             tr._access(info, op, selection, n, nbytes, t0, dt)
 
+    def collective(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
+        """An MPI-IO collective transfer: kept as a record (the flag does not fit the hyperslab fast path)."""
+        for tr in self.active:
+            tr._access(info, op, selection, n, nbytes, t0, dt, True)
+
     def resize(self, info: DatasetInfo, shape, t0: float) -> None:
         active = self.active
         for tr in active:  # a dataset first seen now is recorded with its extent before the change
@@ -559,11 +564,12 @@ class Tracer:
         if len(queue) > MAX_PENDING:
             self._drain()
 
-    def _access(self, info, op, selection, n, nbytes, t0, dt) -> None:
+    def _access(self, info, op, selection, n, nbytes, t0, dt, collective=False) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
-        self._queue.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt))
+        self._queue.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt,
+                                        collective=collective))
 
     def _resize(self, info, t0) -> None:
         tid = self._ids.get(info)

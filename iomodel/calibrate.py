@@ -18,13 +18,13 @@ import os
 import platform
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, ResizeRecord, Selection
+from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Filter, ResizeRecord, Selection
 
 from . import replay as _replay
 from .layout import HDF5_DEFAULT_CACHE
@@ -34,8 +34,12 @@ MiB = 1 << 20
 HDF5_CACHES = {"default": HDF5_DEFAULT_CACHE, "none": (0, 8191, 0.75), "large": (256 * MiB, 8191, 0.75)}
 """HDF5 chunk caches calibrated: HDF5 2.0's default, none (direct chunk I/O), larger than the array."""
 
-PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full", "append")
+PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full", "write-columns",
+            "append")
 """Access patterns; 'append' is used by the validation suite, not by calibration."""
+
+ZARR_OVERLAPS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0)
+"""Candidate device overlaps of one zarr call's chunk reads (at most async.concurrency = 10)."""
 
 TIME_FLOOR = 1e-3
 """Seconds: relative weights 1/max(t, floor) so sub-millisecond runs (timer noise) do not dominate the fit."""
@@ -54,7 +58,7 @@ def pattern_accesses(pattern: str, shape: Sequence[int], *, itemsize: int = 4, r
     """The accesses of one pattern on an array of ``shape`` (axis 0 is the long one).
 
     full: the whole array in calls of at most ``call_bytes``; columns: ``n``
-    whole lines along axis 0 at random positions in the other dimensions;
+    whole lines along axis 0 at random positions in the other dimensions (write-columns: written);
     rows: ``n`` random single rows (all of the other dimensions); box-aligned /
     box-unaligned: ``n`` boxes of shape ``box`` at random rows, their other
     coordinates a multiple of the box edge (aligned) or shifted off it by a third
@@ -72,9 +76,10 @@ def pattern_accesses(pattern: str, shape: Sequence[int], *, itemsize: int = 4, r
         step = max(1, call_bytes // max(row_bytes, 1))
         return [_acc(Selection.box((lo,) + (0,) * (nd - 1), (min(step, rows - lo),) + rest), op, itemsize)
                 for lo in range(0, rows, step)]
-    if pattern == "columns":
+    if pattern in ("columns", "write-columns"):
+        op = READ if pattern == "columns" else WRITE
         return [_acc(Selection.box((0,) + tuple(int(rng.integers(0, s)) for s in rest), (rows,) + (1,) * (nd - 1)),
-                     READ, itemsize) for _ in range(n)]
+                     op, itemsize) for _ in range(n)]
     if pattern == "rows":
         return [_acc(Selection.box((int(r),) + (0,) * (nd - 1), (1,) + rest), READ, itemsize)
                 for r in rng.integers(0, rows, n)]
@@ -124,12 +129,16 @@ class Case:
     cache: str | None = None  # HDF5_CACHES key
     shards: tuple[int, ...] | None = None
     warm: bool = False
+    codec: str | None = None  # one compressor (replay's filter names), None = unfiltered
+    ratio: float = 1.0  # stored / raw bytes, measured once the array is built (``with_stored``)
 
     @property
     def label(self) -> str:
         parts = [self.library, "chunks=" + "x".join(map(str, self.chunks))]
         if self.shards:
             parts.append("shards=" + "x".join(map(str, self.shards)))
+        if self.codec:
+            parts.append(f"codec={self.codec}")
         if self.cache:
             parts.append(f"cache={self.cache}")
         return " ".join(parts + [self.pattern, "warm" if self.warm else "cold"])
@@ -137,7 +146,18 @@ class Case:
     @property
     def group(self) -> tuple:
         """Cases of one group share one built array (reads, then partial writes)."""
-        return (self.library, self.shape, self.dtype, self.chunks, self.shards)
+        return (self.library, self.shape, self.dtype, self.chunks, self.shards, self.codec)
+
+    @property
+    def filters(self) -> tuple[Filter, ...]:
+        return (Filter(self.codec),) if self.codec else ()
+
+    def with_stored(self, stored_bytes: int) -> "Case":
+        """The case with the compression ratio of its built array (stored / raw bytes)."""
+        if not self.codec:
+            return self
+        raw = int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return replace(self, ratio=min(1.0, stored_bytes / raw))
 
     def layout(self):
         from .layout import Layout
@@ -147,14 +167,14 @@ class Case:
             nbytes, nslots, w0 = HDF5_CACHES[self.cache or "default"]
             kw = dict(rdcc_nbytes=nbytes, rdcc_nslots=nslots, rdcc_w0=w0)
         return Layout(library=self.library, shape=self.shape, itemsize=np.dtype(self.dtype).itemsize,
-                      chunks=self.chunks, shards=self.shards,
+                      chunks=self.chunks, shards=self.shards, filtered=bool(self.codec), ratio=self.ratio,
                       maxshape=(None,) + self.shape[1:] if self.pattern == "append" else None, **kw)
 
     def spec(self) -> _replay.LayoutSpec:
         """What replay builds (same layout as ``layout()``, with the dtype)."""
         return _replay.LayoutSpec(
             library=self.library, shape=self.shape, dtype=self.dtype, chunks=self.chunks, shards=self.shards,
-            rdcc=HDF5_CACHES[self.cache or "default"] if self.library == "hdf5" else None,
+            rdcc=HDF5_CACHES[self.cache or "default"] if self.library == "hdf5" else None, filters=self.filters,
             maxshape=(None,) + self.shape[1:] if self.pattern == "append" else None,
         )
 
@@ -167,6 +187,7 @@ class Case:
         return DatasetRecord(
             id=0, library=self.library, library_version="", file="calibration", path="/data", shape=start,
             dtype=self.dtype, maxshape=getattr(lay, "maxshape", None), chunks=self.chunks, shards=self.shards,
+            filters=self.filters,
             cache=ChunkCache(lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0) if self.library == "hdf5" else None,
             zarr_format=3 if self.library == "zarr" else None, created=fresh_array(self.pattern),
         )
@@ -186,10 +207,14 @@ class Grid:
     slab_rows: int = 1000
     dtype: str = "float32"
     repeat: int = 1
+    codec: str = "zstd"
+    codec_chunks: tuple[tuple[int, int], ...] = ((32768, 8),)
+    """Chunk shapes also measured compressed (``codec``, HDF5 default cache): identify s_decode/s_encode."""
 
 
 QUICK = Grid(shape=(262144, 32), chunks=((4096, 1), (4096, 32), (32768, 8), (262144, 4)),
-             n_rows=40, n_columns=3, n_boxes=25, n_slabs=10)
+             n_rows=40, n_columns=3, n_boxes=25, n_slabs=10, repeat=2)
+"""About 2 minutes here; two runs per case, the faster kept (a shared machine only ever adds time)."""
 FULL = Grid(shape=(524288, 32),
             chunks=((4096, 1), (4096, 8), (4096, 32), (32768, 1), (32768, 8), (32768, 32), (131072, 8),
                     (131072, 32), (524288, 4)),
@@ -201,10 +226,11 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
     rng = np.random.default_rng(seed)
     item = np.dtype(grid.dtype).itemsize
     counts = {"columns": grid.n_columns, "rows": grid.n_rows, "box-aligned": grid.n_boxes,
-              "box-unaligned": grid.n_boxes, "write-slabs": grid.n_slabs}
+              "box-unaligned": grid.n_boxes, "write-slabs": grid.n_slabs, "write-columns": 1}
     acc = {p: tuple(pattern_accesses(p, grid.shape, itemsize=item, rng=rng, n=counts.get(p, 0), box=grid.box,
                                      slab_rows=grid.slab_rows))
-           for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full")}
+           for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full",
+                     "write-columns")}
     cases = []
     for library in ("hdf5", "zarr"):
         caches = list(HDF5_CACHES) if library == "hdf5" else [None]
@@ -225,14 +251,32 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
                 cases.append(Case(pattern="write-slabs", accesses=acc["write-slabs"], cache=cache, **base))
             for cache in caches[:2]:
                 cases.append(Case(pattern="write-full", accesses=acc["write-full"], cache=cache, **base))
+            if library == "hdf5":
+                # no chunk cache: one write request per run (what independent MPI-IO writes do too)
+                cases.append(Case(pattern="write-columns", accesses=acc["write-columns"], cache="none", **base))
+        for chunks in grid.codec_chunks:
+            base = dict(library=library, shape=grid.shape, dtype=grid.dtype, chunks=chunks, codec=grid.codec,
+                        cache="default" if library == "hdf5" else None)
+            for p in ("full", "columns", "rows", "write-slabs", "write-full"):
+                cases.append(Case(pattern=p, accesses=acc[p], **base))
     return cases
+
+
+def codec_data(shape: Sequence[int], dtype: str) -> np.ndarray:
+    """Values a compressor can shrink (random normals on a 1/64 grid, about 2-3x with zstd): random
+    floats are incompressible and their decode is a copy, which would not price decoding."""
+    rng = np.random.default_rng(0)
+    return (np.round(rng.standard_normal(tuple(shape)) * 64) / 64).astype(dtype)
 
 
 # ---------------------------------------------------------------------------- measure
 
 def measure(case: Case, workdir: str | os.PathLike, *, rebuild: bool, data: np.ndarray | None = None,
             repeat: int = 1) -> _replay.ReplayResult:
-    """Real replays of the case (array rebuilt as needed): the one with the median total of ``repeat``."""
+    """Real replays of the case (array rebuilt as needed): the fastest of ``repeat``.
+
+    The fastest, not the median: on a shared machine other jobs only ever add time (descheduling,
+    cache and disk contention), so the minimum is the steadiest estimate of the run's own cost."""
     runs = []
     fresh = fresh_array(case.pattern)
     for _ in range(repeat):
@@ -240,8 +284,7 @@ def measure(case: Case, workdir: str | os.PathLike, *, rebuild: bool, data: np.n
                                    data=data, cold=not case.warm,
                                    initial_shape=(0,) + case.shape[1:] if case.pattern == "append" else None))
         rebuild = False
-    runs.sort(key=lambda r: r.total_seconds)
-    return runs[(len(runs) - 1) // 2]
+    return min(runs, key=lambda r: r.total_seconds)
 
 
 def measure_cases(cases: Sequence[Case], workdir: str | os.PathLike, *, repeat: int = 1,
@@ -249,11 +292,14 @@ def measure_cases(cases: Sequence[Case], workdir: str | os.PathLike, *, repeat: 
     """Measure every case in order, building each group's array once."""
     out = []
     last_group = None
+    data = None
     t0 = time.perf_counter()
     for i, case in enumerate(cases):
         rebuild = case.group != last_group
         last_group = case.group
-        res = measure(case, Path(workdir) / "array", rebuild=rebuild, repeat=repeat)
+        if rebuild:
+            data = codec_data(case.shape, case.dtype) if case.codec else None
+        res = measure(case, Path(workdir) / "array", rebuild=rebuild, data=data, repeat=repeat)
         out.append(res)
         if progress:
             progress(f"[{i + 1:3d}/{len(cases)}] {time.perf_counter() - t0:6.1f}s  {case.label}: "
@@ -282,12 +328,13 @@ class LibraryFit:
                 "per_term": self.per_term, "runs": [list(r) for r in self.runs]}
 
 
-def features_of(case: Case, page_cache_bytes: int) -> dict[str, float]:
+def features_of(case: Case, page_cache_bytes: int, cache_curve=None, zarr_overlap: float = 1.0) -> dict[str, float]:
     """The model's counted variables for the case (the design-matrix row)."""
     from .variables import count_variables
 
     return count_variables([a for a in case.accesses if isinstance(a, AccessRecord)], case.dataset(), case.layout(),
-                           page_cache_bytes, warm=case.warm).as_features()
+                           page_cache_bytes, warm=case.warm, cache_curve=cache_curve,
+                           zarr_overlap=zarr_overlap).as_features()
 
 
 def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequence[float],
@@ -407,6 +454,7 @@ class CalibrationResult:
 def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, grid: Grid | None = None,
               progress: Callable[[str], None] | None = print) -> CalibrationResult:
     """Measure the grid, count the model's variables for the same runs, fit per library."""
+    from .probe import measure_page_cache_curve, measure_probe
     from .profile import SystemProfile
 
     grid = grid or (QUICK if quick else FULL)
@@ -414,25 +462,53 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
     own = workdir is None
     workdir = Path(workdir or f"/tmp/ioadvisor-calibrate-{os.getpid()}")
     try:
-        seconds = [r.total_seconds for r in measure_cases(cases, workdir, repeat=grid.repeat, progress=progress)]
+        workdir.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        curve = measure_page_cache_curve(workdir)
+        probe = measure_probe(workdir)
+        if progress:
+            progress(f"page-cache curve ({time.perf_counter() - t:.1f}s): "
+                     + ", ".join(f"{b >> 10} KiB {b / s / 1e9:.1f} GB/s" for b, s in zip(curve.sizes, curve.seconds)
+                                 if b in (4096, 65536, 1 << 20, 16 << 20))
+                     + f"; probe: page cache {probe['page_cache_bps'] / 1e9:.2f} GB/s, "
+                       f"device {probe['disk_bps'] / 1e9:.2f} GB/s")
+        results = measure_cases(cases, workdir, repeat=grid.repeat, progress=progress)
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
+    seconds = [r.total_seconds for r in results]
+    cases = [c.with_stored(r.stored_bytes) for c, r in zip(cases, results)]
     pcache = page_cache_bytes()
     t = time.perf_counter()
-    rows = [features_of(c, pcache) for c in cases]
-    if progress:
-        progress(f"counted the model's variables for {len(cases)} runs in {time.perf_counter() - t:.1f}s")
     fits = {}
+    overlap = 1.0
     for lib in ("hdf5", "zarr"):
         idx = [i for i, c in enumerate(cases) if c.library == lib]
-        fits[lib] = fit_library(lib, [rows[i] for i in idx], [seconds[i] for i in idx],
-                                [cases[i].pattern for i in idx], [cases[i].label for i in idx])
+
+        def fit(q: float) -> LibraryFit:
+            rows = [features_of(cases[i], pcache, curve, q) for i in idx]
+            return fit_library(lib, rows, [seconds[i] for i in idx], [cases[i].pattern for i in idx],
+                               [cases[i].label for i in idx])
+
+        if lib == "zarr":
+            # how many of one call's chunk reads overlap on the device: the value that fits best
+            trials = {q: fit(q) for q in ZARR_OVERLAPS}
+            overlap = min(trials, key=lambda q: (round(trials[q].median_rel_error, 3), q))
+            fits[lib] = trials[overlap]
+            if progress:
+                progress("zarr overlap: median error by overlap "
+                         + ", ".join(f"{q:g}: {f.median_rel_error:.1%}" for q, f in trials.items())
+                         + f" -> {overlap:g}")
+        else:
+            fits[lib] = fit(1.0)
         if progress:
             progress(format_fit(fits[lib]))
+    if progress:
+        progress(f"counted the model's variables and fitted in {time.perf_counter() - t:.1f}s")
     profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},
                             page_cache_bytes=pcache, machine=machine_info(),
-                            time_band={lib: time_band(f) for lib, f in fits.items()})
+                            time_band={lib: time_band(f) for lib, f in fits.items()},
+                            page_cache_curve=curve, zarr_overlap=overlap, probe=probe)
     return CalibrationResult(profile, fits, cases, seconds)
 
 

@@ -2,7 +2,9 @@
 
 A term's seconds are sum(coefficient[library][v] * v) over its variables; the
 coefficients are fitted per library (``ioadvisor calibrate``). Terms after
-t_cache are additions measured to matter on this machine (docs/iomodel.md).
+t_cache are additions measured to matter on this machine (docs/iomodel.md). t_cache
+prices page-cache hits mainly by the measured copy-time curve (``x_cache``, seconds
+by request size); n_cache/s_cache absorb what the library adds per hit.
 """
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ TERMS: dict[str, tuple[str, ...]] = {
     "t_memcpy": ("n_memcpy", "s_memcpy"),
     "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "n_rindex"),
     "t_wdisk": ("n_wdisk", "s_wdisk", "n_wseek", "n_windex"),
-    "t_cache": ("n_cache", "s_cache"),
+    "t_cache": ("n_cache", "s_cache", "x_cache"),
     "t_call": ("n_calls",),
     "t_chunk": ("n_chunks",),
     "t_zopen": ("n_zopen",),
     "t_codec": ("s_decode", "s_encode"),
+    "t_alloc": ("s_alloc",),
 }
 """Term -> the variables it is linear in (coefficient names are the variable names)."""
 

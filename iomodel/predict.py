@@ -12,7 +12,7 @@ from .cost import term_seconds
 from .layout import Layout
 from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
-from .profile import SystemProfile
+from .profile import PageCacheCurve, SystemProfile
 from .variables import Variables, count_variables
 
 
@@ -55,12 +55,14 @@ class Workload:
         self.by_rank = [[a for a in self.accesses if a.rank == r] for r in ranks]
         self.procs = max(procs, len(ranks))
 
-    def variables(self, layout: Layout, page_cache_bytes: int) -> list[Variables]:
-        """Counted variables of each recorded rank."""
+    def variables(self, layout: Layout, page_cache_bytes: int, *, cache_curve: PageCacheCurve | None = None,
+                  zarr_overlap: float = 1.0) -> list[Variables]:
+        """Counted variables of each recorded rank (``cache_curve``, ``zarr_overlap``: the profile's)."""
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
         parallel = mpio_uncached(layout.library, self.procs, self.accesses, self.dataset)
-        return [count_variables(acc, self.dataset, layout, page_cache_bytes, parallel=parallel, warm=self.warm)
+        return [count_variables(acc, self.dataset, layout, page_cache_bytes, parallel=parallel, warm=self.warm,
+                                cache_curve=cache_curve, zarr_overlap=zarr_overlap)
                 for acc in self.by_rank]
 
     def terms(self, v: Variables, library: str, profile: SystemProfile, servers: int | None = None) -> dict[str, float]:
@@ -76,7 +78,8 @@ class Workload:
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
         per_rank = []
-        for v in self.variables(layout, profile.page_cache_bytes):
+        for v in self.variables(layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve,
+                                zarr_overlap=profile.zarr_overlap):
             terms = self.terms(v, layout.library, profile, servers)
             per_rank.append((sum(terms.values()), terms, v))
         seconds, terms, v = max(per_rank, key=lambda x: x[0])

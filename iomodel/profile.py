@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROFILE_SCHEMA = 1
+IO_SCHEMA = 2
+"""Version of the ``"io"`` section: 2 added the page-cache curve, zarr's overlap, the allocation term
+and the machine probe; a schema-1 section lacks coefficients the model now needs."""
 DEFAULT_PROFILE = Path(__file__).with_name("profiles") / "default.json"
 """Measured on the development machine; used when this machine has no profile of its own."""
 
@@ -47,6 +50,49 @@ def available_memory() -> int:
 
 
 @dataclass(frozen=True)
+class PageCacheCurve:
+    """Seconds of one read request served by the page cache, by request size (measured, increasing sizes).
+
+    Copy speed depends on the request size (per-call cost, readahead, copy efficiency; measured
+    2.9 GB/s at 4 KiB and 6-7 GB/s from 128 KiB here), so one per-byte coefficient misprices either
+    small or large hits. ``iomodel.calibrate.measure_page_cache_curve`` measures it.
+    """
+
+    sizes: tuple[int, ...] = ()
+    seconds: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.sizes) != len(self.seconds):
+            raise ProfileError("field 'io.page_cache_curve': sizes and seconds differ in length")
+        if any(b <= a for a, b in zip(self.sizes, self.sizes[1:])) or any(x <= 0 for x in self.sizes):
+            raise ProfileError("field 'io.page_cache_curve.sizes' must be positive and increasing")
+        if any(not isinstance(t, (int, float)) or t <= 0 for t in self.seconds):
+            raise ProfileError("field 'io.page_cache_curve.seconds' must be numbers > 0")
+
+    def arrays(self):
+        import numpy as np
+
+        return np.asarray(self.sizes, np.float64), np.asarray(self.seconds, np.float64)
+
+    def rate(self, nbytes: int) -> float:
+        """Bytes per second at the measured size nearest ``nbytes`` (for reports)."""
+        i = min(range(len(self.sizes)), key=lambda k: abs(self.sizes[k] - nbytes))
+        return self.sizes[i] / self.seconds[i]
+
+    def get_config(self) -> dict:
+        return {"sizes": list(self.sizes), "seconds": list(self.seconds)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "PageCacheCurve":
+        if not isinstance(config, dict) or set(config) != {"sizes", "seconds"}:
+            raise ProfileError("field 'io.page_cache_curve' must be {\"sizes\": [...], \"seconds\": [...]}")
+        try:
+            return cls(tuple(int(x) for x in config["sizes"]), tuple(float(x) for x in config["seconds"]))
+        except (TypeError, ValueError):
+            raise ProfileError("field 'io.page_cache_curve' must hold lists of numbers") from None
+
+
+@dataclass(frozen=True)
 class SystemProfile:
     """Coefficients of the cost formulas plus the machine's cache and server counts.
 
@@ -61,13 +107,22 @@ class SystemProfile:
     stripe_size: int = 1024 * 1024
     machine: dict = field(default_factory=dict, compare=False)
     time_band: dict = field(default_factory=dict, compare=False)
-    schema: int = PROFILE_SCHEMA
+    page_cache_curve: PageCacheCurve = field(default_factory=PageCacheCurve, compare=False)
+    """Page-cache copy time by request size (the ``x_cache`` variable)."""
+    zarr_overlap: float = 1.0
+    """How many of one zarr call's chunk reads overlap on the device (async fetches, measured)."""
+    probe: dict = field(default_factory=dict, compare=False)
+    """Quick speed probe on the fitting machine (``iomodel.probe``): compared at advise/predict time."""
+    schema: int = IO_SCHEMA
 
     def __post_init__(self) -> None:
         from .variables import FEATURES  # variables imports nothing from here; avoid a cycle at load
 
-        if self.schema != PROFILE_SCHEMA:
-            raise ProfileError(f"unknown io profile schema {self.schema} (this ioadvisor reads {PROFILE_SCHEMA})")
+        if self.schema != IO_SCHEMA:
+            raise ProfileError(f"io profile schema {self.schema}: this ioadvisor reads {IO_SCHEMA} "
+                               "(re-fit it with `ioadvisor calibrate --quick`)")
+        if not 1.0 <= self.zarr_overlap <= 64:
+            raise ProfileError(f"field 'io.zarr_overlap' must be in [1, 64], got {self.zarr_overlap}")
         if not isinstance(self.coefficients, dict):
             raise ProfileError("field 'io.coefficients' must be an object {library: {variable: seconds}}")
         for lib, coefs in self.coefficients.items():
@@ -109,6 +164,9 @@ class SystemProfile:
             "stripe_size": self.stripe_size,
             "machine": dict(self.machine),
             "time_band": {lib: list(b) for lib, b in self.time_band.items()},
+            "page_cache_curve": self.page_cache_curve.get_config(),
+            "zarr_overlap": self.zarr_overlap,
+            "probe": dict(self.probe),
         }
 
     @classmethod
@@ -118,8 +176,17 @@ class SystemProfile:
         if "coefficients" not in config:
             raise ProfileError("missing field 'io.coefficients'")
         known = {"schema", "coefficients", "page_cache_bytes", "data_servers", "stripe_count",
-                 "stripe_size", "machine", "time_band"}
+                 "stripe_size", "machine", "time_band", "page_cache_curve", "zarr_overlap", "probe"}
         kw = {k: v for k, v in config.items() if k in known}
+        kw["schema"] = config.get("schema", IO_SCHEMA)
+        if "page_cache_curve" in kw:
+            kw["page_cache_curve"] = PageCacheCurve.from_config(kw["page_cache_curve"])
+        if "zarr_overlap" in kw:
+            if not isinstance(kw["zarr_overlap"], (int, float)) or isinstance(kw["zarr_overlap"], bool):
+                raise ProfileError("field 'io.zarr_overlap' must be a number")
+            kw["zarr_overlap"] = float(kw["zarr_overlap"])
+        if not isinstance(kw.get("probe", {}), dict):
+            raise ProfileError("field 'io.probe' must be an object")
         kw["coefficients"] = {lib: {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
                                     for k, v in c.items()} if isinstance(c, dict) else c
                               for lib, c in config["coefficients"].items()}

@@ -37,15 +37,17 @@ from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 from .cache import cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
 from .chunks import trace_visits
 from .layout import Layout
+from .profile import PageCacheCurve
 
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
+    "x_cache", "s_alloc",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
- N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE) = range(len(FEATURES))
+ N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC) = range(len(FEATURES))
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ class Variables:
     """Raw bytes decoded by a filter pipeline."""
     s_encode: float = 0.0
     """Raw bytes encoded by a filter pipeline."""
+    x_cache: float = 0.0
+    """Seconds of the page-cache hits by the measured copy-time curve (``PageCacheCurve``): copy speed
+    depends on the request size (readahead, copy efficiency), so bytes alone do not price a hit."""
+    s_alloc: float = 0.0
+    """Bytes of chunk buffers the library allocates (and HDF5 fills): HDF5 per chunk entering its cache
+    or processed whole outside it, Zarr per chunk read or written."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -116,17 +124,40 @@ assert tuple(f.name for f in fields(Variables)) == FEATURES
 
 # ------------------------------------------------------------------------ the replay kernel
 @numba.njit(cache=True)
-def _os_read(out, pc, key, nbytes, offset, last_end):
-    """One read request through the page cache; returns the new device position."""
+def _curve_seconds(curve_b, curve_s, nbytes):
+    """Seconds of one page-cache hit of ``nbytes`` by the measured curve: interpolated in log2(size),
+    constant below the first point, proportional to the size beyond the last."""
+    n = len(curve_b)
+    if n == 0:
+        return 0.0
+    if nbytes <= curve_b[0]:
+        return curve_s[0]
+    if nbytes >= curve_b[n - 1]:
+        return curve_s[n - 1] * nbytes / curve_b[n - 1]
+    x = np.log2(nbytes)
+    i = 1
+    while curve_b[i] < nbytes:
+        i += 1
+    x0, x1 = np.log2(curve_b[i - 1]), np.log2(curve_b[i])
+    return curve_s[i - 1] + (curve_s[i] - curve_s[i - 1]) * (x - x0) / (x1 - x0)
+
+
+@numba.njit(cache=True)
+def _os_read(out, pc, key, nbytes, offset, last_end, curve_b, curve_s, dev_weight):
+    """One read request through the page cache; returns the new device position.
+
+    ``dev_weight`` < 1: the device wait overlaps with other requests of the same call (zarr's
+    concurrent chunk fetches)."""
     nodes, free, st, index = pc
     if pc_access(nodes, free, st, index, key, nbytes):
         out[N_CACHE] += 1
         out[S_CACHE] += nbytes
+        out[X_CACHE] += _curve_seconds(curve_b, curve_s, nbytes)
         return last_end
-    out[N_RDISK] += 1
-    out[S_RDISK] += nbytes
+    out[N_RDISK] += dev_weight
+    out[S_RDISK] += nbytes * dev_weight
     if offset != last_end:
-        out[N_RSEEK] += 1
+        out[N_RSEEK] += dev_weight
     return offset + nbytes
 
 
@@ -157,13 +188,81 @@ def _exists(unit, alloc, prealloc):
     return prealloc == 1 or unit in alloc
 
 
+ROMIO_WRITE_BUFFER = 512 << 10
+"""ROMIO's ind_wr_buffer_size: a noncontiguous transfer is packed and written (or data-sieved) in pieces of this."""
+ROMIO_READ_BUFFER = 4 << 20
+"""ROMIO's ind_rd_buffer_size: the same for reads."""
+
+
 @numba.njit(cache=True)
-def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
+def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul,
+                ibc, alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s):
+    """One collective MPI-IO transfer of an unfiltered chunked dataset (ROMIO, one node, ranks not interleaved).
+
+    HDF5 hands MPI-IO the whole selection as one file type (linked-chunk I/O). ROMIO writes each extent
+    contiguous in the file with one request when the user buffer is contiguous too, else packs it through
+    its buffer (one request per buffer); an extent with holes is data-sieved: each buffer-sized window
+    is read, merged and written back. Measured: 62 write calls where per-run requests counted 960,000
+    (docs/parallel-validation.md)."""
+    nv = v1 - v0
+    lo = np.empty(nv, np.int64)
+    hi = np.empty(nv, np.int64)
+    holes = np.zeros(nv, np.bool_)
+    mem_contig = True
+    for k in range(nv):
+        j = v0 + k
+        cid = cid_a[j]
+        out[N_CHUNKS] += 1
+        out[N_MEMCPY] += nrun_a[j]
+        out[S_MEMCPY] += nsel_a[j] * itemsize
+        off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
+        lo[k] = off + lo_a[j]
+        hi[k] = off + hi_a[j]
+        holes[k] = nfrun_a[j] > 1
+        mem_contig = mem_contig and nrun_a[j] == 1
+        blk = cid // ibc
+        if write and blk not in wtouched:
+            wtouched[blk] = 1
+            out[N_WINDEX] += 1
+    order = np.argsort(lo, kind="mergesort")
+    buf = ROMIO_WRITE_BUFFER if write else ROMIO_READ_BUFFER
+    k = 0
+    while k < nv:
+        a = order[k]
+        e_lo, e_hi, e_holes = lo[a], hi[a], holes[a]
+        k += 1
+        while k < nv and lo[order[k]] <= e_hi:
+            b = order[k]
+            e_hi = max(e_hi, hi[b])
+            e_holes = e_holes or holes[b]
+            k += 1
+        span = e_hi - e_lo
+        if e_holes or not mem_contig:
+            nreq = (span + buf - 1) // buf
+            piece = buf
+        else:
+            nreq = 1
+            piece = span
+        for r in range(nreq):
+            p_off = e_lo + r * piece
+            p_len = min(piece, e_hi - p_off)
+            key = (p_off // ROMIO_WRITE_BUFFER) * kmul + 1 + kmul * (1 << 40)
+            if write:
+                if e_holes:
+                    rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0)
+                wr_end = _os_write(out, pc, key, p_len, p_off, wr_end)
+            else:
+                rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0)
+    return rd_end, wr_end, next_off
+
+
+@numba.njit(cache=True)
+def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll,
               is_zarr, itemsize, csize, stored, chunk_elems, grid, bits,
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
-              prealloc, alloc, nchunks, pc, parallel, fill_alloc, warm):
-    out = np.zeros(17, np.float64)
+              prealloc, alloc, nchunks, pc, parallel, fill_alloc, warm, curve_b, curve_s, zarr_overlap):
+    out = np.zeros(19, np.float64)
     nd = len(grid)
     ent = np.full((6, max(1, nslots)), -1, np.int64)
     cc = np.array([-1, -1, 0, 0, 0], np.int64)
@@ -205,6 +304,8 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
         out[N_CALLS] += 1
         write = ops[a] == 1
         v0, v1 = offsets[a], offsets[a + 1]
+        # zarr fetches the chunks of one call concurrently: their device waits overlap
+        zw = 1.0 / max(1.0, min(float(v1 - v0), zarr_overlap)) if is_zarr else 1.0
         if is_zarr and sharded:
             # group the inner chunks by shard (zarr visits shard by shard)
             nv = v1 - v0
@@ -240,23 +341,24 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                     if exists:
                         off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
                         if cnt == n_inner:
-                            rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end)
+                            rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, zw)
                         else:
                             out[N_RINDEX] += 1
-                            rd_end = _os_read(out, pc, skey + 1, index_bytes, off + n_inner * stored, rd_end)
+                            rd_end = _os_read(out, pc, skey + 1, index_bytes, off + n_inner * stored, rd_end, curve_b, curve_s, 1.0)
                             for q in range(k, k2):
                                 j = v0 + order[q]
                                 out[N_ZOPEN] += 1
                                 inner = cid_a[j] * kmul
-                                rd_end = _os_read(out, pc, inner, stored, off, rd_end)
+                                rd_end = _os_read(out, pc, inner, stored, off, rd_end, curve_b, curve_s, zw)
                         if filtered:
                             out[S_DECODE] += cnt * csize
+                    out[S_ALLOC] += cnt * csize
                 else:
                     complete = cnt == n_inner and all_full
                     if exists and not complete:
                         out[N_ZOPEN] += 1
                         off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
-                        rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end)
+                        rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, 1.0)
                         if filtered:
                             for q in range(k, k2):
                                 if not full_a[v0 + order[q]]:
@@ -266,8 +368,14 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                     out[N_WINDEX] += 1
                     if filtered:
                         out[S_ENCODE] += cnt * csize
+                    out[S_ALLOC] += cnt * csize
                     wr_end = _os_write(out, pc, skey, shard_stored, off, wr_end)
                 k = k2
+            continue
+        if coll[a] and parallel and not filtered and not is_zarr and chunked:
+            rd_end, wr_end, next_off = _collective(
+                out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul, ibc,
+                alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s)
             continue
         for j in range(v0, v1):
             cid = cid_a[j]
@@ -279,17 +387,18 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
             if is_zarr:
                 exists = _exists(cid, alloc, prealloc)
                 out[N_ZOPEN] += 1
+                out[S_ALLOC] += csize
                 if not write:
                     if exists:
                         off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                        rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw)
                         if filtered:
                             out[S_DECODE] += csize
                 else:
                     if exists and not full_a[j]:
                         out[N_ZOPEN] += 1
                         off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                        rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw)
                         if filtered:
                             out[S_DECODE] += csize
                     if filtered:
@@ -320,7 +429,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                     # requests are served by the page cache, after a seek per further run contiguous in
                     # the file (measured: 960,017 read calls for 960,005 counted took 0.7 s, page-cache
                     # speed, not device speed; docs/parallel-validation.md)
-                    rd_end = _os_read(out, pc, key, nbytes, off, rd_end)
+                    rd_end = _os_read(out, pc, key, nbytes, off, rd_end, curve_b, curve_s, 1.0)
                     out[N_CACHE] += nrun_a[j] - 1
                     out[N_RSEEK] += nfrun_a[j] - 1
                 continue
@@ -350,7 +459,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                         if write:
                             wr_end = _os_write(out, pc, wkey, run, off + roff, wr_end)
                         else:
-                            rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end)
+                            rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0)
                 else:
                     # contiguous storage goes through the 64 KiB sieve buffer: windows over the
                     # selected span, each read (and for writes, read then written back)
@@ -359,17 +468,19 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops,
                         woff = lo + r * sieve
                         wlen = min(sieve, csize - woff)
                         wkey = key + 1 + woff // sieve
-                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end)
+                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end, curve_b, curve_s, 1.0)
                         if write:
                             wr_end = _os_write(out, pc, wkey, wlen, off + woff, wr_end)
                 if write and blk not in wtouched:
                     wtouched[blk] = 1
                     out[N_WINDEX] += 1
                 continue
-            # whole chunk through the cache (or a filtered chunk larger than it)
+            # whole chunk through the cache (or a filtered chunk larger than it): HDF5 allocates its
+            # buffer (and fills it with the fill value when the chunk is not on disk)
+            out[S_ALLOC] += csize
             if allocated and (not write or not full_a[j]):
                 off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                rd_end = _os_read(out, pc, key, stored, off, rd_end)
+                rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, 1.0)
                 if filtered:
                     out[S_DECODE] += csize
             n_ev = 0
@@ -414,6 +525,8 @@ def count_variables(
     *,
     parallel: bool = False,
     warm: bool = False,
+    cache_curve: PageCacheCurve | None = None,
+    zarr_overlap: float = 1.0,
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
 
@@ -423,10 +536,14 @@ def count_variables(
     in the trace is allocated in write order. ``parallel`` selects HDF5's MPI-IO
     path (no chunk cache; requests per run, formulas 8-10). ``warm``: every
     stored byte of the array starts in the page cache (the library cache empty).
+    ``cache_curve``: the profile's page-cache copy time by request size (``x_cache``
+    stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
+    overlap on the device (the profile's, measured by calibration).
     """
     accesses = [a for a in accesses if a.dataset == dataset.id]
     vis = trace_visits(accesses, layout)
     ops = np.fromiter((a.op == WRITE for a in accesses), np.int64, len(accesses))
+    coll = np.fromiter((a.collective for a in accesses), np.bool_, len(accesses))
     chunked = layout.chunks is not None
     alloc = Dict.empty(key_type=types.int64, value_type=types.int64)
     prealloc = 0 if dataset.created else 1
@@ -458,12 +575,12 @@ def count_variables(
     pc = new_page_cache(page_cache_bytes, min(bound, page_cache_bytes // min_entry + 2))
     grid = np.asarray(layout.grid, np.int64)
     out = _simulate(
-        vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, ops,
+        vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, ops, coll,
         layout.library == "zarr", layout.itemsize, csize, stored, int(np.prod(layout.chunk_shape)),
         grid, hash_bits(layout.grid), layout.rdcc_nbytes, layout.rdcc_nslots, layout.rdcc_w0,
         layout.filtered, chunked, layout.index_block_chunks, layout.sieve_bytes,
         cps_grid, shard_grid, n_inner, index_bytes, prealloc, alloc, layout.nchunks, pc, parallel,
-        layout.fill_on_alloc, warm,
+        layout.fill_on_alloc, warm, *(cache_curve or PageCacheCurve()).arrays(), float(zarr_overlap),
     )
     return Variables.from_array(out)
 

@@ -32,6 +32,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from advisor.api import advise
+    from iomodel import load_profile
+    from iomodel.probe import check_machine
     from iomodel.layout import parse_bytes
 
     if args.top < 1:
@@ -59,4 +61,7 @@ def run(args) -> int:
         sys.stdout.write(str(adv))
         if args.html:
             print(f"report: {args.html}")
+    note = check_machine(load_profile(args.profile), args.profile or "the default profile")
+    if note:
+        print(note, file=sys.stderr)
     return 0

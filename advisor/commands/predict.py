@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from instrumentation.tracefile import load_trace
 
@@ -39,6 +40,7 @@ def _format(preds) -> str:
 
 def run(args) -> int:
     from iomodel import load_profile, parse_layout, pick_dataset, predict
+    from iomodel.probe import check_machine
 
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
     ds = pick_dataset(trace, args.dataset)
@@ -55,4 +57,7 @@ def run(args) -> int:
         print(f"{trace.source}: dataset {ds.key} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
               f"{sum(a.dataset == ds.id for a in trace.accesses)} accesses")
         print(_format(preds))
+    note = check_machine(profile, args.profile or "the default profile")
+    if note:
+        print(note, file=sys.stderr)
     return 0

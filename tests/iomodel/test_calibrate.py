@@ -16,7 +16,7 @@ from iomodel.calibrate import (
 )
 
 TINY = Grid(shape=(8192, 16), chunks=((512, 4), (2048, 16)), n_rows=5, n_columns=2, n_boxes=4, n_slabs=3,
-            box=(300, 4), slab_rows=300)
+            box=(300, 4), slab_rows=300, codec_chunks=((2048, 16),))
 
 
 @pytest.mark.parametrize("shape", [(5000, 24), (60, 50, 40)])
@@ -83,6 +83,12 @@ def test_tiny_calibration_gives_a_loadable_profile(tmp_path):
 
     result = calibrate(grid=TINY, workdir=tmp_path / "work", progress=None)
     assert len(result.seconds) == len(result.cases) and all(s > 0 for s in result.seconds)
+    # compressed cases carry their measured ratio; the machine's curve, overlap and probe are recorded
+    assert all(0 < c.ratio < 1 for c in result.cases if c.codec) and any(c.codec for c in result.cases)
+    curve = result.profile.page_cache_curve
+    assert len(curve.sizes) >= 8 and list(curve.seconds) == sorted(curve.seconds)
+    assert result.profile.zarr_overlap >= 1.0
+    assert result.profile.probe["page_cache_bps"] > result.profile.probe["disk_bps"] > 0
     for lib in ("hdf5", "zarr"):
         coefs = result.profile.coefficients[lib]
         assert all(v >= 0 for v in coefs.values())
@@ -97,6 +103,7 @@ def test_tiny_calibration_gives_a_loadable_profile(tmp_path):
     assert doc["machine"]["cores"] >= 1
     loaded = load_profile(path)
     assert loaded.coefficients == result.profile.coefficients
+    assert loaded.page_cache_curve == curve and loaded.probe == result.profile.probe
 
 
 def test_machine_info_names_the_machine():

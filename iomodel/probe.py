@@ -1,0 +1,134 @@
+"""Measure this machine's file-read speeds: the page-cache curve for the model, a probe to compare machines.
+
+``measure_page_cache_curve``: seconds per read request served by the page cache,
+by request size (the ``x_cache`` variable prices hits with it). ``measure_probe``:
+page-cache and device read speed of 1 MiB requests, recorded in the profile by
+``ioadvisor calibrate`` and re-measured by ``advise``/``predict`` (about 0.2 s)
+so they can say when the profile was fitted on a machine of other speeds.
+Plain ``os`` reads: no h5py or zarr.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .profile import PageCacheCurve, SystemProfile
+
+MiB = 1 << 20
+CURVE_SIZES = tuple(1 << k for k in range(12, 26))
+"""Request sizes of the curve: 4 KiB to 32 MiB, powers of two."""
+PROBE_REQUEST = MiB
+PROBE_TOLERANCE = 1.5
+"""Speeds further apart than this factor (either way) are reported as a different machine."""
+
+
+def _scratch_file(directory: str | os.PathLike | None, nbytes: int) -> Path:
+    fd, name = tempfile.mkstemp(prefix="ioadvisor-probe-", dir=directory)
+    block = np.random.default_rng(0).bytes(4 * MiB)
+    with os.fdopen(fd, "wb") as fh:
+        for _ in range(nbytes // len(block)):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(name)
+
+
+def _evict(fd: int) -> None:
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def _warm(fd: int) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    while os.read(fd, 16 * MiB):
+        pass
+
+
+def _seconds_per_request(fd: int, size: int, offsets: np.ndarray, *, cold: bool, repeat: int) -> float:
+    buf = bytearray(size)
+    times = []
+    for _ in range(repeat):
+        _evict(fd) if cold else _warm(fd)
+        t = time.perf_counter()
+        for off in offsets.tolist():
+            os.preadv(fd, [buf], off)
+        times.append((time.perf_counter() - t) / len(offsets))
+    return float(np.min(times))  # on a shared machine other jobs only ever add time
+
+
+def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file_bytes: int = 64 * MiB,
+                             repeat: int = 5) -> PageCacheCurve:
+    """Seconds of one warm read request per size in CURVE_SIZES (random aligned offsets; best of ``repeat``)."""
+    path = _scratch_file(directory, file_bytes)
+    rng = np.random.default_rng(1)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            seconds = []
+            for size in CURVE_SIZES:
+                n = max(4, min(2000, 32 * MiB // size))
+                offsets = rng.integers(0, max(1, file_bytes // size - 1), n) * size
+                seconds.append(_seconds_per_request(fd, size, offsets, cold=False, repeat=repeat))
+        finally:
+            os.close(fd)
+    finally:
+        path.unlink()
+    # a larger request never takes less time: a point inflated by another job is lowered to the next one's
+    seconds = np.minimum.accumulate(np.asarray(seconds)[::-1])[::-1]
+    return PageCacheCurve(CURVE_SIZES, tuple(float(s) for s in seconds))
+
+
+def measure_probe(directory: str | os.PathLike | None = None, *, file_bytes: int = 32 * MiB,
+                  repeat: int = 3) -> dict:
+    """Bytes per second of sequential 1 MiB reads, warm (page cache) and cold (device): best of ``repeat``."""
+    path = _scratch_file(directory, file_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            offsets = np.arange(0, file_bytes, PROBE_REQUEST, dtype=np.int64)
+            warm = _seconds_per_request(fd, PROBE_REQUEST, offsets, cold=False, repeat=repeat)
+            cold = _seconds_per_request(fd, PROBE_REQUEST, offsets, cold=True, repeat=repeat)
+        finally:
+            os.close(fd)
+    finally:
+        path.unlink()
+    return {"page_cache_bps": PROBE_REQUEST / warm, "disk_bps": PROBE_REQUEST / cold}
+
+
+def machine_differences(recorded: dict, current: dict, tolerance: float = PROBE_TOLERANCE) -> list[str]:
+    """Readable differences between two probes (empty when every speed is within ``tolerance``)."""
+    out = []
+    for key, what in (("page_cache_bps", "page-cache reads"), ("disk_bps", "device reads")):
+        a, b = recorded.get(key), current.get(key)
+        if not a or not b:
+            continue
+        if max(a / b, b / a) > tolerance:
+            out.append(f"{what} {b / 1e9:.2f} GB/s here vs {a / 1e9:.2f} GB/s in the profile")
+    return out
+
+
+_CURRENT: dict | None = None
+
+
+def check_machine(profile: SystemProfile, source: str = "profile") -> str | None:
+    """One line when this machine's speeds differ from the profile's (probe measured once per process)."""
+    global _CURRENT
+    if not profile.probe:
+        return (f"note: {source} records no speed probe of the machine it was fitted on; "
+                "run `ioadvisor calibrate --quick` to fit this machine")
+    if _CURRENT is None:
+        _CURRENT = measure_probe()
+    diffs = machine_differences(profile.probe, _CURRENT)
+    if not diffs:
+        return None
+    m = profile.machine
+    where = f" (fitted on {m.get('host', '?')}, {m.get('date', '?')})" if m else ""
+    return (f"warning: this machine differs from {source}{where}: {'; '.join(diffs)}; predicted seconds may be "
+            "off, run `ioadvisor calibrate --quick` to fit this machine")
+
+
+__all__ = ["CURVE_SIZES", "check_machine", "machine_differences", "measure_page_cache_curve", "measure_probe"]

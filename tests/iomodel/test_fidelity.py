@@ -1,0 +1,115 @@
+"""The behaviours added for fidelity: page-cache curve, chunk-buffer allocation, zarr overlap, collective MPI-IO."""
+import json
+
+import pytest
+
+from instrumentation.records import AccessRecord, DatasetRecord, Selection
+from iomodel.layout import Layout
+from iomodel.probe import machine_differences
+from iomodel.profile import PageCacheCurve, ProfileError, SystemProfile
+from iomodel.variables import count_variables
+
+BIG = 1 << 34
+KiB = 1024
+
+
+def _ds(library="hdf5", shape=(1000, 100), chunks=(100, 100), created=False, driver=None):
+    return DatasetRecord(0, library, "x", "f", "/d", shape, "float32", chunks=chunks, created=created,
+                         driver=driver, mode="r+" if driver else None)
+
+
+def _acc(sel, op="read", collective=False):
+    return AccessRecord(0, op, sel, sel.nelements, sel.nelements * 4, 0.0, 0.0, collective=collective)
+
+
+def test_page_cache_hits_are_priced_by_the_curve_at_their_size():
+    ds = _ds()
+    lay = Layout.from_dataset(ds)  # 40 KB chunks, fit the 8 MiB cache: one whole-chunk request each
+    rows = [_acc(Selection.box((i * 100, 0), (1, 100))) for i in range(10)]
+    slow = PageCacheCurve((4 * KiB, 1024 * KiB), (2e-6, 1e-4))
+    fast = PageCacheCurve((4 * KiB, 1024 * KiB), (1e-6, 5e-5))
+    v_slow = count_variables(rows, ds, lay, BIG, warm=True, cache_curve=slow)
+    v_fast = count_variables(rows, ds, lay, BIG, warm=True, cache_curve=fast)
+    assert v_slow.n_cache == 10 and v_slow.n_rdisk == 0
+    assert v_slow.x_cache == pytest.approx(2 * v_fast.x_cache)
+    # 40,000 B lies between the curve's points: interpolated in log2(size)
+    assert 10 * 2e-6 < v_slow.x_cache < 10 * 1e-4
+    assert count_variables(rows, ds, lay, BIG, warm=True).x_cache == 0.0  # no curve, no price
+
+
+def test_curve_extrapolates_proportionally_beyond_its_last_point():
+    ds = _ds(shape=(1000, 1000), chunks=(1000, 1000))  # one 4 MB chunk, one hit
+    lay = Layout(library="hdf5", shape=(1000, 1000), itemsize=4, chunks=(1000, 1000))
+    curve = PageCacheCurve((4 * KiB, 1024 * KiB), (1e-6, 1e-4))
+    v = count_variables([_acc(Selection.box((0, 0), (1, 1000)))], ds, lay, BIG, warm=True, cache_curve=curve)
+    assert v.x_cache == pytest.approx(1e-4 * 4_000_000 / (1024 * KiB))
+
+
+def test_hdf5_allocates_a_buffer_per_chunk_entering_its_cache_zarr_per_chunk_visit():
+    ds = _ds()
+    lay = Layout.from_dataset(ds)
+    same = [_acc(Selection.box((5, 0), (1, 100)))] * 3  # one miss, two chunk-cache hits
+    assert count_variables(same, ds, lay, BIG).s_alloc == 40_000
+    z = _ds(library="zarr")
+    assert count_variables(same, z, Layout.from_dataset(z), BIG).s_alloc == 3 * 40_000
+    # a chunk larger than the chunk cache is read piecewise: no chunk buffer
+    big = Layout(library="hdf5", shape=(1000, 100), itemsize=4, chunks=(1000, 100), rdcc_nbytes=1000)
+    assert count_variables(same, ds, big, BIG).s_alloc == 0
+
+
+def test_zarr_device_reads_of_one_call_overlap():
+    z = _ds(library="zarr", chunks=(100, 10))
+    lay = Layout.from_dataset(z)
+    column = [_acc(Selection.box((0, 3), (1000, 1)))]  # 10 chunks in one call
+    one = count_variables(column, z, lay, BIG)
+    four = count_variables(column, z, lay, BIG, zarr_overlap=4.0)
+    assert one.n_rdisk == 10 and four.n_rdisk == pytest.approx(2.5)
+    assert four.s_rdisk == pytest.approx(one.s_rdisk / 4) and four.n_chunks == one.n_chunks == 10
+    single = [_acc(Selection.box((0, 3), (100, 1)))]  # one chunk: nothing to overlap with
+    assert count_variables(single, z, lay, BIG, zarr_overlap=4.0).n_rdisk == 1
+
+
+def test_collective_mpio_write_is_packed_not_per_run():
+    # 10000x4 chunks of a (40000, 16) array written in 10000-row slabs: each slab is 4 chunks adjacent
+    # in the file (640,000 B) from a buffer that is not contiguous per chunk
+    ds = _ds(shape=(40000, 16), chunks=(10000, 4), driver="mpio")
+    lay = Layout.from_dataset(ds)
+    slabs = [Selection.box((r, 0), (10000, 16)) for r in range(0, 40000, 10000)]
+    indep = count_variables([_acc(s, "write") for s in slabs], ds, lay, BIG, parallel=True)
+    coll = count_variables([_acc(s, "write", True) for s in slabs], ds, lay, BIG, parallel=True)
+    assert indep.n_wdisk == 4 * 4 * 10000  # one request per run contiguous in chunk and buffer
+    assert coll.n_wdisk == 4 * 2  # 640,000 B through ROMIO's 512 KiB buffer: two writes per slab
+    assert coll.s_wdisk == indep.s_wdisk == 40000 * 16 * 4
+    # whole-width chunks: file and buffer contiguous, one write per slab
+    wide = _ds(shape=(40000, 16), chunks=(10000, 16), driver="mpio")
+    v = count_variables([_acc(s, "write", True) for s in slabs], wide, Layout.from_dataset(wide), BIG, parallel=True)
+    assert v.n_wdisk == 4
+
+
+def test_collective_flag_round_trips_and_is_omitted_when_false():
+    a = _acc(Selection.box((0, 0), (2, 2)), "write", True)
+    assert a.get_config()["coll"] is True and AccessRecord.from_config(json.loads(json.dumps(a.get_config()))) == a
+    b = _acc(Selection.box((0, 0), (2, 2)))
+    assert "coll" not in b.get_config()
+    with pytest.raises(ValueError, match="coll"):
+        AccessRecord.from_config({**a.get_config(), "coll": 1})
+
+
+def test_profile_keeps_curve_overlap_and_probe_and_rejects_old_schema():
+    prof = SystemProfile(coefficients={"hdf5": {"x_cache": 1.0}}, page_cache_bytes=1 << 30,
+                         page_cache_curve=PageCacheCurve((4096, 8192), (1e-6, 2e-6)), zarr_overlap=2.0,
+                         probe={"page_cache_bps": 5e9, "disk_bps": 1e9})
+    again = SystemProfile.from_config(json.loads(json.dumps(prof.get_config())))
+    assert again.page_cache_curve == prof.page_cache_curve and again.zarr_overlap == 2.0
+    assert again.probe == prof.probe
+    with pytest.raises(ProfileError, match="schema 1.*calibrate"):
+        SystemProfile.from_config({**prof.get_config(), "schema": 1})
+    with pytest.raises(ProfileError, match="page_cache_curve"):
+        PageCacheCurve((8192, 4096), (1e-6, 2e-6))
+
+
+def test_machine_differences_name_the_speed_that_moved():
+    here = {"page_cache_bps": 5e9, "disk_bps": 1e9}
+    assert machine_differences(here, {"page_cache_bps": 6e9, "disk_bps": 0.8e9}) == []
+    diffs = machine_differences(here, {"page_cache_bps": 12e9, "disk_bps": 1e9})
+    assert len(diffs) == 1 and "page-cache reads 12.00 GB/s here vs 5.00 GB/s" in diffs[0]
