@@ -37,6 +37,7 @@ from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
 from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
+from iomodel.intrace import TraceCalibration
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
 from iomodel.profile import SystemProfile
 from iomodel.predict import Workload
@@ -214,8 +215,11 @@ class CostModel:
     """
 
     def __init__(self, ds: DatasetRecord, accesses: Sequence[AccessRecord], shape: Sequence[int],
-                 profile: SystemProfile, procs: int = 1, warm: bool = False):
+                 profile: SystemProfile, procs: int = 1, warm: bool = False,
+                 calibration: dict[str, TraceCalibration] | None = None):
         self.work = Workload(ds, accesses, shape, procs, warm)
+        self.calibration = calibration
+        """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
         self.ds, self.shape, self.profile, self.warm = ds, self.work.shape, profile, warm
         self.procs = self.work.procs
         self.maxshape = ds.maxshape if ds.library == "hdf5" else None
@@ -230,7 +234,8 @@ class CostModel:
         """The same model on every k-th access (order kept) so that at most about ``n`` remain: for screening."""
         k = -(-self.n_accesses // n)
         accs = [a for acc in self.work.by_rank for a in acc[::k]]
-        return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm)
+        return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm,
+                         calibration=self.calibration)
 
     def layout(self, cand: Candidate, ratio: float = 1.0) -> Layout:
         return cand.layout(self.shape, self.ds.itemsize, maxshape=self.maxshape, ratio=ratio)
@@ -243,7 +248,17 @@ class CostModel:
         return self._vars[layout]
 
     def io_terms(self, v: Variables, library: str) -> dict[str, float]:
-        return self.work.terms(v, library, self.profile)
+        terms = self.work.terms(v, library, self.profile)
+        cal = self.calibration.get(library) if self.calibration else None
+        return terms if cal is None else cal.scale(terms)
+
+    def band(self, library: str) -> tuple[float, float]:
+        """95% band of the I/O seconds: what the in-trace calibration left unexplained when it covers the
+        library, else the profile's own measured band."""
+        cal = self.calibration.get(library) if self.calibration else None
+        if cal is not None and cal.covers:
+            return cal.band
+        return self.profile.band(library)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
         """Bytes on disk when every chunk is written: full-size chunks / ratio (+ zarr shard indexes)."""
@@ -296,10 +311,11 @@ class CostModel:
                 lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library).values())
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
-            io_lo, io_hi = self.profile.band(cand.library)
+            io_lo, io_hi = self.band(cand.library)
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
-            per_rank.append((io + t_c + t_d, ci, terms, v))
-        seconds, ci, terms, v = max(per_rank, key=lambda x: x[0])
+            model = sum(self.work.terms(v, cand.library, self.profile).values()) + t_c + t_d
+            per_rank.append((io + t_c + t_d, ci, terms, v, model))
+        seconds, ci, terms, v, model = max(per_rank, key=lambda x: x[0])
         ci = (min(ci[0], seconds), max(ci[1], seconds))
         all_notes = tuple(notes)
         if codec is not None and not codec.compress_bps:
@@ -310,7 +326,7 @@ class CostModel:
             stored_bytes=self.stored_bytes(layout, ratio), ratio=float(ratio),
             ratio_ci=(float(ratio_ci[0]), float(ratio_ci[1])),
             variables=v.as_features(), facts=self.facts(layout, v) if with_facts else {},
-            exact=exact or cand.compressor is None, notes=all_notes,
+            exact=exact or cand.compressor is None, notes=all_notes, model_seconds=float(model),
         )
 
 
