@@ -96,6 +96,8 @@ class DataSource:
         self._safety = None
         self._estimates: dict[tuple, object] = {}
         self.estimate_seconds = 0.0
+        self.range_problem: str | None = None
+        """Why the whole field's range is unknown (too large to scan); relative bounds are then refused."""
 
     @property
     def array(self):
@@ -138,38 +140,31 @@ class DataSource:
 
     @property
     def safety(self):
-        """DataSafety of the whole array when it was loaded (else of a 1% sample): NaN, Inf, fill, range."""
+        """DataSafety of the whole array (``field_safety``, streamed): NaN, Inf, fill, the valid values' range;
+        of a 1% sample when the array is too large to scan (``range_problem``)."""
         if self._safety is None and self.array is not None:
-            from compression_model.safety import DataSafety, scan
+            from compression_model.safety import FieldTooLarge, field_safety, scan
+            from compression_model.sampling import sample_blocks
 
             arr = self.array
             fill = self.ds.fillvalue
             fill = float(fill) if isinstance(fill, (int, float)) and fill and math.isfinite(fill) else None
-            if isinstance(arr, np.ndarray):
-                # fill detection on a sample (it sorts the values), exact counts on every value
-                from compression_model.sampling import sample_blocks
 
-                fill = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill).fill_value
-                flat = arr.reshape(-1)
-                if flat.dtype.kind in "fc":
-                    nan, inf = np.isnan(flat), np.isinf(flat)
-                else:
-                    nan = inf = np.zeros(flat.shape, bool)
-                isfill = flat == fill if fill is not None else np.zeros(flat.shape, bool)
-                valid = flat[~(nan | inf | isfill)]
-                lo, hi = (float(valid.min()), float(valid.max())) if valid.size else (math.inf, -math.inf)
-                self._safety = DataSafety(int(flat.size), int(nan.sum()), int(inf.sum()), fill,
-                                          int(isfill.sum()), lo, hi)
-            else:
-                from compression_model.sampling import sample_blocks
-
-                self._safety = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+            # fill detection on a sample (it sorts the values), exact counts and range over every value
+            sample = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+            try:
+                self._safety = field_safety(arr, sample.fill_value)
+            except FieldTooLarge as exc:
+                self._safety = sample
+                self.range_problem = f"{exc}: relative error bounds not resolved (give an abs: bound)"
         return self._safety
 
     def cost(self, codec: CodecChoice, chunks: tuple[int, ...], library: str) -> tuple[CodecCost | None, str | None]:
         """(CodecCost, None), or (None, why the codec cannot be used on this data)."""
         if self.array is None:
             return None, self.problem
+        if codec.error_bound is not None and codec.error_bound.mode == "rel" and self.safety and self.range_problem:
+            return None, self.range_problem
         chunks = estimate_chunks(chunks, self.array.dtype.itemsize)
         key = (codec.name, codec.error_bound, chunks, library)
         if key not in self._estimates:
