@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.candidates import Candidate, format_bytes
+from advisor.idiom import Idiom, xarray_code
 from compression_model.error_bound import ErrorBound
 
 TERM_MEANING = {
@@ -139,6 +140,8 @@ class DatasetAdvice:
     """Predicted seconds to copy the array into the recommended layout (``change`` only)."""
     blocking: tuple[int, ...] | None = None
     """Block shape of a block-by-block (dask) program, when its reads are regular blocks on a grid."""
+    idiom: Idiom | None = None
+    """netCDF-4 file or xarray-written Zarr store: the advice also has an xarray form (``xarray_code``)."""
 
     def speedup(self, other: Recommendation) -> float:
         return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
@@ -172,6 +175,8 @@ class DatasetAdvice:
             "best_change_speedup": None if self.best_change is None else self.speedup_vs_current(self.best_change),
             "rewrite_seconds": self.rewrite_seconds,
             "blocking": None if self.blocking is None else list(self.blocking),
+            "idiom": None if self.idiom is None else self.idiom.get_config(),
+            "xarray_code": self.xarray_code(),
             "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
             "candidates": [r.to_json_obj() for r in self.candidates],
@@ -192,6 +197,7 @@ class DatasetAdvice:
             "traced_seconds": self.traced_seconds, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
             "tie_rule": self.tie_rule, "best_change": None if self.best_change is None else self.best_change.get_config(),
             "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
+            "idiom": None if self.idiom is None else self.idiom.get_config(),
         }
 
     @classmethod
@@ -205,6 +211,7 @@ class DatasetAdvice:
             c.get("data_range"), c.get("traced_seconds"), c.get("verdict", "change"), c.get("verdict_reason", ""),
             c.get("tie_rule"), None if c.get("best_change") is None else r(c["best_change"]),
             c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
+            None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
         )
 
     # ---- code to apply it -------------------------------------------------------------
@@ -232,6 +239,15 @@ class DatasetAdvice:
         if c.compressor:
             kw.update(_codec(c, self).zarr_codecs())
         return kw
+
+    def xarray_code(self, rec: Recommendation | None = None) -> str | None:
+        """The recommendation in xarray's terms (encoding and matching dask chunks) for netCDF-4 / xarray-Zarr
+        data; None otherwise."""
+        if self.idiom is None:
+            return None
+        c = (rec or self.recommendation).candidate
+        return xarray_code(self.idiom, c.library, c.chunks, c.shards, self.shape, self.blocking,
+                           bool(c.compressor))
 
     def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
         """Copy-paste Python that creates this array in the recommended (or given) layout."""
@@ -635,6 +651,11 @@ class Advice:
             parts.append("")
             parts.append("  Code:")
             parts += ["    " + line for line in d.code().splitlines()]
+            xr_code = d.xarray_code()
+            if xr_code:
+                kind = "netCDF-4 file" if d.idiom.kind == "netcdf4" else "Zarr store written by xarray"
+                parts.append(f"  In xarray ({kind}; dims {', '.join(d.idiom.dims)}):")
+                parts += ["    " + line for line in xr_code.splitlines()]
             if d.notes:
                 parts.append("")
                 parts += ["  note: " + n for n in d.notes]

@@ -147,6 +147,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
                 nprocs, exhaustive, calibrations, traced) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
+    from advisor.idiom import detect as detect_idiom
     from advisor.search import _with_facts
     from iomodel.intrace import MIN_RESOLUTION
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
@@ -180,11 +181,12 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         if data.array is not None:  # zarr.create_array's default compressor is zstd
             base["zarr"] = base["zarr"].with_codec("zstd", None)
         base = {k: v for k, v in base.items() if k == "current" or v.library in libraries}
-        cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable)
+        blocking = program_blocking(accesses, shape)
+        cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
+                         blocks=None if blocking is None else blocking.shape)
         model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=calibrations or None)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         current = result.baselines["current"]
-        blocking = program_blocking(accesses, shape)
         cal = calibrations.get(ds.library)
         resolution = cal.resolution if cal is not None and cal.covers else MIN_RESOLUTION
         ranked = result.ranked
@@ -227,6 +229,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
+        idiom=detect_idiom(ds) if read_data else None,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen
