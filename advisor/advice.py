@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.candidates import Candidate, format_bytes
+from advisor.idiom import Idiom, xarray_code
 from compression_model.error_bound import ErrorBound
 
 TERM_MEANING = {
@@ -51,6 +52,8 @@ class Recommendation:
     exact: bool = True
     """False when the I/O part was scaled from the uncompressed layout (screening) rather than replayed."""
     notes: tuple[str, ...] = ()
+    model_seconds: float | None = None
+    """The profile's prediction before the in-trace calibration (``seconds`` is after it)."""
 
     @property
     def label(self) -> str:
@@ -80,6 +83,7 @@ class Recommendation:
             "origin": list(c.origin),
             "exact": self.exact,
             "notes": list(self.notes),
+            "model_seconds": self.model_seconds,
         }
 
     def get_config(self) -> dict:
@@ -92,7 +96,7 @@ class Recommendation:
             Candidate.from_config(c["candidate"]), float(c["seconds"]), tuple(c["seconds_ci"]),
             dict(c["terms"]), int(c["stored_bytes"]), float(c.get("ratio", 1.0)),
             tuple(c.get("ratio_ci", (1.0, 1.0))), dict(c.get("variables", {})), dict(c.get("facts", {})),
-            bool(c.get("exact", True)), tuple(c.get("notes", ())),
+            bool(c.get("exact", True)), tuple(c.get("notes", ())), c.get("model_seconds"),
         )
 
 
@@ -123,9 +127,34 @@ class DatasetAdvice:
     n_evaluated: int = 0
     data_range: float | None = None
     """max - min of the valid values (resolves relative error bounds); None when the data was not read."""
+    traced_seconds: float | None = None
+    """Measured time of the traced calls (slowest rank's summed ``dt``): the current layout's real time."""
+    verdict: str = "change"
+    """``keep`` (the recommendation is the current layout) or ``change``."""
+    verdict_reason: str = ""
+    tie_rule: str | None = None
+    """The near-tie rule (``advisor.choice.TIE_RULES``) that chose the recommendation over the fastest, if any."""
+    best_change: Recommendation | None = None
+    """The best layout other than the current one (what ``keep`` turned down)."""
+    rewrite_seconds: float | None = None
+    """Predicted seconds to copy the array into the recommended layout (``change`` only)."""
+    blocking: tuple[int, ...] | None = None
+    """Block shape of a block-by-block (dask) program, when its reads are regular blocks on a grid."""
+    idiom: Idiom | None = None
+    """netCDF-4 file or xarray-written Zarr store: the advice also has an xarray form (``xarray_code``)."""
 
     def speedup(self, other: Recommendation) -> float:
         return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
+
+    @property
+    def current_seconds(self) -> float:
+        """The current layout's time: traced when the trace measured it, else predicted."""
+        return self.traced_seconds if self.traced_seconds else self.current.seconds
+
+    def speedup_vs_current(self, r: Recommendation | None = None) -> float:
+        """Speed-up of ``r`` (default the recommendation) over the traced current time."""
+        r = r or self.recommendation
+        return self.current_seconds / r.seconds if r.seconds > 0 else float("inf")
 
     def best_of(self, library: str) -> Recommendation | None:
         return next((r for r in self.candidates if r.library == library), None)
@@ -138,7 +167,17 @@ class DatasetAdvice:
             "current": self.current.to_json_obj(),
             "defaults": {k: v.to_json_obj() for k, v in self.defaults.items()},
             "recommendation": self.recommendation.to_json_obj(),
-            "speedup_vs_current": self.speedup(self.current),
+            "verdict": self.verdict, "verdict_reason": self.verdict_reason, "tie_rule": self.tie_rule,
+            "traced_seconds": self.traced_seconds,
+            "predicted_current_seconds": self.current.seconds,
+            "predicted_current_model_seconds": self.current.model_seconds,
+            "best_change": None if self.best_change is None else self.best_change.to_json_obj(),
+            "best_change_speedup": None if self.best_change is None else self.speedup_vs_current(self.best_change),
+            "rewrite_seconds": self.rewrite_seconds,
+            "blocking": None if self.blocking is None else list(self.blocking),
+            "idiom": None if self.idiom is None else self.idiom.get_config(),
+            "xarray_code": self.xarray_code(),
+            "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
             "candidates": [r.to_json_obj() for r in self.candidates],
             "explanation": list(self.explanation), "notes": list(self.notes),
@@ -155,6 +194,10 @@ class DatasetAdvice:
             "candidates": [r.get_config() for r in self.candidates],
             "explanation": list(self.explanation), "notes": list(self.notes),
             "n_generated": self.n_generated, "n_evaluated": self.n_evaluated, "data_range": self.data_range,
+            "traced_seconds": self.traced_seconds, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
+            "tie_rule": self.tie_rule, "best_change": None if self.best_change is None else self.best_change.get_config(),
+            "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
+            "idiom": None if self.idiom is None else self.idiom.get_config(),
         }
 
     @classmethod
@@ -165,7 +208,10 @@ class DatasetAdvice:
             int(c["procs"]), c["objective"], r(c["current"]), {k: r(v) for k, v in c["defaults"].items()},
             r(c["recommendation"]), tuple(r(x) for x in c["candidates"]), tuple(c.get("explanation", ())),
             tuple(c.get("notes", ())), int(c.get("n_generated", 0)), int(c.get("n_evaluated", 0)),
-            c.get("data_range"),
+            c.get("data_range"), c.get("traced_seconds"), c.get("verdict", "change"), c.get("verdict_reason", ""),
+            c.get("tie_rule"), None if c.get("best_change") is None else r(c["best_change"]),
+            c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
+            None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
         )
 
     # ---- code to apply it -------------------------------------------------------------
@@ -193,6 +239,15 @@ class DatasetAdvice:
         if c.compressor:
             kw.update(_codec(c, self).zarr_codecs())
         return kw
+
+    def xarray_code(self, rec: Recommendation | None = None) -> str | None:
+        """The recommendation in xarray's terms (encoding and matching dask chunks) for netCDF-4 / xarray-Zarr
+        data; None otherwise."""
+        if self.idiom is None:
+            return None
+        c = (rec or self.recommendation).candidate
+        return xarray_code(self.idiom, c.library, c.chunks, c.shards, self.shape, self.blocking,
+                           bool(c.compressor))
 
     def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
         """Copy-paste Python that creates this array in the recommended (or given) layout."""
@@ -340,15 +395,39 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
     rec, cur = adv.recommendation, adv.current
     out = []
     ci = rec.seconds_ci
-    head = (f"Recommended: {rec.label}, predicted {rec.seconds:.3g} s (95% interval {ci[0]:.3g}-{ci[1]:.3g} s)"
-            f" for the traced {adv.pattern or 'accesses'}")
-    cmp = [f"{adv.speedup(cur):.3g}x faster than the current layout ({cur.seconds:.3g} s)"]
-    for k, d in adv.defaults.items():
-        cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
-    out.append(head + ": " + "; ".join(cmp) + ".")
+    if adv.traced_seconds:
+        model = f", {cur.model_seconds:.3g} s before calibration" if cur.model_seconds is not None else ""
+        out.append(f"The traced calls took {adv.traced_seconds:.3g} s; the model predicts {cur.seconds:.3g} s "
+                   f"for the current layout{model}.")
+    if adv.verdict == "keep":
+        out.append(f"Verdict: keep the current layout ({cur.label}): {adv.verdict_reason}.")
+        alt = adv.best_change
+        if alt is not None:
+            out.append(f"Best change: {alt.label}, predicted {alt.seconds:.3g} s (95% interval "
+                       f"{alt.seconds_ci[0]:.3g}-{alt.seconds_ci[1]:.3g} s), {adv.speedup_vs_current(alt):.3g}x.")
+    else:
+        head = (f"Verdict: change to {rec.label}, predicted {rec.seconds:.3g} s (95% interval {ci[0]:.3g}-"
+                f"{ci[1]:.3g} s) for the traced {adv.pattern or 'accesses'}")
+        cmp = [f"{adv.speedup_vs_current():.3g}x faster than the current layout "
+               f"({adv.current_seconds:.3g} s {'traced' if adv.traced_seconds else 'predicted'})"]
+        for k, d in adv.defaults.items():
+            cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
+        out.append(head + ": " + "; ".join(cmp) + ".")
+        if adv.rewrite_seconds is not None:
+            out.append(f"Rewriting the array into it costs about {adv.rewrite_seconds:.3g} s (read in the current "
+                       "layout, write in the new one); it pays off after "
+                       f"{adv.rewrite_seconds / max(adv.current_seconds - rec.seconds, 1e-12):.2g} runs like this one.")
+    if adv.tie_rule:
+        out.append(f"Several layouts are predicted within the model's resolution of the fastest; chosen by the "
+                   f"near-tie rule: {adv.tie_rule}.")
+    if adv.blocking is not None:
+        out.append(f"The program reads regular {'x'.join(map(str, adv.blocking))} blocks on a grid (dask-style "
+                   "chunks): chunk shapes that line up with them are preferred among near-ties.")
     term, t = _dominant(rec)
     if term:
         out.append(f"Its time is dominated by {term} ({_pct(t, rec.seconds)}: {TERM_MEANING.get(term, term)}).")
+    if adv.verdict == "keep":
+        return out
     if cur.candidate != rec.candidate and cur.seconds > rec.seconds:
         gains = {k: cur.terms.get(k, 0.0) - rec.terms.get(k, 0.0) for k in set(cur.terms) | set(rec.terms)}
         k = max(gains, key=gains.get)
@@ -408,8 +487,9 @@ def format_table(adv: DatasetAdvice) -> str:
         else:
             cs = "" if c.shards is None else "shards " + "x".join(map(str, c.shards))
         codec = "-" if not c.compressor else c.compressor + (f" {c.error_bound}" if c.error_bound else "")
-        sp = [f"{o.seconds / r.seconds:.3g}x" if r.seconds > 0 and o is not None else "-"
-              for o in (adv.current, adv.defaults.get("h5py"), adv.defaults.get("zarr"))]
+        sp = [f"{o / r.seconds:.3g}x" if r.seconds > 0 and o is not None else "-"
+              for o in (adv.current_seconds, *(d.seconds if d is not None else None
+                                               for d in (adv.defaults.get("h5py"), adv.defaults.get("zarr"))))]
         return [tag, c.library, chunks, cs, codec, _ci(r), _terms(r), format_bytes(r.stored_bytes)] + sp
 
     for i, r in enumerate(adv.candidates, 1):
@@ -447,8 +527,25 @@ class NotAdvised:
 
 
 @dataclass(frozen=True)
+class MinorDataset:
+    """A dataset holding too little of the run's traced I/O time to be advised in full."""
+
+    name: str
+    traced_seconds: float
+    n_accesses: int
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "traced_seconds": self.traced_seconds, "n_accesses": self.n_accesses}
+
+    @classmethod
+    def from_config(cls, c: dict) -> "MinorDataset":
+        return cls(c["name"], float(c["traced_seconds"]), int(c["n_accesses"]))
+
+
+@dataclass(frozen=True)
 class Advice:
-    """The advisor's answer for a trace: one DatasetAdvice per accessed dataset."""
+    """The advisor's answer for a trace: one DatasetAdvice per dataset advised in full (most traced time
+    first), and the rest summed up in ``minor``."""
 
     datasets: tuple[DatasetAdvice, ...]
     source: str = ""
@@ -458,6 +555,22 @@ class Advice:
     constraints: dict = field(default_factory=dict, compare=False)
     not_advised: tuple[NotAdvised, ...] = ()
     """Datasets of the trace the models cannot advise (scalars, vlen strings, ...), each with why."""
+    minor: tuple[MinorDataset, ...] = ()
+    traced_seconds: float = 0.0
+    """The run's traced I/O time: every traced call of every dataset."""
+    calibrations: dict = field(default_factory=dict, compare=False)
+    """``{library: TraceCalibration.get_config()}`` applied to the predictions."""
+
+    def minor_line(self) -> str:
+        """One line for the datasets not advised in full ('' when there are none)."""
+        if not self.minor:
+            return ""
+        t = sum(m.traced_seconds for m in self.minor)
+        share = f"{100 * t / self.traced_seconds:.2g}%" if self.traced_seconds > 0 else "no"
+        names = ", ".join(m.name.split("::")[-1] for m in self.minor[:6]) + (", ..." if len(self.minor) > 6 else "")
+        return (f"{len(self.minor)} other dataset{'s' if len(self.minor) > 1 else ''} ({names}): "
+                f"{sum(m.n_accesses for m in self.minor)} accesses, {t:.3g} s traced, {share} of the run's "
+                "traced I/O time: not worth changing (pass --dataset NAME to advise one)")
 
     def dataset(self, name: str | None = None) -> DatasetAdvice:
         """The advice for dataset ``name`` (key, path or path without '/'); the only one when None."""
@@ -486,8 +599,10 @@ class Advice:
     def to_json_obj(self) -> dict:
         """The ``--json`` document."""
         return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
-                "constraints": dict(self.constraints), "datasets": [d.to_json_obj() for d in self.datasets],
-                "not_advised": [n.to_json_obj() for n in self.not_advised]}
+                "constraints": dict(self.constraints), "traced_seconds": self.traced_seconds,
+                "calibrations": dict(self.calibrations), "datasets": [d.to_json_obj() for d in self.datasets],
+                "not_advised": [n.to_json_obj() for n in self.not_advised],
+                "minor": [m.get_config() for m in self.minor]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_json_obj(), indent=1, allow_nan=True)
@@ -495,13 +610,17 @@ class Advice:
     def get_config(self) -> dict:
         return {"source": self.source, "objective": self.objective, "seconds": self.seconds,
                 "constraints": dict(self.constraints), "datasets": [d.get_config() for d in self.datasets],
-                "not_advised": [n.get_config() for n in self.not_advised]}
+                "not_advised": [n.get_config() for n in self.not_advised],
+                "minor": [m.get_config() for m in self.minor], "traced_seconds": self.traced_seconds,
+                "calibrations": dict(self.calibrations)}
 
     @classmethod
     def from_config(cls, c: dict) -> "Advice":
         return cls(tuple(DatasetAdvice.from_config(d) for d in c["datasets"]), c.get("source", ""),
                    c.get("objective", "fastest"), float(c.get("seconds", 0.0)), dict(c.get("constraints", {})),
-                   tuple(NotAdvised.from_config(n) for n in c.get("not_advised", ())))
+                   tuple(NotAdvised.from_config(n) for n in c.get("not_advised", ())),
+                   tuple(MinorDataset.from_config(m) for m in c.get("minor", ())),
+                   float(c.get("traced_seconds", 0.0)), dict(c.get("calibrations", {})))
 
     def nothing_line(self) -> str:
         """The one line for a trace with nothing advisable: what was there and why none of it is advised."""
@@ -520,8 +639,11 @@ class Advice:
             return self.nothing_line() + "\n"
         parts = []
         for d in self.datasets:
+            share = (f", {d.traced_seconds:.3g} s traced ({100 * d.traced_seconds / self.traced_seconds:.0f}% of "
+                     "the run's I/O time)" if d.traced_seconds and self.traced_seconds > 0 else "")
             parts.append(f"{d.name}: {d.library} {'x'.join(map(str, d.shape))} {d.dtype}, {d.n_accesses} accesses"
-                         + (f" on {d.procs} processes" if d.procs > 1 else "") + f" ({d.pattern})")
+                         + (f" on {d.procs} processes" if d.procs > 1 else "") + f" ({d.pattern}){share}")
+            parts.append(f"verdict: {d.verdict}" + (f" ({d.verdict_reason})" if d.verdict_reason else ""))
             parts.append(f"objective: {d.objective}; {d.n_evaluated} of {d.n_generated} candidates evaluated")
             parts.append(format_table(d))
             parts.append("")
@@ -529,9 +651,16 @@ class Advice:
             parts.append("")
             parts.append("  Code:")
             parts += ["    " + line for line in d.code().splitlines()]
+            xr_code = d.xarray_code()
+            if xr_code:
+                kind = "netCDF-4 file" if d.idiom.kind == "netcdf4" else "Zarr store written by xarray"
+                parts.append(f"  In xarray ({kind}; dims {', '.join(d.idiom.dims)}):")
+                parts += ["    " + line for line in xr_code.splitlines()]
             if d.notes:
                 parts.append("")
                 parts += ["  note: " + n for n in d.notes]
             parts.append("")
         parts += [f"{n.name}: not advised: {n.reason}" for n in self.not_advised]
+        if self.minor:
+            parts.append(self.minor_line())
         return "\n".join(parts).rstrip() + "\n"

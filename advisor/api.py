@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Sequence
 
 from instrumentation.tracefile import Trace, load_trace
 
+MIN_SHARE = 0.01
+"""Datasets with less than this share of the run's traced I/O time are summed up, not advised in full."""
+
 if TYPE_CHECKING:  # the models (numba) load on the first advise() call, not on `import advisor`
     from advisor.advice import Advice, DatasetAdvice
     from compression_model.error_bound import ErrorBound
@@ -39,6 +42,8 @@ def advise(
     read_data: bool = True,
     procs: int | None = None,
     exhaustive: bool = False,
+    calibrate: bool = True,
+    min_share: float = MIN_SHARE,
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
@@ -54,12 +59,18 @@ def advise(
     ``compression_model.codecs.CODEC_NAMES``). ``read_data=False`` never opens
     the traced files (no compression is then considered). ``procs``: processes
     for the parallel model (default: the trace's rank count).
+    ``calibrate``: fit the predictions to the trace's own timings first
+    (``iomodel.intrace``; False: the profile's predictions as they are).
+    Datasets are advised in full, most traced time first, when they hold at
+    least ``min_share`` of the run's traced I/O time (or are named by
+    ``dataset``); the others are summed up in ``Advice.minor``.
     """
-    from advisor.advice import Advice, NotAdvised
+    from advisor.advice import Advice, MinorDataset, NotAdvised
     from advisor.candidates import allowed_codecs
     from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
     from instrumentation.formats import foreign_inputs
+    from iomodel.intrace import calibrate_in_trace, traced_seconds
     from iomodel.predict import pick_dataset
     from iomodel.profile import SystemProfile, load_profile
 
@@ -79,20 +90,32 @@ def advise(
 
     goal = Objective(objective, max_seconds, max_bytes)
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
-    targets = [pick_dataset(trace, dataset)] if dataset is not None else [d for _, d in sorted(trace.datasets.items())]
     n_accesses = Counter(a.dataset for a in trace.accesses)
+    traced = {i: traced_seconds(trace.accesses_of(i)) for i in n_accesses}
+    total = sum(traced.values())
+    if dataset is not None:
+        targets = [pick_dataset(trace, dataset)]
+    else:  # most traced time first
+        targets = sorted((d for _, d in sorted(trace.datasets.items())), key=lambda d: -traced.get(d.id, 0.0))
     nprocs = procs if procs is not None else trace.nprocs
-    out, skipped = [], []
+    # an imported (synthetic) trace's per-call times are spread from a summary: nothing to fit per call
+    fit = calibrate and total > 0 and not trace.header.synthetic
+    calibrations = calibrate_in_trace(trace, profile, nprocs) if fit else {}
+    out, skipped, minor = [], [], []
     for ds in targets:
         shape = trace.extent(ds.id)
         reason = why_not_advised(ds, shape, n_accesses[ds.id])
+        if reason is None and dataset is None and out and traced[ds.id] < min_share * total:
+            minor.append(MinorDataset(ds.key, traced[ds.id], n_accesses[ds.id]))
+            continue
         if reason is None:
             no_codec = compression_note(ds)
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     adv = _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
-                                      top, read_data and no_codec is None, nprocs, exhaustive)
+                                      top, read_data and no_codec is None, nprocs, exhaustive, calibrations,
+                                      traced[ds.id])
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -110,7 +133,8 @@ def advise(
                   {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
                    "compressors": None if compressors is None else list(compressors),
                    "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
-                  tuple(skipped))
+                  tuple(skipped), minor=tuple(minor), traced_seconds=total,
+                  calibrations={k: v.get_config() for k, v in calibrations.items()})
 
 
 def _warning_notes(caught) -> list[str]:
@@ -120,9 +144,13 @@ def _warning_notes(caught) -> list[str]:
 
 
 def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
-                nprocs, exhaustive) -> "DatasetAdvice":
+                nprocs, exhaustive, calibrations, traced) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
-    from advisor.candidates import allowed_codecs, baselines, generate, needs_resizable
+    from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
+    from advisor.idiom import detect as detect_idiom
+    from advisor.search import _with_facts
+    from iomodel.intrace import MIN_RESOLUTION
+    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
     from advisor.search import CostModel, DataSource, search
     from instrumentation.patterns import classify
     from instrumentation.records import READ, WRITE
@@ -153,31 +181,66 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         if data.array is not None:  # zarr.create_array's default compressor is zstd
             base["zarr"] = base["zarr"].with_codec("zstd", None)
         base = {k: v for k, v in base.items() if k == "current" or v.library in libraries}
-        cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable)
-        model = CostModel(ds, accesses, shape, profile, procs=nprocs)
+        blocking = program_blocking(accesses, shape)
+        cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
+                         blocks=None if blocking is None else blocking.shape)
+        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=calibrations or None)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
+        current = result.baselines["current"]
+        cal = calibrations.get(ds.library)
+        resolution = cal.resolution if cal is not None and cal.covers else MIN_RESOLUTION
+        ranked = result.ranked
+        if goal.kind == "time":
+            best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
+                                       with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible)
+        else:
+            best, tie_rule = ranked[0], None
+        change = best if best.candidate != current.candidate else next(
+            (r for r in ranked if r.candidate != current.candidate), None)
+        judged = verdict(current, best, traced if calibrations else None, tie_rule)
+        rewrite = None
+        if judged.verdict == "change":
+            codec = None
+            if best.candidate.compressor:
+                codec, _ = data.cost(CodecChoice(best.candidate.compressor, best.candidate.error_bound),
+                                     best.candidate.chunks, best.candidate.library)
+            rewrite = rewrite_seconds(ds, shape, current, best, profile, calibrations or None, codec)
+        else:
+            best = current
         if data.estimate_seconds:
             notes.append(f"compression estimates took {data.estimate_seconds:.2f} s")
     finally:
         data.close()
     notes += result.notes
-    best = result.ranked[0]
     if not goal.feasible(best):
         notes.append(f"no candidate meets the constraint ({goal.describe()}): showing the closest")
+    if cal is not None:
+        notes.append(cal.describe())
+    other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")
+    if other is not None and other.borrowed and other.library in libraries:
+        notes.append(other.describe())
     adv = DatasetAdvice(
         name=ds.key, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
         n_accesses=len(accesses), procs=model.procs, objective=goal.describe(),
         current=result.baselines["current"],
         defaults={k: v for k, v in result.baselines.items() if k != "current"},
-        recommendation=best, candidates=_shortlist(result.ranked, top, libraries),
+        recommendation=best, candidates=_shortlist(_first(ranked, change or best), top, libraries),
         notes=tuple(notes), n_generated=result.n_generated, n_evaluated=result.n_evaluated,
-        data_range=data_range,
+        data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
+        verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
+        rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
+        idiom=detect_idiom(ds) if read_data else None,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen
 
         adv = widen(adv, trace.header)
     return replace(adv, explanation=tuple(explain(adv, reads, writes)))
+
+
+def _first(ranked, chosen) -> list:
+    """The ranking with the chosen layout first (a near-tie rule may have preferred it over the fastest)."""
+    return [chosen] + [r for r in ranked if r.candidate != chosen.candidate]
 
 
 def _shortlist(ranked, top, libraries) -> tuple:

@@ -411,11 +411,16 @@ def baselines(ds: DatasetRecord, shape: Sequence[int], resizable: bool) -> dict[
 
 def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
              codecs: Sequence[CodecChoice] = (), libraries: Sequence[str] = ("hdf5", "zarr"),
-             resizable: bool = False) -> list[Candidate]:
-    """Every candidate for one array, baselines first; codec variants of every layout last."""
+             resizable: bool = False, blocks: Sequence[int] | None = None) -> list[Candidate]:
+    """Every candidate for one array, baselines first; codec variants of every layout last.
+
+    ``blocks``: the program's own block shape (dask chunks) when it reads block by block: that shape is a
+    candidate too, so a layout aligned with the program can win."""
     itemsize = ds.itemsize
     base = baselines(ds, shape, resizable)
     shapes = dict(chunk_shapes(pattern, shape, itemsize))
+    if blocks is not None:
+        shapes.setdefault(tuple(_clip(blocks, shape)), "the program's blocks (dask chunks)")
     for b in base.values():
         if b.chunks is not None:
             shapes.setdefault(b.chunks, b.origin[0])

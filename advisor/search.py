@@ -37,6 +37,7 @@ from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
 from instrumentation.records import WRITE, AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
+from iomodel.intrace import TraceCalibration
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
 from iomodel.profile import SystemProfile
 from iomodel.predict import Workload
@@ -95,6 +96,8 @@ class DataSource:
         self._safety = None
         self._estimates: dict[tuple, object] = {}
         self.estimate_seconds = 0.0
+        self.range_problem: str | None = None
+        """Why the whole field's range is unknown (too large to scan); relative bounds are then refused."""
 
     @property
     def array(self):
@@ -137,38 +140,31 @@ class DataSource:
 
     @property
     def safety(self):
-        """DataSafety of the whole array when it was loaded (else of a 1% sample): NaN, Inf, fill, range."""
+        """DataSafety of the whole array (``field_safety``, streamed): NaN, Inf, fill, the valid values' range;
+        of a 1% sample when the array is too large to scan (``range_problem``)."""
         if self._safety is None and self.array is not None:
-            from compression_model.safety import DataSafety, scan
+            from compression_model.safety import FieldTooLarge, field_safety, scan
+            from compression_model.sampling import sample_blocks
 
             arr = self.array
             fill = self.ds.fillvalue
             fill = float(fill) if isinstance(fill, (int, float)) and fill and math.isfinite(fill) else None
-            if isinstance(arr, np.ndarray):
-                # fill detection on a sample (it sorts the values), exact counts on every value
-                from compression_model.sampling import sample_blocks
 
-                fill = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill).fill_value
-                flat = arr.reshape(-1)
-                if flat.dtype.kind in "fc":
-                    nan, inf = np.isnan(flat), np.isinf(flat)
-                else:
-                    nan = inf = np.zeros(flat.shape, bool)
-                isfill = flat == fill if fill is not None else np.zeros(flat.shape, bool)
-                valid = flat[~(nan | inf | isfill)]
-                lo, hi = (float(valid.min()), float(valid.max())) if valid.size else (math.inf, -math.inf)
-                self._safety = DataSafety(int(flat.size), int(nan.sum()), int(inf.sum()), fill,
-                                          int(isfill.sum()), lo, hi)
-            else:
-                from compression_model.sampling import sample_blocks
-
-                self._safety = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+            # fill detection on a sample (it sorts the values), exact counts and range over every value
+            sample = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+            try:
+                self._safety = field_safety(arr, sample.fill_value)
+            except FieldTooLarge as exc:
+                self._safety = sample
+                self.range_problem = f"{exc}: relative error bounds not resolved (give an abs: bound)"
         return self._safety
 
     def cost(self, codec: CodecChoice, chunks: tuple[int, ...], library: str) -> tuple[CodecCost | None, str | None]:
         """(CodecCost, None), or (None, why the codec cannot be used on this data)."""
         if self.array is None:
             return None, self.problem
+        if codec.error_bound is not None and codec.error_bound.mode == "rel" and self.safety and self.range_problem:
+            return None, self.range_problem
         chunks = estimate_chunks(chunks, self.array.dtype.itemsize)
         key = (codec.name, codec.error_bound, chunks, library)
         if key not in self._estimates:
@@ -214,8 +210,11 @@ class CostModel:
     """
 
     def __init__(self, ds: DatasetRecord, accesses: Sequence[AccessRecord], shape: Sequence[int],
-                 profile: SystemProfile, procs: int = 1, warm: bool = False):
+                 profile: SystemProfile, procs: int = 1, warm: bool = False,
+                 calibration: dict[str, TraceCalibration] | None = None):
         self.work = Workload(ds, accesses, shape, procs, warm)
+        self.calibration = calibration
+        """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
         self.ds, self.shape, self.profile, self.warm = ds, self.work.shape, profile, warm
         self.procs = self.work.procs
         self.maxshape = ds.maxshape if ds.library == "hdf5" else None
@@ -230,7 +229,8 @@ class CostModel:
         """The same model on every k-th access (order kept) so that at most about ``n`` remain: for screening."""
         k = -(-self.n_accesses // n)
         accs = [a for acc in self.work.by_rank for a in acc[::k]]
-        return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm)
+        return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm,
+                         calibration=self.calibration)
 
     def layout(self, cand: Candidate, ratio: float = 1.0) -> Layout:
         return cand.layout(self.shape, self.ds.itemsize, maxshape=self.maxshape, ratio=ratio)
@@ -245,7 +245,17 @@ class CostModel:
         return self._vars[layout]
 
     def io_terms(self, v: Variables, library: str) -> dict[str, float]:
-        return self.work.terms(v, library, self.profile)
+        terms = self.work.terms(v, library, self.profile)
+        cal = self.calibration.get(library) if self.calibration else None
+        return terms if cal is None else cal.scale(terms)
+
+    def band(self, library: str) -> tuple[float, float]:
+        """95% band of the I/O seconds: what the in-trace calibration left unexplained when it covers the
+        library, else the profile's own measured band."""
+        cal = self.calibration.get(library) if self.calibration else None
+        if cal is not None and cal.covers:
+            return cal.band
+        return self.profile.band(library)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
         """Bytes on disk when every chunk is written: full-size chunks / ratio (+ zarr shard indexes)."""
@@ -298,10 +308,11 @@ class CostModel:
                 lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library).values())
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
-            io_lo, io_hi = self.profile.band(cand.library)
+            io_lo, io_hi = self.band(cand.library)
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
-            per_rank.append((io + t_c + t_d, ci, terms, v))
-        seconds, ci, terms, v = max(per_rank, key=lambda x: x[0])
+            model = sum(self.work.terms(v, cand.library, self.profile).values()) + t_c + t_d
+            per_rank.append((io + t_c + t_d, ci, terms, v, model))
+        seconds, ci, terms, v, model = max(per_rank, key=lambda x: x[0])
         ci = (min(ci[0], seconds), max(ci[1], seconds))
         all_notes = tuple(notes)
         if codec is not None and not codec.compress_bps:
@@ -312,7 +323,7 @@ class CostModel:
             stored_bytes=self.stored_bytes(layout, ratio), ratio=float(ratio),
             ratio_ci=(float(ratio_ci[0]), float(ratio_ci[1])),
             variables=v.as_features(), facts=self.facts(layout, v) if with_facts else {},
-            exact=exact or cand.compressor is None, notes=all_notes,
+            exact=exact or cand.compressor is None, notes=all_notes, model_seconds=float(model),
         )
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from compression_model import sampling_estimator as se
 from compression_model.codecs import Codec, get_codec
 from compression_model.error_bound import ErrorBound, ErrorStats
-from compression_model.safety import DataSafety, codec_problems, scan
+from compression_model.safety import DataSafety, codec_problems, field_safety, scan
 
 METHODS = ("auto", "sampling", "graybox", "hybrid")
 Z95 = 1.959964
@@ -94,9 +94,10 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
              safety: DataSafety | None = None) -> Estimate:
     """Estimate ratio and throughput of ``codec`` on ``data`` stored with chunk shape ``chunks``.
 
-    ``data``: numpy array, h5py Dataset or zarr Array (only sampled blocks are read). ``codec``: registry
-    name or Codec. ``data_range``: range of the valid values for relative bounds; None -> from the sample
-    (a sample can miss the extremes: pass the true range when known). ``target``: "hdf5" compresses the
+    ``data``: numpy array, h5py Dataset or zarr Array (only sampled blocks are read, except for the range).
+    ``codec``: registry name or Codec. ``data_range``: range of the valid values for relative bounds; None
+    -> scanned over the whole field (``safety.field_safety``, FieldTooLarge above its limit: pass the
+    range). ``target``: "hdf5" compresses the
     sample through the real HDF5 filter, "zarr" through the Python binding zarr uses.
     """
     if method not in METHODS:
@@ -114,7 +115,10 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
 
         safety = scan(sample_blocks(data, sample_fraction, rng=seed).blocks)
     if data_range is None:
-        data_range = safety.data_range
+        bound = ErrorBound.parse(error_bound) if isinstance(error_bound, str) else error_bound
+        # rel:X is X times the whole field's range: a sample can miss the extremes
+        data_range = (field_safety(data, sample=safety).data_range if bound is not None and bound.mode == "rel"
+                      and not isinstance(codec, Codec) else safety.data_range)
     codec, error_bound = resolve_codec(codec, error_bound, data_range)
     problems = tuple(codec_problems(codec, safety, target))
     if target == "hdf5" and safety.n_nan and not codec.hdf5_handles_nan:

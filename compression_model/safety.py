@@ -70,6 +70,64 @@ def scan(values, fill_value: float | None = None) -> DataSafety:
                       None if fill_value is None else float(fill_value), int(fill_mask.sum()), lo, hi)
 
 
+MAX_SCAN_BYTES = 8 << 30
+"""Largest field whose every value ``field_safety`` reads for its range (larger: pass the range)."""
+SCAN_SLAB_BYTES = 64 << 20
+"""The streaming scan reads slabs of whole chunk rows of about this size."""
+
+
+class FieldTooLarge(ValueError):
+    """The field is larger than MAX_SCAN_BYTES: its range cannot be scanned, it must be given."""
+
+
+def field_safety(data, fill_value: float | None = None, *, sample: DataSafety | None = None,
+                 max_bytes: int = MAX_SCAN_BYTES) -> DataSafety:
+    """NaN/Inf/fill counts and min/max of the valid values over the *whole* field, streamed slab by slab.
+
+    The range is the base of relative error bounds (``rel:X`` = X times the range of the whole field's
+    valid values): a sample can miss the extremes (a hot pixel, a storm) and resolve the bound several
+    times too tight. ``data``: numpy array, h5py Dataset or zarr Array, read in slabs of whole chunk rows
+    along the first axis. ``fill_value`` None: the fill value ``sample`` detected (else detected on a
+    1% sample here). Raises FieldTooLarge above ``max_bytes``.
+    """
+    shape = tuple(int(s) for s in data.shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(data.dtype).itemsize
+    if nbytes > max_bytes:
+        raise FieldTooLarge(f"{nbytes / 2**30:.1f} GiB is more than the {max_bytes / 2**30:g} GiB scanned for "
+                            "the value range of a relative error bound")
+    if fill_value is None:
+        if sample is None:
+            from compression_model.sampling import sample_blocks
+
+            sample = scan(sample_blocks(data, 0.01, rng=0).blocks)
+        fill_value = sample.fill_value
+    if not shape:
+        return scan(np.asarray(data[()]).reshape(1), fill_value=fill_value)
+    chunks = getattr(data, "chunks", None)
+    step = int(chunks[0]) if chunks else 1
+    row_bytes = max(nbytes // max(shape[0], 1), 1)
+    rows = max(step, SCAN_SLAB_BYTES // row_bytes // step * step)
+    n = n_nan = n_inf = n_fill = 0
+    lo, hi = math.inf, -math.inf
+    floating = np.dtype(data.dtype).kind in "fc"
+    for start in range(0, shape[0], rows):
+        flat = np.asarray(data[start:start + rows]).reshape(-1)
+        n += flat.size
+        bad = np.zeros(flat.shape, bool)
+        if floating:
+            nan, inf = np.isnan(flat), np.isinf(flat)
+            n_nan, n_inf = n_nan + int(nan.sum()), n_inf + int(inf.sum())
+            bad = nan | inf
+        if fill_value is not None:
+            isfill = flat == fill_value
+            n_fill += int(isfill.sum())
+            bad |= isfill
+        valid = flat[~bad] if bad.any() else flat
+        if valid.size:
+            lo, hi = min(lo, float(valid.min())), max(hi, float(valid.max()))
+    return DataSafety(n, n_nan, n_inf, None if fill_value is None else float(fill_value), n_fill, lo, hi)
+
+
 def codec_problems(codec, safety: DataSafety, target: str | None = None) -> list[str]:
     """Reasons the codec instance must not be used on this data ([] = safe); ``target`` "hdf5" or "zarr"
     adds the library's own limits (None: both).

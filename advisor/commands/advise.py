@@ -24,6 +24,8 @@ def register(sub) -> None:
     p.add_argument("--libraries", default="hdf5,zarr", metavar="LIST", help="hdf5,zarr (default both)")
     p.add_argument("--procs", type=int, metavar="P", help="processes for the parallel model (default: trace's)")
     p.add_argument("--no-data", action="store_true", help="do not read the traced files (no compression)")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="the profile's predictions as they are, not fitted to the trace's own call timings")
     p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
@@ -50,6 +52,7 @@ def run(args) -> int:
         max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
         libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
         allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
+        calibrate=not args.no_calibrate,
     )
     if args.html:
         from advisor.report import write_report

@@ -2,10 +2,11 @@
 
     ioadvisor compression FILE.h5:/dataset | STORE.zarr[/array] [--compressor sz3,zfp,...]
         [--error-bound rel:1e-3 --error-bound abs:0.01 ...] [--chunks 64x64x64] [--sample 0.01]
-        [--target-ratio R] [--verify] [--json]
+        [--target-ratio R] [--range R] [--verify] [--json]
 
-Only sampled blocks are read. ``--verify`` compresses a sample for real, decompresses it and checks the
-error bound on the decompressed values.
+Only sampled blocks are compressed. Relative bounds (rel:X) resolve against the range of the whole field's
+valid values, scanned chunk by chunk (or given with --range). ``--verify`` compresses a sample for real,
+decompresses it and checks the error bound on the decompressed values.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec
 from compression_model.error_bound import ErrorBound, ErrorStats, bound_for_target
 from compression_model.estimate import estimate
-from compression_model.safety import scan
+from compression_model.safety import FieldTooLarge, field_safety, scan
 from compression_model.sampling import sample_blocks
 
 DEFAULT_BOUNDS = ("rel:1e-2", "rel:1e-3", "rel:1e-4")
@@ -36,6 +37,9 @@ def register(sub) -> None:
                         f"(default {' '.join(DEFAULT_BOUNDS)})")
     p.add_argument("--chunks", default=None, help="chunk shape, e.g. 64x64x64 (default: the dataset's own)")
     p.add_argument("--sample", type=float, default=0.01, help="fraction of the data to sample (default 0.01)")
+    p.add_argument("--range", type=float, default=None, metavar="R", dest="value_range",
+                   help="max - min of the field's valid values, for rel: bounds (default: scanned over the "
+                        "whole field, chunk by chunk)")
     p.add_argument("--library", choices=("hdf5", "zarr"), default=None,
                    help="library the data would be written with (default: the input's)")
     p.add_argument("--method", choices=("auto", "sampling", "graybox", "hybrid"), default="auto")
@@ -165,10 +169,11 @@ def run(args) -> int:
     safety = scan(sample_blocks(data, args.sample, rng=0).blocks, fill_value=fill)
     if args.target_ratio is not None and not args.target_ratio > 1:
         raise InputError(f"bad --target-ratio {args.target_ratio}: must be > 1")
+    data_range, range_source = field_range(args, data, safety, bounds, names)
 
     def run_estimate(name, bound):
         return estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
-                        data_range=safety.data_range, target=library, safety=safety)
+                        data_range=data_range, target=library, safety=safety)
 
     results = []
     for name in names:
@@ -193,17 +198,34 @@ def run(args) -> int:
             if lossy and args.target_ratio is not None:
                 row["target_ratio_met"] = bool(e.ratio >= args.target_ratio)
             if args.verify:
-                codec = get_codec(name, bound, safety.data_range)
+                codec = get_codec(name, bound, data_range)
                 if not e.problems:
-                    row["measured"] = verify(data, codec, library, args.sample, safety.data_range)
+                    row["measured"] = verify(data, codec, library, args.sample, data_range)
                 else:
                     row["measured"] = None  # unsafe for this data (e.g. the HDF5 SZ3 filter crashes on NaN)
             results.append(row)
     if args.json:
+        for row in results:
+            row.update(value_range=data_range, value_range_source=range_source)
         print(json.dumps(results, indent=1, default=_json_number))
     else:
-        print(format_table(args.target, data, library, safety, results))
+        print(format_table(args.target, data, library, safety, results, data_range, range_source))
     return 0
+
+
+def field_range(args, data, safety, bounds, names) -> tuple[float, str]:
+    """(range of the valid values relative bounds resolve against, where it comes from)."""
+    if args.value_range is not None:
+        if not (args.value_range > 0 and np.isfinite(args.value_range)):
+            raise InputError(f"bad --range {args.value_range}: must be a positive number")
+        return float(args.value_range), "--range"
+    relative = args.target_ratio is not None or any(b.mode == "rel" for b in bounds)
+    if not relative or not any(n in LOSSY_NAMES for n in names):
+        return safety.data_range, "sample"
+    try:
+        return field_safety(data, sample=safety).data_range, "whole field"
+    except FieldTooLarge as exc:
+        raise InputError(f"{args.target}: {exc}: pass --range MAX-MIN, or abs: error bounds") from None
 
 
 def _json_number(value):
@@ -212,9 +234,9 @@ def _json_number(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def format_table(target, data, library, safety, results) -> str:
+def format_table(target, data, library, safety, results, data_range, range_source) -> str:
     lines = [f"{target}: shape {tuple(data.shape)} {data.dtype}, target {library}, value range "
-             f"{safety.data_range:.6g}, NaN {safety.n_nan}, Inf {safety.n_inf}, fill "
+             f"{data_range:.6g} ({range_source}), NaN {safety.n_nan}, Inf {safety.n_inf}, fill "
              f"{'-' if safety.fill_value is None else f'{safety.fill_value:g} x{safety.n_fill}'} (in sample)",
              f"{'compressor':14s} {'bound':10s} {'ratio':>8s} {'95% CI':>17s} {'comp MB/s':>9s} "
              f"{'dec MB/s':>9s} {'method':8s} notes"]

@@ -34,13 +34,16 @@ def recommend(trace: Trace, out, args) -> None:
     for d in adv.datasets:
         cur, rec = d.current, d.recommendation
         print(f"\nRecommendation for {d.path} ({d.pattern}):", file=out)
-        print(f"  now:         {cur.label:<40} predicted {cur.seconds:8.3f} s", file=out)
+        traced = f"traced {d.traced_seconds:8.3f} s, " if d.traced_seconds else ""
+        print(f"  now:         {cur.label:<40} {traced}predicted {cur.seconds:8.3f} s", file=out)
         lo, hi = rec.seconds_ci
-        print(f"  recommended: {rec.label:<40} predicted {rec.seconds:8.3f} s (95% {lo:.3f}-{hi:.3f} s), "
-              f"stored {format_bytes(rec.stored_bytes)}", file=out)
-        print(f"  predicted speed-up: {d.speedup(cur):.1f}x over the current layout"
-              + "".join(f", {d.speedup(v):.1f}x over {k}'s default" for k, v in d.defaults.items()), file=out)
-        for line in d.explanation[1:3]:
+        print(f"  verdict:     {d.verdict} ({d.verdict_reason})", file=out)
+        if d.verdict == "change":
+            print(f"  recommended: {rec.label:<40} predicted {rec.seconds:8.3f} s (95% {lo:.3f}-{hi:.3f} s), "
+                  f"stored {format_bytes(rec.stored_bytes)}", file=out)
+            print(f"  speed-up: {d.speedup_vs_current():.1f}x over the current layout's traced time"
+                  + "".join(f", {d.speedup(v):.1f}x over {k}'s default" for k, v in d.defaults.items()), file=out)
+        for line in d.explanation[2:4]:
             print(f"  {line}", file=out)
         print("  apply it:", file=out)
         print("\n".join("    " + line for line in d.code().splitlines()), file=out)

@@ -50,7 +50,7 @@ def test_advise_table(files, capsys):
     d, prof = files
     assert main(["advise", str(d / "t.jsonl"), "--profile", str(prof), "--no-data"]) == 0
     out = capsys.readouterr().out
-    assert "Recommended:" in out and "h5py.File(" in out and "current" in out
+    assert "verdict: " in out and "Verdict: " in out and "h5py.File(" in out and "current" in out
     assert "reading the data was switched off: compression not considered" in out
 
 

@@ -31,13 +31,14 @@ def test_import_show_advise_predict(tmp_path, capsys):
     assert main(["predict", str(out), "--procs", "4", "--json"]) == 0
     (pred,) = json.loads(capsys.readouterr().out)
     assert ds["current"]["seconds"] == pytest.approx(pred["seconds"], rel=1e-9)
-    # the same accesses in a trace not marked synthetic: the model's own intervals, PLACEMENT_FACTOR narrower
-    # (the 1-D shape is exact, so the placement factor applies, not the guessed-shape one)
+    # the same accesses in a trace not marked synthetic (and, as a synthetic one, not calibrated on its spread
+    # times): the model's own intervals, PLACEMENT_FACTOR narrower (the 1-D shape is exact, so the placement
+    # factor applies, not the guessed-shape one)
     trace = load_trace(out)
     trace.headers = [replace(h, synthetic=False, facts=()) for h in trace.headers]
     plain = tmp_path / "plain.jsonl"
     write_trace(trace, plain)
-    assert main(["advise", str(plain), "--no-data", "--json"]) == 0
+    assert main(["advise", str(plain), "--no-data", "--no-calibrate", "--json"]) == 0
     (pds,) = json.loads(capsys.readouterr().out)["datasets"]
     assert not any(n.startswith("synthetic") for n in pds["notes"])
     for key in ("current", "recommendation"):

@@ -1,0 +1,216 @@
+"""From ranked candidates to a verdict: near-ties, keep-or-change, the rewrite's cost, the program's blocking.
+
+Kept apart from the search (``advisor.search``) so that how candidates are
+evaluated and how one of them is chosen change independently.
+
+- Near-ties: the candidates whose predicted time is within the model's
+  resolution of the best (``TraceCalibration.resolution``: what the in-trace
+  calibration left unexplained, at least 10%) are ordered by ``TIE_RULES``, and
+  the rule that decided is named.
+- Verdict: change only when the gain over the traced current time is at least
+  ``MIN_GAIN`` and outside the recommended layout's 95% interval; else keep.
+- Rewrite cost: the copy (read the array in its current layout, write it in the
+  recommended one) replayed through the same calibrated model.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from advisor.advice import Recommendation
+from advisor.candidates import Candidate
+from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
+from iomodel.layout import HDF5_DEFAULT_CACHE
+
+KiB, MiB = 1 << 10, 1 << 20
+
+MIN_GAIN = 1.2
+"""A change is recommended only for a predicted speed-up of at least this over the traced current time."""
+
+CHUNK_RANGE = (64 * KiB, 16 * MiB)
+"""Chunk sizes that are neither a per-chunk-overhead trap nor a whole-array read for a small selection."""
+
+MAX_PADDING = 0.01
+"""A chunk shape 'divides' the array when its edge chunks add at most this share of padding."""
+
+TIE_RULES = (
+    "the current layout",
+    "less cache memory",
+    "chunks of 64 KiB-16 MiB",
+    "chunks that divide the array and line up with the program's blocks",
+    "less read amplification",
+)
+"""Order in which near-ties are broken (module docstring)."""
+
+COPY_SLAB_BYTES = 64 * MiB
+"""The rewrite is modelled as a copy in slabs of whole chunk rows of about this size."""
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Regular blocks on a grid (dask chunks): block shape and grid origin per dimension, and which
+    dimensions the program steps through (more than one block position)."""
+
+    shape: tuple[int, ...]
+    origin: tuple[int, ...]
+    stepped: tuple[bool, ...]
+
+    def describe(self) -> str:
+        return "x".join(map(str, self.shape))
+
+    def aligned(self, chunks: Sequence[int] | None) -> bool:
+        """Chunk boundaries fall on block boundaries (or blocks on chunk boundaries) where the program steps."""
+        if chunks is None:
+            return True
+        for c, b, o, step in zip(chunks, self.shape, self.origin, self.stepped):
+            if step and not ((b % c == 0 and o % c == 0) or (c % b == 0 and o % b == 0)):
+                return False
+        return True
+
+
+def program_blocking(accesses: Sequence[AccessRecord], shape: Sequence[int], share: float = 0.8) -> Blocking | None:
+    """The blocks of a dask-driven (or any block-by-block) program: at least ``share`` of the reads are boxes
+    of one shape whose starts sit on that shape's grid (edge blocks may be smaller); None otherwise."""
+    reads = [a.selection for a in accesses if a.op == READ]
+    boxes = [s for s in reads if s.kind == "hyperslab" and all(c == 1 for c in s.count) and s.ndim == len(shape)]
+    if len(boxes) < 2 or len(boxes) < share * len(reads):
+        return None
+    ndim = len(shape)
+    block = tuple(Counter(b.block[d] for b in boxes).most_common(1)[0][0] for d in range(ndim))
+    if any(x < 1 for x in block):
+        return None
+    origin = tuple(min(b.start[d] for b in boxes) % block[d] for d in range(ndim))
+    fits = 0
+    for b in boxes:
+        fits += all((b.start[d] - origin[d]) % block[d] == 0
+                    and (b.block[d] == block[d] or b.start[d] + b.block[d] == shape[d]) for d in range(ndim))
+    if fits < share * len(boxes):
+        return None
+    stepped = tuple(len({b.start[d] for b in boxes}) > 1 for d in range(ndim))
+    # blocks are multi-element where the program steps (single rows or points are per-sample access, not blocks)
+    if not any(stepped) or any(s and block[d] < 2 for d, s in enumerate(stepped)):
+        return None
+    return Blocking(block, origin, stepped)
+
+
+def padding(chunks: Sequence[int] | None, shape: Sequence[int]) -> float:
+    """Share of the chunk grid's volume beyond the array's edges (0 for contiguous)."""
+    if chunks is None:
+        return 0.0
+    grid = math.prod(-(-s // c) * c for s, c in zip(shape, chunks))
+    return grid / max(math.prod(shape), 1) - 1.0
+
+
+def extra_cache(c: Candidate) -> int:
+    """Chunk-cache memory beyond HDF5's default that the layout asks the program to spare."""
+    if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None:
+        return 0
+    return max(0, c.cache_bytes - HDF5_DEFAULT_CACHE[0])
+
+
+def tie_key(r: Recommendation, current: Candidate, shape: Sequence[int], itemsize: int,
+            blocking: Blocking | None) -> tuple:
+    """One entry per TIE_RULES rule, smaller is preferred."""
+    c = r.candidate
+    nbytes = math.prod(c.chunks) * itemsize if c.chunks is not None else None
+    in_range = nbytes is None or CHUNK_RANGE[0] <= nbytes <= CHUNK_RANGE[1]
+    divides = padding(c.chunks, shape) <= MAX_PADDING and (blocking is None or blocking.aligned(c.chunks))
+    return (c != current, extra_cache(c), not in_range, not divides,
+            round(r.facts.get("read_amplification", 0.0), 2))
+
+
+def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution: float, shape: Sequence[int],
+           itemsize: int, blocking: Blocking | None = None,
+           with_facts: Callable[[Recommendation], Recommendation] = lambda r: r,
+           feasible: Callable[[Recommendation], bool] = lambda r: True) -> tuple[Recommendation, str | None, int]:
+    """(chosen, the tie rule that decided or None, number of near-ties) among ``ranked`` (best first).
+
+    The near-ties are the feasible candidates (the current layout included) within ``resolution`` of the
+    fastest feasible one."""
+    pool = [r for r in ranked if feasible(r)]
+    if not pool:
+        return ranked[0], None, 0
+    best = min(pool, key=lambda r: r.seconds)
+    if feasible(current) and all(r.candidate != current.candidate for r in pool):
+        pool.append(current)
+    near = [with_facts(r) for r in pool if r.seconds <= best.seconds * (1.0 + resolution)]
+    if len(near) < 2:
+        return best, None, len(near)
+    keys = {id(r): tie_key(r, current.candidate, shape, itemsize, blocking) for r in near}
+    chosen = min(near, key=lambda r: keys[id(r)] + (r.seconds,))
+    if chosen.candidate == best.candidate:
+        return chosen, None, len(near)
+    # the first rule on which the chosen layout beats the fastest one decided
+    kb, kc = keys[id(next(r for r in near if r.candidate == best.candidate))], keys[id(chosen)]
+    rule = next((TIE_RULES[i] for i in range(len(TIE_RULES)) if kc[i] < kb[i]), None)
+    return chosen, rule, len(near)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``keep`` or ``change``, why, and the speed-up over the traced (else predicted) current time."""
+
+    verdict: str
+    reason: str
+    speedup: float
+
+
+def verdict(current: Recommendation, chosen: Recommendation, traced: float | None,
+            tie_rule: str | None = None) -> Verdict:
+    """Keep unless the chosen layout is another one, at least MIN_GAIN faster than the traced current time,
+    with its whole 95% interval below that time."""
+    base = traced if traced else current.seconds
+    gain = base / chosen.seconds if chosen.seconds > 0 else math.inf
+    what = "traced" if traced else "predicted"
+    if chosen.candidate == current.candidate:
+        why = (f"the current layout is within the model's resolution of the fastest ({tie_rule} first)"
+               if tie_rule else "the current layout is predicted fastest")
+        return Verdict("keep", why, 1.0)
+    if gain < MIN_GAIN:
+        return Verdict("keep", f"the best change gains {gain:.2f}x over the {what} {base:.3g} s, below "
+                               f"{MIN_GAIN:g}x", gain)
+    if chosen.seconds_ci[1] >= base:
+        return Verdict("keep", f"the best change's {gain:.2f}x is inside its 95% interval "
+                               f"({chosen.seconds_ci[0]:.3g}-{chosen.seconds_ci[1]:.3g} s against the {what} "
+                               f"{base:.3g} s)", gain)
+    return Verdict("change", f"{gain:.2f}x faster than the {what} {base:.3g} s", gain)
+
+
+def copy_accesses(ds_id: int, shape: Sequence[int], itemsize: int, chunks_a: Sequence[int] | None,
+                  chunks_b: Sequence[int] | None, op: str) -> list[AccessRecord]:
+    """Slabs along the first dimension, whole rows of both layouts' chunks, about COPY_SLAB_BYTES each."""
+    shape = tuple(int(s) for s in shape)
+    if not shape:
+        return [AccessRecord(ds_id, op, Selection.box((), ()), 1, itemsize, 0.0, 0.0)]
+    step = math.lcm(*(int(c[0]) for c in (chunks_a, chunks_b) if c is not None)) if (chunks_a or chunks_b) else 1
+    row_bytes = math.prod(shape[1:]) * itemsize
+    rows = max(step, COPY_SLAB_BYTES // max(row_bytes, 1) // step * step)
+    out = []
+    for start in range(0, shape[0], rows):
+        n = min(rows, shape[0] - start)
+        box = (n,) + shape[1:]
+        out.append(AccessRecord(ds_id, op, Selection.box((start,) + (0,) * (len(shape) - 1), box),
+                                math.prod(box), math.prod(box) * itemsize, 0.0, 0.0))
+    return out
+
+
+def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommendation, target: Recommendation,
+                    profile, calibration=None, codec=None) -> float:
+    """Predicted seconds to copy the array from its current layout into ``target`` (read + write)."""
+    from advisor.search import CostModel
+
+    cur, new = current.candidate, target.candidate
+    reads = copy_accesses(ds.id, shape, ds.itemsize, cur.chunks, new.chunks, READ)
+    writes = copy_accesses(ds.id, shape, ds.itemsize, cur.chunks, new.chunks, WRITE)
+    read = CostModel(ds, reads, shape, profile, calibration=calibration).evaluate(cur).seconds
+    created = replace(ds, created=True, library=new.library, chunks=new.chunks, chunk_offsets=None)
+    write = CostModel(created, writes, shape, profile, calibration=calibration).evaluate(new, codec).seconds
+    return read + write
+
+
+__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses", "padding",
+           "program_blocking", "rewrite_seconds", "tie_key", "verdict"]

@@ -1,0 +1,239 @@
+"""In-trace calibration: the model's predictions for the recorded layout, fitted to the trace's own timings.
+
+Every access record carries the measured duration of its library call (``dt``).
+The profile's coefficients come from another run (another load, another page
+cache state), so for the recorded layout the model can be off by a factor the
+trace itself contradicts. ``calibrate_in_trace`` replays the trace's accesses
+on their recorded layouts in groups (each dataset's accesses cut into
+time-ordered segments; a segment's prediction is what it adds to the replay of
+the accesses before it), so that every group has a predicted time per term and
+a traced time, and fits per library
+
+    traced_g ~ sum_k factor_k * predicted_term_{g,k}
+
+- **per term** (non-negative least squares) when the terms that matter can be
+  told apart across the groups: at least two, columns not collinear (datasets
+  dominated by different terms, reads and writes), and the fit explains clearly
+  more than one common factor does;
+- else **one factor** for every term that matters in the recorded layout.
+
+Either way the factors are then rescaled so that the calibrated prediction of
+the whole trace equals its traced time. What the fit leaves unexplained (the
+spread of traced / calibrated over the groups, weighted by time) becomes the
+interval the calibrated predictions carry (``band``).
+
+Terms of the storage and the OS (``SHARED_TERMS``) behave the same under both
+libraries: their factors also apply to the library the trace did not use; the
+library's own terms (calls, chunk handling, file opens, filters) stay
+uncalibrated there.
+
+A pure function of the trace and the profile: nothing is timed here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from instrumentation.records import AccessRecord
+from instrumentation.tracefile import Trace
+
+from .cost import TERMS
+from .layout import Layout
+from .predict import Workload
+from .profile import SystemProfile
+
+SEGMENTS = 8
+"""Time-ordered segments per dataset and operation (fewer when there are fewer accesses)."""
+SIGNIFICANT = 0.05
+"""A term is fitted when it holds at least this share of the predicted time of the calibrating groups."""
+MAX_CONDITION = 30.0
+"""Column-normalised term matrices worse conditioned than this cannot tell their terms apart."""
+PER_TERM_GAIN = 0.8
+"""Per-term factors are kept only when their residual sum of squares is below this share of one factor's."""
+MAX_RESOLUTION = 0.5
+"""Near-ties are never wider than this, however noisy the trace's timings."""
+SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
+"""Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
+MIN_RESOLUTION = 0.10
+"""Relative difference the calibrated model cannot resolve even when the fit leaves nothing unexplained."""
+
+
+def traced_seconds(accesses: Sequence[AccessRecord]) -> float:
+    """Measured time of the calls: the summed ``dt`` of the slowest rank."""
+    per_rank: dict[int, float] = {}
+    for a in accesses:
+        per_rank[a.rank] = per_rank.get(a.rank, 0.0) + a.duration
+    return max(per_rank.values(), default=0.0)
+
+
+@dataclass(frozen=True)
+class TraceCalibration:
+    """Factors per term that bring one library's predictions for the recorded layouts onto the traced times."""
+
+    library: str
+    method: str
+    """``per-term``, ``one factor`` or ``none`` (nothing traced or predicted to fit)."""
+    factors: dict = field(compare=False)
+    """Term -> multiplier of the predicted seconds (terms not listed: 1)."""
+    band: tuple[float, float]
+    """95% band of traced / calibrated time over the groups (what the fit leaves unexplained)."""
+    traced_seconds: float
+    predicted_seconds: float
+    """Uncalibrated prediction of the calibrating groups (the whole trace of this library)."""
+    n_groups: int
+    borrowed: bool = False
+    """True for a library the trace did not use: only SHARED_TERMS factors, taken from the traced library."""
+
+    def scale(self, terms: dict[str, float]) -> dict[str, float]:
+        """Calibrated seconds per term of a prediction for this library."""
+        return {k: t * self.factors.get(k, 1.0) for k, t in terms.items()}
+
+    @property
+    def covers(self) -> bool:
+        """True when the factors were fitted on this library's own traced calls."""
+        return self.method != "none" and not self.borrowed
+
+    def borrow(self, library: str) -> "TraceCalibration":
+        """The calibration another library gets from this one: the device and page-cache terms only."""
+        shared = {k: v for k, v in self.factors.items() if k in SHARED_TERMS}
+        return TraceCalibration(library, f"{self.library}'s {self.method}" if shared else "none", shared,
+                                (1.0, 1.0), 0.0, 0.0, self.n_groups, borrowed=True)
+
+    @property
+    def resolution(self) -> float:
+        """Relative time difference within which the calibrated model cannot rank two layouts."""
+        lo, hi = self.band
+        return min(MAX_RESOLUTION, max(MIN_RESOLUTION, hi - 1.0, 1.0 - lo))
+
+    def describe(self) -> str:
+        if self.method == "none":
+            return f"{self.library}: not calibrated (no traced time to fit)"
+        if self.borrowed:
+            f = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(self.factors.items()))
+            return (f"{self.library}: not traced; device and page-cache terms calibrated as {self.method} ({f}), "
+                    "its own terms as profiled")
+        f = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(self.factors.items()) if v != 1.0)
+        return (f"{self.library}: predictions calibrated on the trace ({self.method}, {self.n_groups} groups): "
+                f"{self.predicted_seconds:.3g} s predicted -> {self.traced_seconds:.3g} s traced ({f}); "
+                f"unexplained 95% band x{self.band[0]:.2f}-x{self.band[1]:.2f}")
+
+    def get_config(self) -> dict:
+        return {"library": self.library, "method": self.method, "factors": dict(self.factors),
+                "band": list(self.band), "traced_seconds": self.traced_seconds,
+                "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed}
+
+    @classmethod
+    def from_config(cls, c: dict) -> "TraceCalibration":
+        return cls(c["library"], c["method"], {k: float(v) for k, v in c["factors"].items()},
+                   tuple(float(x) for x in c["band"]), float(c["traced_seconds"]),
+                   float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)))
+
+
+def _segments(accesses: list[AccessRecord]) -> list[int]:
+    """End indices of up to SEGMENTS time-ordered segments of ``accesses`` (sorted by start time)."""
+    k = min(SEGMENTS, len(accesses))
+    ends = np.linspace(0, len(accesses), k + 1).astype(int)[1:]
+    return sorted(set(int(e) for e in ends if e > 0))
+
+
+def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs: Sequence[float]) -> list[float]:
+    order = np.argsort(x)
+    x, w = x[order], w[order]
+    cw = np.cumsum(w) / w.sum()
+    return [float(x[min(np.searchsorted(cw, q), len(x) - 1)]) for q in qs]
+
+
+def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str],
+        whole_terms: np.ndarray, whole_traced: float) -> TraceCalibration:
+    """Fit factors from per-group predicted terms (G x K) and traced seconds (G); see the module docstring.
+
+    ``whole_terms`` (K) / ``whole_traced``: the prediction and traced time of the trace replayed whole (not in
+    groups), which the calibrated prediction must reproduce.
+    """
+    names = list(names)
+    whole_pred = float(whole_terms.sum())
+    if whole_pred <= 0 or whole_traced <= 0 or len(traced) == 0:
+        return TraceCalibration(library, "none", {}, (1.0, 1.0), whole_traced, whole_pred, len(traced))
+    share = terms.sum(0) / max(terms.sum(), 1e-300)
+    big = [k for k in range(len(names)) if share[k] >= SIGNIFICANT]
+    pred = terms.sum(1)
+    scalar = float(traced @ pred / max(pred @ pred, 1e-300))
+    factors = {names[k]: scalar for k in big}
+    method = "one factor"
+    if len(big) >= 2 and len(traced) >= len(big) + 2:
+        from scipy.optimize import nnls
+
+        a = terms[:, big]
+        norm = np.linalg.norm(a, axis=0)
+        if np.all(norm > 0) and np.linalg.cond(a / norm) < MAX_CONDITION:
+            s, _ = nnls(a, traced)
+            rss = float(np.sum((a @ s - traced) ** 2))
+            rss1 = float(np.sum((scalar * pred - traced) ** 2))
+            if np.all(s > 0) and rss < PER_TERM_GAIN * rss1:
+                factors = {names[k]: float(v) for k, v in zip(big, s)}
+                method = "per-term"
+    # the whole trace's calibrated prediction equals its traced time
+    fitted = sum(factors.get(n, 1.0) * whole_terms[i] for i, n in enumerate(names))
+    fixed = sum(whole_terms[i] for i, n in enumerate(names) if n not in factors)
+    moving = fitted - fixed
+    if moving > 0 and whole_traced > fixed:
+        c = (whole_traced - fixed) / moving
+    else:  # the terms that matter are not enough to explain the traced time: scale every term
+        factors = {n: 1.0 for n in names}
+        c = whole_traced / whole_pred
+    factors = {n: f * c for n, f in factors.items()}
+    calibrated = np.array([sum(factors.get(n, 1.0) * row[i] for i, n in enumerate(names)) for row in terms])
+    ok = (calibrated > 0) & (traced > 0)
+    if ok.sum() >= 2:
+        lo, hi = _weighted_quantiles(traced[ok] / calibrated[ok], traced[ok], (0.025, 0.975))
+        band = (min(lo, 1.0), max(hi, 1.0))
+    else:
+        band = (1.0, 1.0)
+    return TraceCalibration(library, method, factors, band, whole_traced, whole_pred, len(traced))
+
+
+def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None = None,
+                       library: str | None = None) -> dict[str, TraceCalibration]:
+    """A TraceCalibration for HDF5 and Zarr: fitted for the libraries the trace used, borrowed for the other
+    (only ``library``'s own fit when named)."""
+    procs = procs if procs is not None else trace.nprocs
+    names = list(TERMS)
+    rows: dict[str, tuple[list, list, list, list]] = {}
+    by_ds: dict[int, list[AccessRecord]] = {}
+    for a in trace.accesses:
+        by_ds.setdefault(a.dataset, []).append(a)
+    for ds_id, accs in by_ds.items():
+        ds = trace.datasets[ds_id]
+        if library is not None and ds.library != library:
+            continue
+        shape = trace.extent(ds_id)
+        layout = Layout.from_dataset(ds).with_shape(shape)
+        g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
+        accs = sorted(accs, key=lambda a: a.t_start)
+        # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and
+        # the page cache carry over as they did in the run
+        before, start = np.zeros(len(names)), 0
+        for end in _segments(accs):
+            p = Workload(ds, accs[:end], shape, procs).predict(layout, profile)
+            upto = np.array([p.terms.get(n, 0.0) for n in names])
+            g_terms.append(np.maximum(upto - before, 0.0))
+            g_traced.append(traced_seconds(accs[start:end]))
+            before, start = upto, end
+        w_terms.append(before)
+        w_traced.append(traced_seconds(accs))
+    out = {}
+    for lib, (g_terms, g_traced, w_terms, w_traced) in rows.items():
+        out[lib] = fit(lib, np.asarray(g_terms, float), np.asarray(g_traced, float), names,
+                       np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
+    if out and library is None:
+        # the other library borrows the device terms of the library with the most traced time
+        donor = max(out.values(), key=lambda c: c.traced_seconds)
+        for lib in ("hdf5", "zarr"):
+            out.setdefault(lib, donor.borrow(lib))
+    return out
+
+
+__all__ = ["SHARED_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]

@@ -1,0 +1,89 @@
+"""Near-ties, the keep/change verdict and the program's blocking (advisor.choice)."""
+import numpy as np
+import pytest
+
+from advisor.advice import Recommendation
+from advisor.candidates import Candidate
+from advisor.choice import MIN_GAIN, TIE_RULES, choose, copy_accesses, padding, program_blocking, verdict
+from instrumentation.records import AccessRecord, Selection
+
+SHAPE = (200_000, 64)
+
+
+def rec(chunks, seconds, cache=8 << 20, amp=1.0, ci=None, library="hdf5"):
+    c = Candidate(library, chunks, None, cache if library == "hdf5" and chunks else None, 8191)
+    return Recommendation(c, seconds, ci or (seconds * 0.9, seconds * 1.1), {"t_call": seconds}, 0,
+                          facts={"read_amplification": amp})
+
+
+def test_whole_array_chunk_with_big_cache_loses_a_near_tie():
+    whole = rec((200_000, 64), 1.00, cache=64 << 20)  # 49 MiB chunk, 64 MiB cache: the fastest by 2%
+    small = rec((1024, 64), 1.02)
+    current = rec((4096, 1), 3.0)
+    chosen, rule, n = choose([whole, small, current], current, 0.1, SHAPE, 4)
+    assert chosen is small and rule == "less cache memory" and n == 2
+
+
+def test_current_layout_wins_a_near_tie():
+    best = rec((1024, 64), 1.0)
+    current = rec((4096, 64), 1.05)
+    chosen, rule, _ = choose([best, current], current, 0.1, SHAPE, 4)
+    assert chosen is current and rule == TIE_RULES[0]
+    v = verdict(current, chosen, traced=1.1, tie_rule=rule)
+    assert v.verdict == "keep" and "resolution" in v.reason
+
+
+def test_chunk_size_range_then_padding_then_amplification():
+    big = rec((131072, 64), 1.0)  # 32 MiB chunks: outside 64 KiB-16 MiB
+    padded = rec((3500, 64), 1.01)  # 58 x 3500 = 203000 rows: 1.5% padding
+    exact = rec((4000, 64), 1.02)  # divides the array
+    current = rec((7, 1), 9.0)
+    chosen, rule, _ = choose([big, padded, exact, current], current, 0.1, SHAPE, 4)
+    assert padding((3500, 64), SHAPE) > 0.01 and padding((4000, 64), SHAPE) == 0
+    assert chosen is exact and rule == "chunks of 64 KiB-16 MiB"
+    a = rec((4000, 64), 1.0, amp=8.0)
+    b = rec((4000, 32), 1.05, amp=2.0)
+    chosen, rule, _ = choose([a, b, current], current, 0.1, SHAPE, 4)
+    assert chosen is b and rule == "less read amplification"
+
+
+def test_beyond_resolution_the_fastest_wins():
+    fast, slow = rec((1024, 64), 1.0, cache=64 << 20), rec((2048, 64), 1.3)
+    current = rec((7, 1), 9.0)
+    assert choose([fast, slow, current], current, 0.1, SHAPE, 4)[:2] == (fast, None)
+
+
+def test_verdict_thresholds():
+    current = rec((7, 1), 2.0)
+    small_gain = rec((1024, 64), 2.0 / 1.01, ci=(1.9, 2.1))
+    assert verdict(current, small_gain, traced=2.0).verdict == "keep"  # below MIN_GAIN
+    inside = rec((1024, 64), 1.0, ci=(0.5, 2.5))
+    v = verdict(current, inside, traced=2.0)
+    assert v.verdict == "keep" and "interval" in v.reason and v.speedup == pytest.approx(2.0)
+    clear = rec((1024, 64), 1.0, ci=(0.8, 1.3))
+    v = verdict(current, clear, traced=2.0)
+    assert v.verdict == "change" and v.speedup == pytest.approx(2.0) and v.speedup >= MIN_GAIN
+    # the traced time, not the prediction, is the base of the speed-up
+    assert verdict(rec((7, 1), 9.0), clear, traced=2.0).speedup == pytest.approx(2.0)
+
+
+def _box(start, shape):
+    n = int(np.prod(shape))
+    return AccessRecord(0, "read", Selection.box(start, shape), n, 4 * n, 0.0, 1e-3)
+
+
+def test_program_blocking_from_dask_blocks():
+    # (30, 40, 60) blocks of a region starting at lat 60, lon 100, stepping in time; last block shorter
+    accs = [_box((t, 60, 100), (min(30, 365 - t), 40, 60)) for t in range(0, 365, 30)]
+    b = program_blocking(accs, (365, 180, 360))
+    assert b is not None and b.shape == (30, 40, 60) and b.stepped == (True, False, False)
+    assert b.aligned((30, 180, 360)) and b.aligned((15, 10, 10)) and not b.aligned((7, 40, 60))
+    # single rows read at random are samples, not blocks
+    rows = [_box((int(i), 0), (1, 64)) for i in np.random.default_rng(0).integers(0, 1000, 50)]
+    assert program_blocking(rows, (1000, 64)) is None
+
+
+def test_copy_accesses_cover_the_array_once():
+    accs = copy_accesses(0, (100_000, 64), 4, (4096, 1), (1000, 64), "read")
+    assert sum(a.nelements for a in accs) == 100_000 * 64
+    assert all(a.selection.start[0] % 8192000 == 0 or a.selection.start[0] % 4096 == 0 for a in accs)
