@@ -7,7 +7,8 @@ For each HDF5 workload of benchmarks/workloads/ (the regret benchmark's programs
 (shape guessed), and compare the I/O model on T and S:
 
 - per candidate layout (the advice on T: its ranked candidates, the current layout and the defaults):
-  ratio = predicted seconds on S / on T; its 2.5-97.5% quantiles give ``advisor.synthetic.SYNTHETIC_BAND``;
+  ratio = predicted seconds on S / on T; its 2.5-97.5% quantiles give ``advisor.synthetic.PLACEMENT_FACTOR`` (shape known)
+  and ``GUESSED_SHAPE_FACTOR`` (shape guessed);
 - the recommendation on S, priced on T: regret = T-seconds(S's pick) / T-seconds(T's pick).
 
     python benchmarks/darshan_roundtrip.py [--scale 0.5] [--only w01 w03]
