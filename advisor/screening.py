@@ -4,8 +4,8 @@ The cost models count chunks, bytes and codec work of fixed-size elements.
 Scalars and empty arrays have nothing to chunk; variable-length data
 (strings, arrays) and references keep their contents outside the chunks
 (HDF5's global heap), where the models cannot see them. Fixed-size elements
-that are not numbers (fixed-length strings, compound rows, opaque, times) get
-layout advice without compression estimates; lossy codecs are for floating
+that are not real numbers (fixed-length strings, compound rows, opaque, times,
+complex) get layout advice without compression estimates; lossy codecs are for floating
 point only (``candidates.allowed_codecs``).
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ NOT_CHUNKED = {
 }
 """Type class -> why a dataset of it gets no advice."""
 
-NUMERIC_CLASSES = ("integer", "float", "complex", "bool", "enum")
-"""Type classes whose values the compression model can sample and estimate."""
+SAMPLED_CLASSES = ("integer", "float", "bool", "enum")
+"""Type classes whose values the compression model can sample and estimate (real numbers)."""
 
 
 def dataset_class(ds: DatasetRecord) -> str:
@@ -68,10 +68,10 @@ def why_not_advised(ds: DatasetRecord, shape: Sequence[int], n_accesses: int) ->
 def compression_note(ds: DatasetRecord) -> str | None:
     """Why compression is not estimated for an advisable dataset (None: it is)."""
     tclass = dataset_class(ds)
-    if tclass in NUMERIC_CLASSES:
+    if tclass in SAMPLED_CLASSES:
         return None
     return f"{tclass} data: layout advice only (the compression model samples numbers; no codec estimated)"
 
 
-__all__ = ["NOT_CHUNKED", "NUMERIC_CLASSES", "compression_note", "dataset_class", "missing_filters",
+__all__ = ["NOT_CHUNKED", "SAMPLED_CLASSES", "compression_note", "dataset_class", "missing_filters",
            "why_not_advised"]

@@ -63,9 +63,10 @@ def detect_fill(values: np.ndarray) -> float | None:
     v = values[np.isfinite(values)]
     if v.size == 0:
         return None
-    huge = np.abs(v) >= HUGE_FILL
-    if huge.any():
-        return float(v[huge][0])
+    if v.dtype.kind != "f" or float(np.finfo(v.dtype).max) >= HUGE_FILL:  # float16 cannot hold one (and warns)
+        huge = np.abs(v) >= HUGE_FILL
+        if huge.any():
+            return float(v[huge][0])
     uniq, counts = np.unique(v, return_counts=True)
     if uniq.size < 3:
         return None
