@@ -100,11 +100,13 @@ def advise(
     nprocs = procs if procs is not None else trace.nprocs
     # an imported (synthetic) trace's per-call times are spread from a summary: nothing to fit per call
     fit = calibrate and total > 0 and not trace.header.synthetic
-    calibrations = calibrate_in_trace(trace, profile, nprocs) if fit else {}
+    reasons = {i: why_not_advised(d, trace.extent(i), n_accesses[i]) for i, d in trace.datasets.items()}
+    calibrations = calibrate_in_trace(trace, profile, nprocs, datasets=[i for i, r in reasons.items() if r is None]
+                                      ) if fit else {}
     out, skipped, minor = [], [], []
     for ds in targets:
         shape = trace.extent(ds.id)
-        reason = why_not_advised(ds, shape, n_accesses[ds.id])
+        reason = reasons[ds.id]
         if reason is None and dataset is None and out and traced[ds.id] < min_share * total:
             minor.append(MinorDataset(ds.key, traced[ds.id], n_accesses[ds.id]))
             continue

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -196,9 +196,11 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
 
 
 def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None = None,
-                       library: str | None = None) -> dict[str, TraceCalibration]:
+                       library: str | None = None, datasets: Collection[int] | None = None
+                       ) -> dict[str, TraceCalibration]:
     """A TraceCalibration for HDF5 and Zarr: fitted for the libraries the trace used, borrowed for the other
-    (only ``library``'s own fit when named)."""
+    (only ``library``'s own fit when named), on the ``datasets`` (ids) given, else on all: the caller leaves
+    out those the models cannot replay (scalars, variable-length data)."""
     procs = procs if procs is not None else trace.nprocs
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
@@ -207,7 +209,7 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         by_ds.setdefault(a.dataset, []).append(a)
     for ds_id, accs in by_ds.items():
         ds = trace.datasets[ds_id]
-        if library is not None and ds.library != library:
+        if library is not None and ds.library != library or datasets is not None and ds_id not in datasets:
             continue
         shape = trace.extent(ds_id)
         layout = Layout.from_dataset(ds).with_shape(shape)

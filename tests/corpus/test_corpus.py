@@ -78,6 +78,15 @@ def write_every_type(path: Path) -> None:
         f.create_dataset("gzip_chunked", data=field, chunks=(16, 32), compression="gzip")
 
 
+PROFILE_CHECK = ("warning: this machine differs from ", "note: ")
+"""advise's one-line check of this machine against the profile (iomodel.probe): meant for the user, and
+dependent on the machine's load; any other stderr line is stray."""
+
+
+def _stray(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith(PROFILE_CHECK)]
+
+
 def _cli(*args, cwd=None):
     return subprocess.run([str(IOADVISOR), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
 
@@ -93,14 +102,15 @@ def _show_and_advise(trace: Path) -> dict:
     show = _cli("trace", "show", trace)
     assert (show.returncode, show.stderr) == (0, ""), show.stderr
     adv = _cli("advise", trace, "--json")
-    assert (adv.returncode, adv.stderr) == (0, ""), adv.stderr
+    assert (adv.returncode, _stray(adv.stderr)) == (0, []), adv.stderr
     return json.loads(adv.stdout)
 
 
 def _check_every_dataset_answered(trace_path: Path, advice: dict) -> tuple[set, set]:
-    """Every dataset of the trace is advised or has a reason; every numeric dataset read is advised."""
+    """Every dataset of the trace is advised or has a reason; every numeric dataset read is advised (or
+    summed up among the minor ones: under 1% of the run's traced time)."""
     trace = load_trace(trace_path)
-    advised = {d["name"] for d in advice["datasets"]}
+    advised = {d["name"] for d in advice["datasets"]} | {m["name"] for m in advice["minor"]}
     reasons = {n["name"]: n["reason"] for n in advice["not_advised"]}
     assert advised.isdisjoint(reasons)
     read = {a.dataset for a in trace.accesses}
@@ -164,7 +174,7 @@ def test_every_hdf5_type_class(tmp_path):
         d = advise(trace, dataset=name, max_error="rel:1e-3").dataset()
         assert not {c.candidate.compressor for c in d.candidates} & {"sz3", "zfp"}, name
     text = _cli("advise", trace)
-    assert (text.returncode, text.stderr) == (0, "")
+    assert (text.returncode, _stray(text.stderr)) == (0, [])
     assert "/scalar_float: not advised: scalar: nothing to chunk" in text.stdout
 
 
@@ -180,6 +190,6 @@ def test_netcdf3_files_say_so_in_one_line(tmp_path):
         assert (show.returncode, show.stderr) == (0, "")
         assert "netCDF-3" in show.stdout and "nothing to advise" in show.stdout
         adv = _cli("advise", trace)
-        assert (adv.returncode, adv.stderr) == (0, "")
+        assert (adv.returncode, _stray(adv.stderr)) == (0, [])
         assert adv.stdout.count("\n") == 1 and adv.stdout.startswith("nothing to advise in ")
         assert f"{path}: {netcdf3_format(path)} file" in adv.stdout
