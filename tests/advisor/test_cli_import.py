@@ -55,7 +55,7 @@ def test_shape_option_and_default_output_name(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--shape", "/constant=7x7"], "the log records a 3-D dataspace of 1660608 points"),
+    (["--shape", "/constant=7x7"], "the log records a 3-D fixed dataspace of 1660608 points"),
     (["--shape", "constant"], "expected DATASET=AxB"),
 ])
 def test_bad_shape_is_one_line(tmp_path, capsys, argv, message):
