@@ -41,7 +41,7 @@ def test_import_show_advise_predict(tmp_path, capsys):
     assert main(["advise", str(plain), "--no-data", "--no-calibrate", "--json"]) == 0
     (pds,) = json.loads(capsys.readouterr().out)["datasets"]
     assert not any(n.startswith("synthetic") for n in pds["notes"])
-    for key in ("current", "recommendation"):
+    for key in ("current", "recommendation", "best_change"):
         lo, hi = pds[key]["seconds_ci"]
         assert ds[key]["seconds_ci"] == pytest.approx([lo / PLACEMENT_FACTOR, hi * PLACEMENT_FACTOR])
 
