@@ -779,6 +779,12 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         per_file[ds.file] = per_file.get(ds.file, 0) + 1
     for ds, recs, plans in datasets:
         accesses += _place(ds, recs, plans, log, per_file[ds.file] == 1, facts)
+    for file in per_file:  # DXT saw ranks do I/O on the file that have no H5D record there
+        h5d_ranks = {r.rank for ds, recs, _ in datasets if ds.file == file for r in recs}
+        silent = sorted({s.rank for s in log.dxt if s.file == file} - h5d_ranks) if -1 not in h5d_ranks else []
+        if silent:
+            facts.append(ImportedFact("", "missing records", f"ranks {silent} did I/O on {file} (DXT) but have no "
+                                      "H5D record for its datasets: their HDF5 accesses are not in the trace", False))
     accesses.sort(key=lambda a: a.t_start)
     header = replace(header, facts=tuple(facts))
     writer = TraceWriter(output, header)

@@ -45,6 +45,8 @@ def test_ior_log_every_transfer_and_dxt_placement(tmp_path):
     # ranks 1-3 hold H5D records: 4 writes and 4 reads of 32768 elements each (one merged access shape)
     assert shapes_by_op(tr, ds.id) == {(WRITE, (32768,)): 12, (READ, (32768,)): 12}
     assert {a.rank for a in tr.accesses} == {1, 2, 3}
+    missing = [f for f in tr.header.facts if f.fact == "missing records"]  # rank 0 wrote too (DXT) but has no H5D
+    assert len(missing) == 1 and "ranks [0]" in missing[0].detail
     # DXT file offsets (base 2048) pin each rank's transfers: rank r writes elements r*131072 + i*32768
     for rank in (1, 2, 3):
         for op in (READ, WRITE):
