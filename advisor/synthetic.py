@@ -16,7 +16,8 @@ PLACEMENT_FACTOR = 4.3
 """Intervals of a synthetic trace's advice are divided (lower end) and multiplied (upper end) by this when
 the dataset's shape is known (HDF5 file reachable, --shape, or a fixed 1-D dataspace): the larger of
 1 / 2.5% and 97.5% quantiles of predicted seconds on the imported / the captured trace, over the ranked
-candidates of the HDF5 workloads (0.235 and 1.0 at --scale 0.5; docs/darshan.md)."""
+candidates of the HDF5 workloads (0.235 and 1.0 at --scale 0.5, first run; docs/darshan.md). The keep/change
+verdict is taken before the widening, on the model's own intervals."""
 GUESSED_SHAPE_FACTOR = 21.0
 """The same when the shape itself was guessed (2.5% / 97.5% quantiles 0.238 and 21.2)."""
 
@@ -36,7 +37,8 @@ def widen(adv: DatasetAdvice, header: TraceHeader) -> DatasetAdvice:
     return replace(
         adv, current=_widen(adv.current, factor), defaults={k: _widen(v, factor) for k, v in adv.defaults.items()},
         recommendation=_widen(adv.recommendation, factor),
-        candidates=tuple(_widen(r, factor) for r in adv.candidates), notes=(note, *adv.notes))
+        candidates=tuple(_widen(r, factor) for r in adv.candidates),
+        best_change=None if adv.best_change is None else _widen(adv.best_change, factor), notes=(note, *adv.notes))
 
 
 __all__ = ["GUESSED_SHAPE_FACTOR", "PLACEMENT_FACTOR", "widen"]

@@ -518,7 +518,7 @@ def _sum_by(r: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     return np.asarray([r[nbytes == b].sum() for b in np.unique(nbytes)])
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Planned:
     """Accesses of one op of one record, before placement: per access its tile and op."""
 
@@ -705,9 +705,13 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
                                       "elements: not used", False))
             on_disk = None
         given = shapes.get(name, shapes.get(path))
-        if given is not None and (len(given) != first.ndims or math.prod(given) != first.npoints):
+        # NPOINTS is the size at the last open: a chunked dataset may have been extended after it
+        extendible = any(first.chunks)
+        if given is not None and (len(given) != first.ndims or math.prod(given) < first.npoints
+                                  or (math.prod(given) != first.npoints and not extendible)):
             raise DarshanError(f"--shape {path}={'x'.join(map(str, given))}: the log records a {first.ndims}-D "
-                               f"dataspace of {first.npoints} points")
+                               f"{'chunked' if extendible else 'fixed'} dataspace of "
+                               f"{'at least ' if extendible else ''}{first.npoints} points")
         # shapes first with a placeholder extent; the extent may come from the tiles
         placeholder = on_disk.shape if on_disk is not None else given or (first.npoints,) + (1,) * (first.ndims - 1)
         local: list[ImportedFact] = []
@@ -775,6 +779,12 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         per_file[ds.file] = per_file.get(ds.file, 0) + 1
     for ds, recs, plans in datasets:
         accesses += _place(ds, recs, plans, log, per_file[ds.file] == 1, facts)
+    for file in per_file:  # DXT saw ranks do I/O on the file that have no H5D record there
+        h5d_ranks = {r.rank for ds, recs, _ in datasets if ds.file == file for r in recs}
+        silent = sorted({s.rank for s in log.dxt if s.file == file} - h5d_ranks) if -1 not in h5d_ranks else []
+        if silent:
+            facts.append(ImportedFact("", "missing records", f"ranks {silent} did I/O on {file} (DXT) but have no "
+                                      "H5D record for its datasets: their HDF5 accesses are not in the trace", False))
     accesses.sort(key=lambda a: a.t_start)
     header = replace(header, facts=tuple(facts))
     writer = TraceWriter(output, header)

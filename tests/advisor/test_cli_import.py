@@ -41,7 +41,7 @@ def test_import_show_advise_predict(tmp_path, capsys):
     assert main(["advise", str(plain), "--no-data", "--no-calibrate", "--json"]) == 0
     (pds,) = json.loads(capsys.readouterr().out)["datasets"]
     assert not any(n.startswith("synthetic") for n in pds["notes"])
-    for key in ("current", "recommendation"):
+    for key in ("current", "recommendation", "best_change"):
         lo, hi = pds[key]["seconds_ci"]
         assert ds[key]["seconds_ci"] == pytest.approx([lo / PLACEMENT_FACTOR, hi * PLACEMENT_FACTOR])
 
@@ -55,7 +55,7 @@ def test_shape_option_and_default_output_name(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--shape", "/constant=7x7"], "the log records a 3-D dataspace of 1660608 points"),
+    (["--shape", "/constant=7x7"], "the log records a 3-D fixed dataspace of 1660608 points"),
     (["--shape", "constant"], "expected DATASET=AxB"),
 ])
 def test_bad_shape_is_one_line(tmp_path, capsys, argv, message):

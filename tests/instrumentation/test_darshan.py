@@ -45,6 +45,8 @@ def test_ior_log_every_transfer_and_dxt_placement(tmp_path):
     # ranks 1-3 hold H5D records: 4 writes and 4 reads of 32768 elements each (one merged access shape)
     assert shapes_by_op(tr, ds.id) == {(WRITE, (32768,)): 12, (READ, (32768,)): 12}
     assert {a.rank for a in tr.accesses} == {1, 2, 3}
+    missing = [f for f in tr.header.facts if f.fact == "missing records"]  # rank 0 wrote too (DXT) but has no H5D
+    assert len(missing) == 1 and "ranks [0]" in missing[0].detail
     # DXT file offsets (base 2048) pin each rank's transfers: rank r writes elements r*131072 + i*32768
     for rank in (1, 2, 3):
         for op in (READ, WRITE):
@@ -90,7 +92,7 @@ def test_shape_option_replaces_the_guess_and_is_checked(tmp_path):
     (ds,) = tr.datasets.values()
     assert ds.shape == (72, 31, 744)
     assert not next(f for f in tr.header.facts if f.fact == "shape").guessed
-    with pytest.raises(DarshanError, match="3-D dataspace of 1660608 points"):
+    with pytest.raises(DarshanError, match="3-D fixed dataspace of 1660608 points"):
         import_darshan(MACSIO, tmp_path / "x.jsonl", shapes={"/constant": (10, 10, 10)})
     with pytest.raises(DarshanError, match="no such dataset"):
         import_darshan(MACSIO, tmp_path / "x.jsonl", shapes={"/nope": (2,)})
@@ -181,6 +183,10 @@ def known_program(path):
         h = f.create_dataset("hyper", shape=(2, 2, 2, 2, 2, 3), dtype="f4", chunks=(1, 2, 2, 2, 2, 3))
         for i in range(2):  # Darshan keeps five dimensions: the sixth comes back from the bytes
             h[i] = np.ones((2, 2, 2, 2, 3), "f4")
+        fr = f.create_dataset("frames", shape=(0, 4, 5), maxshape=(None, 4, 5), dtype="f4", chunks=(1, 4, 5))
+        for i in range(6):  # appends: Darshan's NPOINTS is the size at open (0)
+            fr.resize(i + 1, axis=0)
+            fr[i] = np.full((4, 5), i, "f4")
         c = f.create_dataset("line", data=np.arange(4000, dtype="i2"))
         c[...]
         for k in range(3):
@@ -206,7 +212,9 @@ def test_known_program_round_trip(tmp_path):
             assert got.chunks == ds.chunks and got.itemsize == ds.itemsize
             assert geometry(tr, got.id) == geometry(real, ds.id), ds.key
             if reach:  # the file is still there: its shape and dtype
-                assert got.shape == ds.shape and got.dtype == ds.dtype
+                assert got.shape == real.extent(ds.id) and got.dtype == ds.dtype
+        grown = by_key[f"{h5}::/frames"]
+        assert grown.shape == real.extent(real.dataset_by_key(grown.key).id) == (6, 4, 5)
         guessed = {(f.dataset.rsplit("::", 1)[1], f.fact) for f in tr.header.facts if f.guessed}
         assert (("/grid", "shape") in guessed) is not reach and ("/line", "shape") not in guessed
 
