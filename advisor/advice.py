@@ -10,11 +10,13 @@ frozen dataclasses with a JSON round trip (``get_config``/``from_config``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.candidates import Candidate, format_bytes
 from advisor.idiom import Idiom, xarray_code
+from advisor.whatif import CALL_DOMINATES, WhatIf
 from compression_model.error_bound import ErrorBound
 
 TERM_MEANING = {
@@ -142,6 +144,8 @@ class DatasetAdvice:
     """Block shape of a block-by-block (dask) program, when its reads are regular blocks on a grid."""
     idiom: Idiom | None = None
     """netCDF-4 file or xarray-written Zarr store: the advice also has an xarray form (``xarray_code``)."""
+    whatifs: tuple[WhatIf, ...] = ()
+    """Rewrites of the program's accesses (``advisor.whatif``) predicted on the current layout."""
 
     def speedup(self, other: Recommendation) -> float:
         return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
@@ -177,6 +181,7 @@ class DatasetAdvice:
             "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "xarray_code": self.xarray_code(),
+            "what_if": [w.get_config() for w in self.whatifs],
             "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
             "candidates": [r.to_json_obj() for r in self.candidates],
@@ -198,6 +203,7 @@ class DatasetAdvice:
             "tie_rule": self.tie_rule, "best_change": None if self.best_change is None else self.best_change.get_config(),
             "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
+            "what_if": [w.get_config() for w in self.whatifs],
         }
 
     @classmethod
@@ -212,6 +218,7 @@ class DatasetAdvice:
             c.get("tie_rule"), None if c.get("best_change") is None else r(c["best_change"]),
             c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
             None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
+            tuple(WhatIf.from_config(w) for w in c.get("what_if", ())),
         )
 
     # ---- code to apply it -------------------------------------------------------------
@@ -417,6 +424,15 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
             out.append(f"Rewriting the array into it costs about {adv.rewrite_seconds:.3g} s (read in the current "
                        "layout, write in the new one); it pays off after "
                        f"{adv.rewrite_seconds / max(adv.current_seconds - rec.seconds, 1e-12):.2g} runs like this one.")
+    call = cur.terms.get("t_call", 0.0)
+    if cur.seconds > 0 and call >= CALL_DOMINATES * cur.seconds:
+        out.append(f"Per-call overhead dominates: t_call is {_pct(call, cur.seconds)} of the current layout's time "
+                   f"({cur.variables.get('n_calls', 0):.0f} library calls); no layout removes it, fewer calls do.")
+    for w in adv.whatifs:
+        gain = adv.current_seconds / w.seconds if w.seconds > 0 else math.inf
+        out.append(f"What-if (program change, same layout): {w.description}: {w.n_calls} calls, predicted "
+                   f"{w.seconds:.3g} s, {gain:.3g}x faster than the current {adv.current_seconds:.3g} s "
+                   "(`ioadvisor verify` measures it).")
     if adv.tie_rule:
         out.append(f"Several layouts are predicted within the model's resolution of the fastest; chosen by the "
                    f"near-tie rule: {adv.tie_rule}.")
@@ -497,6 +513,9 @@ def format_table(adv: DatasetAdvice) -> str:
     rows.append(row("current", adv.current))
     for k, d in adv.defaults.items():
         rows.append(row(f"{k} default", d))
+    for w in adv.whatifs:  # the current layout, the program's accesses rewritten
+        rows.append(row(f"what-if {w.kind}", replace(adv.current, seconds=w.seconds, seconds_ci=w.seconds_ci,
+                                                     terms=w.terms)))
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(v.ljust(w) if i < 5 or i == 6 else v.rjust(w) for i, (v, w) in enumerate(zip(x, widths)))
              .rstrip() for x in [head] + rows]

@@ -150,6 +150,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
     from advisor.advice import DatasetAdvice, explain
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
     from advisor.idiom import detect as detect_idiom
+    from advisor.whatif import predict_rewrites
     from advisor.search import _with_facts
     from iomodel.intrace import MIN_RESOLUTION
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
@@ -209,6 +210,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
             rewrite = rewrite_seconds(ds, shape, current, best, profile, calibrations or None, codec)
         else:
             best = current
+        whatifs = predict_rewrites(ds, accesses, shape, profile, current, nprocs, calibrations or None)
         if data.estimate_seconds:
             notes.append(f"compression estimates took {data.estimate_seconds:.2f} s")
     finally:
@@ -231,7 +233,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
-        idiom=detect_idiom(ds) if read_data else None,
+        idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

@@ -19,8 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-import numpy as np
-
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection

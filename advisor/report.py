@@ -8,6 +8,7 @@ import base64
 import html
 import io
 import os
+from dataclasses import replace
 
 from advisor.advice import TERM_MEANING, Advice, DatasetAdvice, Recommendation
 from advisor.candidates import format_bytes
@@ -66,7 +67,7 @@ def _row(tag: str, r: Recommendation, adv: DatasetAdvice, cls: str = "") -> str:
     terms = ", ".join(f"{k[2:]} {v:.3g}" for k, v in sorted(r.terms.items(), key=lambda kv: -kv[1]) if v > 0)
     cells = [tag, c.library, "contiguous" if c.chunks is None else "x".join(map(str, c.chunks)), cache, codec]
     nums = [f"{r.seconds:.3g}", f"{lo:.3g} - {hi:.3g}", format_bytes(r.stored_bytes),
-            f"{adv.current.seconds / r.seconds:.3g}x" if r.seconds > 0 else "-"]
+            f"{adv.current_seconds / r.seconds:.3g}x" if r.seconds > 0 else "-"]
     return (f"<tr class='{cls}'>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
             + "".join(f"<td class='n'>{html.escape(x)}</td>" for x in nums)
             + f"<td class='note'>{html.escape(terms)}</td></tr>")
@@ -82,7 +83,9 @@ def render(advice: Advice) -> str:
         parts.append(f"<h2>{html.escape(adv.name)}</h2><p>{html.escape(adv.library)} "
                      f"{'x'.join(map(str, adv.shape))} {html.escape(adv.dtype)}, {adv.n_accesses} accesses"
                      f"{f' on {adv.procs} processes' if adv.procs > 1 else ''}: {html.escape(adv.pattern)}. "
-                     f"{adv.n_evaluated} of {adv.n_generated} candidates evaluated.</p>")
+                     f"{adv.n_evaluated} of {adv.n_generated} candidates evaluated"
+                     + (f"; traced {adv.traced_seconds:.3g} s" if adv.traced_seconds else "") + ".</p>"
+                     f"<p><b>Verdict: {html.escape(adv.verdict)}</b> ({html.escape(adv.verdict_reason)})</p>")
         parts.append("<table><tr><th>#</th><th>library</th><th>chunks</th><th>cache/shards</th><th>codec</th>"
                      "<th>seconds</th><th>95% interval</th><th>stored</th><th>vs current</th><th>terms (s)</th></tr>")
         for i, r in enumerate(adv.candidates, 1):
@@ -90,12 +93,19 @@ def render(advice: Advice) -> str:
         parts.append(_row("current", adv.current, adv, "base"))
         for k, d in adv.defaults.items():
             parts.append(_row(f"{k} default", d, adv, "base"))
+        for w in adv.whatifs:
+            parts.append(_row(f"what-if {w.kind}", replace(adv.current, seconds=w.seconds, seconds_ci=w.seconds_ci,
+                                                           terms=w.terms), adv, "base"))
         parts.append("</table>")
         parts.append(f"<img alt='predicted time by term' src='data:image/png;base64,{_plot(adv)}'>")
         parts.append("<h3>Why</h3><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in adv.explanation) + "</ul>")
         parts.append(f"<h3>Apply it</h3><pre>{html.escape(adv.code())}</pre>")
+        if adv.xarray_code():
+            parts.append(f"<p>In xarray:</p><pre>{html.escape(adv.xarray_code())}</pre>")
         if adv.notes:
             parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in adv.notes) + "</ul>")
+    if advice.minor:
+        parts.append(f"<p class='note'>{html.escape(advice.minor_line())}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

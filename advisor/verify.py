@@ -574,6 +574,20 @@ def choices_from_advice(advice, trace: Trace, ds: DatasetRecord, top: int, *, de
     return out
 
 
+def whatif_choices(advice, trace: Trace, ds: DatasetRecord) -> list[tuple[Trace, Choice]]:
+    """The advice's what-if rewrites of ``ds``'s accesses: (the trace with them, the current layout to replay)."""
+    from advisor.whatif import rewrites, rewritten_trace
+
+    entry = dataset_advice(advice, ds)
+    if not entry.whatifs:
+        return []
+    layout = Layout.from_dataset(ds)
+    found = rewrites(trace.accesses_of(ds.id), layout.chunks, trace.extent(ds.id), ds.itemsize)
+    return [(rewritten_trace(trace, ds.id, found[w.kind]),
+             replace(current_choice(ds, w.seconds, tuple(w.seconds_ci)), label=f"what-if {w.kind}"))
+            for w in entry.whatifs if w.kind in found]
+
+
 # ---- the API ---------------------------------------------------------------------------------------
 
 
@@ -654,6 +668,9 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
                        else [current_choice(ds)])
             rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
                                    max_bytes=max_bytes)
+            for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):
+                rows += verify_choices(rewritten, ds, [choice], workdir, repeat=repeat, budget=budget,
+                                       deadline=deadline, max_bytes=max_bytes)
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -662,4 +679,4 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
 
 __all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyResult", "VerifyRow",
            "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name",
-           "load_data", "measure_all", "synthetic", "verify", "verify_choices"]
+           "load_data", "measure_all", "synthetic", "verify", "verify_choices", "whatif_choices"]

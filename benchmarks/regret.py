@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -265,26 +264,6 @@ def details(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def tie_break_regret(results: list[dict], tolerance: float) -> list[float]:
-    """What-if: regret had the advisor taken, among the top candidates predicted within ``tolerance`` of the
-    best, the one with chunks nearest 1 MiB (uncompressed first). Evaluated on the same measurements."""
-    out = []
-    for w in results:
-        if "error" in w:
-            continue
-        pool = [x for x in w["rows"] if x["label"] != "current"]
-        top = [x for x in pool if x["label"].startswith("#")]
-        best_pred = min(x["predicted_seconds"] for x in top)
-
-        def distance(x):
-            nbytes = 4 * math.prod(x["chunks"]) if x["chunks"] else 1 << 40
-            return abs(math.log(nbytes / 2**20)) + (0.5 if x["compressor"] else 0.0)
-
-        pick = min((x for x in top if x["predicted_seconds"] <= best_pred * (1 + tolerance)), key=distance)
-        out.append(pick["measured_seconds"] / min(x["measured_seconds"] for x in pool))
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="half-size workloads, 7 replays per layout, 20 s deadline")
@@ -305,10 +284,6 @@ def main(argv=None) -> int:
         print(grounding_table(report["results"]))
         print()
         print(details(report["results"]))
-        x = tie_break_regret(report["results"], 0.10)
-        if x:
-            print(f"\nwhat-if tie-break (within 10% of the best prediction, chunks nearest 1 MiB): regret median "
-                  f"{statistics.median(x):.2f}, worst {max(x):.2f}")
         print(f"\n{report['command']}  ({report['date']}, {report['total_seconds']:.0f} s)")
         return 0
     repeat = args.repeat or (7 if args.quick else 11)

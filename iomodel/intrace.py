@@ -19,7 +19,8 @@ a traced time, and fits per library
 
 Either way the factors are then rescaled so that the calibrated prediction of
 the whole trace equals its traced time. What the fit leaves unexplained (the
-spread of traced / calibrated over the groups, weighted by time) becomes the
+time-weighted spread of log(traced / calibrated) over the groups, as the error
+of their weighted sum: 1.96 sd x sqrt(sum of squared weights)) becomes the
 interval the calibrated predictions carry (``band``).
 
 Terms of the storage and the OS (``SHARED_TERMS``) behave the same under both
@@ -57,16 +58,27 @@ MAX_RESOLUTION = 0.5
 """Near-ties are never wider than this, however noisy the trace's timings."""
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
+Z95 = 1.959964
 MIN_RESOLUTION = 0.10
 """Relative difference the calibrated model cannot resolve even when the fit leaves nothing unexplained."""
 
 
 def traced_seconds(accesses: Sequence[AccessRecord]) -> float:
-    """Measured time of the calls: the summed ``dt`` of the slowest rank."""
-    per_rank: dict[int, float] = {}
+    """Measured time of the calls: the time the slowest rank spent inside at least one call (the union of the
+    calls' intervals: threads' overlapping calls, such as dask's reads waiting on HDF5's lock, count once)."""
+    per_rank: dict[int, list[tuple[float, float]]] = {}
     for a in accesses:
-        per_rank[a.rank] = per_rank.get(a.rank, 0.0) + a.duration
-    return max(per_rank.values(), default=0.0)
+        per_rank.setdefault(a.rank, []).append((a.t_start, a.t_start + a.duration))
+    best = 0.0
+    for spans in per_rank.values():
+        spans.sort()
+        total, end = 0.0, -np.inf
+        for b, e in spans:
+            if e > end:
+                total += e - max(b, end)
+                end = e
+        best = max(best, total)
+    return best
 
 
 @dataclass(frozen=True)
@@ -79,7 +91,7 @@ class TraceCalibration:
     factors: dict = field(compare=False)
     """Term -> multiplier of the predicted seconds (terms not listed: 1)."""
     band: tuple[float, float]
-    """95% band of traced / calibrated time over the groups (what the fit leaves unexplained)."""
+    """95% band of traced / calibrated time of the whole run (what the fit leaves unexplained)."""
     traced_seconds: float
     predicted_seconds: float
     """Uncalibrated prediction of the calibrating groups (the whole trace of this library)."""
@@ -139,13 +151,6 @@ def _segments(accesses: list[AccessRecord]) -> list[int]:
     return sorted(set(int(e) for e in ends if e > 0))
 
 
-def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs: Sequence[float]) -> list[float]:
-    order = np.argsort(x)
-    x, w = x[order], w[order]
-    cw = np.cumsum(w) / w.sum()
-    return [float(x[min(np.searchsorted(cw, q), len(x) - 1)]) for q in qs]
-
-
 def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str],
         whole_terms: np.ndarray, whole_traced: float) -> TraceCalibration:
     """Fit factors from per-group predicted terms (G x K) and traced seconds (G); see the module docstring.
@@ -188,8 +193,13 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
     calibrated = np.array([sum(factors.get(n, 1.0) * row[i] for i, n in enumerate(names)) for row in terms])
     ok = (calibrated > 0) & (traced > 0)
     if ok.sum() >= 2:
-        lo, hi = _weighted_quantiles(traced[ok] / calibrated[ok], traced[ok], (0.025, 0.975))
-        band = (min(lo, 1.0), max(hi, 1.0))
+        # the groups' log residuals, weighted by traced time; the whole run's time is their weighted sum, so
+        # its error shrinks with the effective number of groups
+        r = np.log(traced[ok] / calibrated[ok])
+        w = traced[ok] / traced[ok].sum()
+        sd = math.sqrt(float(np.sum(w * (r - np.sum(w * r)) ** 2)))
+        half = Z95 * sd * math.sqrt(float(np.sum(w ** 2)))
+        band = (math.exp(-half), math.exp(half))
     else:
         band = (1.0, 1.0)
     return TraceCalibration(library, method, factors, band, whole_traced, whole_pred, len(traced))

@@ -24,18 +24,41 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _format(preds) -> str:
+def _format(preds, grounded=None) -> str:
     from iomodel.cost import TERMS
 
     used = [t for t in TERMS if any(p.terms.get(t, 0.0) > 0 for p in preds)] or list(TERMS)[:4]
-    head = ["layout", "seconds"] + used
-    rows = [[p.layout.label, f"{p.seconds:.4g}"] + [f"{p.terms[t]:.3g}" for t in used] for p in preds]
+    head = ["layout", "seconds"] + (["calibrated", "vs traced"] if grounded else []) + used
+    rows = [[p.layout.label, f"{p.seconds:.4g}"]
+            + ([f"{g['calibrated_seconds']:.4g}", f"{g['speedup_vs_traced']:.3g}x"] if grounded else [])
+            + [f"{p.terms[t]:.3g}" for t in used] for p, g in zip(preds, grounded or [None] * len(preds))]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
              for r in [head] + rows]
     if preds and preds[0].procs > 1:
         lines.append(f"parallel model: p={preds[0].procs} processes, time = slowest rank")
     return "\n".join(lines)
+
+
+def _grounded(trace, ds, preds, profile, procs) -> tuple[list[dict] | None, str]:
+    """Per prediction: calibrated on the trace's own timings (``iomodel.intrace``) and its speed-up over the
+    traced time of the layout the trace was recorded on; (None, "") for an imported (synthetic) trace or one
+    without timings."""
+    from iomodel.intrace import calibrate_in_trace, traced_seconds
+
+    traced = traced_seconds([a for a in trace.accesses if a.dataset == ds.id])
+    if trace.header.synthetic or traced <= 0:
+        return None, ""
+    cals = calibrate_in_trace(trace, profile, max(procs, trace.nprocs))
+    out = []
+    for p in preds:
+        cal = cals.get(p.library)
+        seconds = sum(cal.scale(p.terms).values()) if cal is not None else p.seconds
+        out.append({"calibrated_seconds": seconds, "traced_seconds": traced,
+                    "speedup_vs_traced": traced / seconds if seconds > 0 else float("inf")})
+    text = f"traced calls of {ds.path} on the recorded layout: {traced:.4g} s; " + (
+        cals[ds.library].describe() if ds.library in cals else "not calibrated")
+    return out, text
 
 
 def run(args) -> int:
@@ -51,12 +74,15 @@ def run(args) -> int:
         raise ValueError(f"--servers must be >= 1, got {args.servers}")
     layouts = [parse_layout(spec, ds) for spec in (args.layout or ["current"])]
     preds = [predict(trace, lay, profile, procs=args.procs, servers=args.servers, dataset=ds) for lay in layouts]
+    grounded, note_cal = _grounded(trace, ds, preds, profile, args.procs)
     if args.json:
-        print(json.dumps([p.to_json_obj() for p in preds]))
+        print(json.dumps([{**p.to_json_obj(), **(g or {})} for p, g in zip(preds, grounded or [None] * len(preds))]))
     else:
         print(f"{trace.source}: dataset {ds.key} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
               f"{sum(a.dataset == ds.id for a in trace.accesses)} accesses")
-        print(_format(preds))
+        print(_format(preds, grounded))
+        if note_cal:
+            print(note_cal)
     note = check_machine(profile, args.profile or "the default profile")
     if note:
         print(note, file=sys.stderr)

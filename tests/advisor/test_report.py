@@ -18,4 +18,4 @@ def test_report_is_self_contained_with_plots(advice, tmp_path):  # noqa: F811
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     d = advice.dataset()
     assert d.recommendation.label.split()[1] in text and "h5py.File(" in text
-    assert text.count("<tr") == 1 + len(d.candidates) + 1 + len(d.defaults)
+    assert text.count("<tr") == 1 + len(d.candidates) + 1 + len(d.defaults) + len(d.whatifs)

@@ -70,3 +70,10 @@ def test_traced_seconds_is_the_slowest_rank():
     accs = [AccessRecord(0, "read", sel, 1, 4, 0.0, 0.5, rank=0), AccessRecord(0, "read", sel, 1, 4, 0.0, 0.25, rank=1),
             AccessRecord(0, "read", sel, 1, 4, 1.0, 0.5, rank=1), AccessRecord(0, "read", sel, 1, 4, 1.0, 0.1, rank=0)]
     assert traced_seconds(accs) == pytest.approx(0.75)
+
+
+def test_overlapping_calls_of_threads_count_once():
+    # dask's threads: four reads in flight together, each waiting on HDF5's lock
+    sel = Selection.box((0,), (1,))
+    accs = [AccessRecord(0, "read", sel, 1, 4, 0.1 * i, 1.0) for i in range(4)]
+    assert traced_seconds(accs) == pytest.approx(1.3)
