@@ -28,6 +28,7 @@ TERM_MEANING = {
     "t_chunk": "per-chunk library work (lookup, codec pipeline set-up)",
     "t_zopen": "opening one file per chunk",
     "t_codec": "the filter pipeline",
+    "t_alloc": "allocating (and filling) chunk buffers",
     "t_compress": "compressing the chunks written",
     "t_decompress": "decompressing the chunks read",
 }

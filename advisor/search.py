@@ -244,8 +244,11 @@ class CostModel:
             self.n_replays += 1
         return self._vars[layout]
 
-    def io_terms(self, v: Variables, library: str) -> dict[str, float]:
+    def io_terms(self, v: Variables, library: str, codec: CodecCost | None = None) -> dict[str, float]:
+        """The I/O model's terms; its own codec term is left out when the compression model prices the codec."""
         terms = self.work.terms(v, library, self.profile)
+        if codec is not None and codec.compress_bps:
+            terms["t_codec"] = 0.0
         cal = self.calibration.get(library) if self.calibration else None
         return terms if cal is None else cal.scale(terms)
 
@@ -296,7 +299,7 @@ class CostModel:
         per_rank = []
         for v0 in base:
             v = scale_bytes(v0, scale) if scale != 1.0 else v0
-            terms = self.io_terms(v, cand.library)
+            terms = self.io_terms(v, cand.library, codec)
             t_c = t_d = 0.0
             if codec is not None and codec.compress_bps:
                 t_c = v.s_encode / codec.compress_bps
@@ -305,8 +308,8 @@ class CostModel:
             io = sum(t for k, t in terms.items() if k not in ("t_compress", "t_decompress"))
             lo = hi = io
             if codec is not None:  # stored bytes at the ratio's interval ends
-                lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library).values())
-                hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library).values())
+                lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library, codec).values())
+                hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library, codec).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
             io_lo, io_hi = self.band(cand.library)
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])

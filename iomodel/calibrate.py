@@ -41,6 +41,11 @@ PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-sl
 ZARR_OVERLAPS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0)
 """Candidate device overlaps of one zarr call's chunk reads (at most async.concurrency = 10)."""
 
+ROBUST = True
+IRLS_STEPS = 30
+IRLS_FLOOR = 0.02
+"""Relative errors below this weigh as this much in the robust fit (keeps the reweighting finite)."""
+
 TIME_FLOOR = 1e-3
 """Seconds: relative weights 1/max(t, floor) so sub-millisecond runs (timer noise) do not dominate the fit."""
 
@@ -338,8 +343,11 @@ def features_of(case: Case, page_cache_bytes: int, cache_curve=None, zarr_overla
 
 
 def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequence[float],
-                patterns: Sequence[str], labels: Sequence[str] | None = None) -> LibraryFit:
-    """Non-negative least squares of time on the features, each run weighted by 1/max(t, TIME_FLOOR)."""
+                patterns: Sequence[str], labels: Sequence[str] | None = None, *, robust: bool = ROBUST) -> LibraryFit:
+    """Non-negative fit of time on the features, each run weighted by 1/max(t, TIME_FLOOR).
+
+    ``robust``: least absolute relative error (iteratively reweighted NNLS) instead of least squares,
+    so that a few runs slowed down by other jobs do not pull every coefficient up."""
     from scipy.optimize import nnls
 
     from .cost import TERMS
@@ -347,15 +355,20 @@ def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequenc
 
     X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     y = np.asarray(seconds, dtype=float)
-    w = 1.0 / np.maximum(y, TIME_FLOOR)
+    w0 = 1.0 / np.maximum(y, TIME_FLOOR)
     used = np.flatnonzero(np.any(X != 0, axis=0))
-    # scale columns to unit norm so NNLS is well conditioned across counts and byte sums
-    Xw = X[:, used] * w[:, None]
-    norm = np.linalg.norm(Xw, axis=0)
-    norm[norm == 0] = 1.0
-    sol, _ = nnls(Xw / norm, y * w, maxiter=50 * len(used) + 100)
     coef = np.zeros(len(FEATURES))
-    coef[used] = sol / norm
+    w = w0
+    for _ in range(IRLS_STEPS if robust else 1):
+        # scale columns to unit norm so NNLS is well conditioned across counts and byte sums
+        Xw = X[:, used] * w[:, None]
+        norm = np.linalg.norm(Xw, axis=0)
+        norm[norm == 0] = 1.0
+        sol, _ = nnls(Xw / norm, y * w, maxiter=50 * len(used) + 100)
+        coef[:] = 0.0
+        coef[used] = sol / norm
+        r = np.abs(X @ coef - y) * w0
+        w = w0 / np.sqrt(np.maximum(r, IRLS_FLOOR))
     pred = X @ coef
     rel = np.abs(pred - y) / y
     ss_res = float(np.sum((pred - y) ** 2))

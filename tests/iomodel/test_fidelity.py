@@ -110,6 +110,7 @@ def test_profile_keeps_curve_overlap_and_probe_and_rejects_old_schema():
 
 def test_machine_differences_name_the_speed_that_moved():
     here = {"page_cache_bps": 5e9, "disk_bps": 1e9}
-    assert machine_differences(here, {"page_cache_bps": 6e9, "disk_bps": 0.8e9}) == []
+    assert machine_differences(here, {"page_cache_bps": 8e9, "disk_bps": 0.6e9}) == []
     diffs = machine_differences(here, {"page_cache_bps": 12e9, "disk_bps": 1e9})
     assert len(diffs) == 1 and "page-cache reads 12.00 GB/s here vs 5.00 GB/s" in diffs[0]
+    assert "device reads" in machine_differences(here, {"page_cache_bps": 5e9, "disk_bps": 0.4e9})[0]

@@ -131,3 +131,17 @@ def test_appends_grow_the_modelled_extent():
     p = predict(tr, parse_layout("current", ds), _profile())
     assert p.layout.shape == (2000, 64)
     assert p.variables.n_wdisk == 4 * 8 and p.variables.n_rdisk + p.variables.n_cache == 0  # whole new chunks
+
+
+def test_cli_predict_says_when_the_profile_was_fitted_at_other_speeds(tmp_path, capsys):
+    from iomodel import probe
+
+    tpath, ppath = tmp_path / "t.jsonl", tmp_path / "p.json"
+    write_trace(_trace(), tpath)
+    here = probe.measure_probe()
+    save_profile(replace(_profile(), probe={"page_cache_bps": here["page_cache_bps"] * 10,
+                                            "disk_bps": here["disk_bps"]}), ppath)
+    assert main(["predict", str(tpath), "--profile", str(ppath)]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("warning: this machine differs from") and "page-cache reads" in err
+    assert "calibrate --quick" in err and "\n" not in err
