@@ -12,7 +12,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/ioadvisor demo
 
-# h5py's own suite must give the same outcomes with tracing on every test; then ours (pytest closes the run)
+# h5py's and zarr's own suites must give the same outcomes with tracing on every test; then ours (pytest closes the run)
 test: $(VENV)/.installed
 	$(PY) tests/h5py_suite/compare.py
+	$(PY) tests/zarr_suite/compare.py
 	$(PY) -m pytest

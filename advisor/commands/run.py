@@ -102,7 +102,7 @@ def exit_status(exc: BaseException | None) -> int:
 
 
 def summary_line(tracer) -> str:
-    """``ioadvisor: trace PATH: N datasets, M accesses (R reads, W writes), P ranks``.
+    """``ioadvisor: trace PATH: N datasets, M accesses (R reads, W writes), P ranks, Q processes``.
 
     Counted by scanning lines, not by loading records: the trace may hold millions of accesses.
     """
@@ -121,8 +121,9 @@ def summary_line(tracer) -> str:
             elif line.startswith(b'{"t":"d"'):
                 n_ds += 1
     ranks = f", {head['size']} ranks" if head.get("size", 1) > 1 else ""
+    procs = f", {len(head['processes'])} processes" if len(head.get("processes") or ()) > 1 else ""
     return (f"ioadvisor: trace {path}: {n_ds} datasets, {n_acc} accesses "
-            f"({n_read} reads, {n_acc - n_read} writes){ranks}")
+            f"({n_read} reads, {n_acc - n_read} writes){ranks}{procs}")
 
 
 def register(sub) -> None:

@@ -19,8 +19,9 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = "tests.h5py_suite.plugin"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PLUGIN = "ioadvisor_suite_plugin"  # in HERE; tests/zarr_suite/compare.py runs zarr's suite with it too
 SUMMARY = re.compile(r"^ioadvisor tracing: (.*)$", re.M)
 
 
@@ -37,15 +38,13 @@ def outcomes(junit: Path) -> dict[str, str]:
     return out
 
 
-def run_suite(traced: bool, workdir: Path, extra: list[str]) -> tuple[dict[str, str], str]:
+def run_suite(traced: bool, workdir: Path, args: list[str], cwd: Path = ROOT) -> tuple[dict[str, str], str]:
+    """Run ``pytest args`` in ``cwd`` (its own configuration applies), with the tracing plugin when ``traced``."""
     junit = workdir / ("traced.xml" if traced else "plain.xml")
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "h5py", "-q", "-p", "no:cacheprovider",
-           f"--junitxml={junit}", *extra]
-    if traced:
-        cmd[3:3] = ["-p", PLUGIN]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                                                         os.environ.get("PYTHONPATH")]))})
+    cmd = [sys.executable, "-m", "pytest", *(["-p", PLUGIN] if traced else []), "-q", "-p", "no:cacheprovider",
+           f"--junitxml={junit}", *args]
+    path = os.pathsep.join(filter(None, [str(HERE), str(ROOT), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
     if not junit.exists():
         sys.exit(f"pytest did not run ({'traced' if traced else 'plain'}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return outcomes(junit), proc.stdout
@@ -53,8 +52,13 @@ def run_suite(traced: bool, workdir: Path, extra: list[str]) -> tuple[dict[str, 
 
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ioadvisor-h5py-compare-") as tmp:
-        plain, _ = run_suite(False, Path(tmp), argv)
-        traced, stdout = run_suite(True, Path(tmp), argv)
+        plain, _ = run_suite(False, Path(tmp), ["--pyargs", "h5py", *argv])
+        traced, stdout = run_suite(True, Path(tmp), ["--pyargs", "h5py", *argv])
+    return report(plain, traced, stdout)
+
+
+def report(plain: dict[str, str], traced: dict[str, str], stdout: str) -> int:
+    """Print both runs' counts and every difference; 0 when outcomes are identical and tracing was clean."""
     counts = {name: Counter(res.values()) for name, res in (("plain", plain), ("traced", traced))}
     for name, c in counts.items():
         print(f"{name:7s} " + " ".join(f"{k}={c.get(k, 0)}" for k in ("passed", "failed", "error", "skipped")))

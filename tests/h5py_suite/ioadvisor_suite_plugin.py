@@ -1,8 +1,9 @@
 """pytest plugin: run every test of the session inside ``advisor.trace``.
 
-Usage, from the repository root (the plugin is imported by module name)::
+Usage, with this directory on PYTHONPATH (the plugin is imported by a module name
+that no project's own ``tests`` package can shadow)::
 
-    python -m pytest -p tests.h5py_suite.plugin --pyargs h5py
+    PYTHONPATH=tests/h5py_suite python -m pytest -p ioadvisor_suite_plugin --pyargs h5py
 
 Each test (setup, call and teardown) gets its own tracer writing a trace file
 in a temporary directory; the file is loaded back (so a trace that does not
@@ -27,7 +28,7 @@ SUMMARY_PREFIX = "ioadvisor tracing:"
 
 
 def pytest_configure(config):
-    _DIR["path"] = Path(tempfile.mkdtemp(prefix="ioadvisor-h5py-suite-"))
+    _DIR["path"] = Path(tempfile.mkdtemp(prefix="ioadvisor-suite-"))
 
 
 def pytest_unconfigure(config):

@@ -1,0 +1,166 @@
+"""Capture through worker processes: PyTorch DataLoader workers, as a user runs them.
+
+1. Same advice: a training-style program reads random 1000x8 boxes of a
+   (N x 64) float32 HDF5 dataset through a ``DataLoader`` (one h5py call per
+   sample); it is run with ``ioadvisor run`` with ``num_workers`` 0 and 4 (same
+   seed, so the same samples), each trace is checked against the program's own
+   list of samples, and ``ioadvisor advise --json`` must recommend the same layout.
+2. Overhead with workers: the same loop with ``num_workers=2``, traced and
+   untraced repetitions interleaved in one process (wall time: the work is in the
+   workers). Reported both for the loop (workers started, read, shut down and
+   their parts closed) and including the tracer's exit (waiting for the parts and
+   merging them into the trace).
+
+    python benchmarks/worker_capture.py [--quick] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
+
+PROGRAM = '''
+import json, sys
+import h5py, numpy as np, torch
+from torch.utils.data import DataLoader, Dataset
+
+class Boxes(Dataset):
+    """One h5py read of a 1000x8 box per sample; the file is opened in each worker."""
+    def __init__(self, path, starts):
+        self.path, self.starts, self.x = path, starts, None
+    def __len__(self):
+        return len(self.starts)
+    def __getitem__(self, i):
+        if self.x is None:
+            self.x = h5py.File(self.path, "r")["x"]
+        r, c = self.starts[i]
+        return i, torch.from_numpy(self.x[r:r + 1000, c:c + 8])
+
+def loader(path, starts, workers):
+    return DataLoader(Boxes(path, starts), batch_size=16, num_workers=workers, shuffle=True,
+                      generator=torch.Generator().manual_seed(0))
+
+if __name__ == "__main__":
+    path, n, workers, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    rng = np.random.default_rng(1)
+    rows = h5py.File(path, "r")["x"].shape[0]
+    starts = list(zip(rng.integers(0, rows - 1000, n).tolist(), (rng.integers(0, 8, n) * 8).tolist()))
+    seen = [starts[int(i)] for idx, _ in loader(path, starts, workers) for i in idx]
+    json.dump(seen, open(out, "w"))
+'''
+
+
+def dataset(rows: int) -> Path:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"loader_{rows}x64_c65536x8.h5"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        with h5py.File(tmp, "w") as f:
+            ds = f.create_dataset("x", shape=(rows, 64), dtype="f4", chunks=(min(65536, rows), 8))
+            rng = np.random.default_rng(0)
+            for r0 in range(0, rows, 262144):
+                ds[r0:r0 + 262144] = rng.random((min(262144, rows - r0), 64), dtype="f4")
+        tmp.rename(path)
+    return path
+
+
+def same_advice(path: Path, n: int, tmp: Path) -> dict:
+    prog = tmp / "train.py"
+    prog.write_text(PROGRAM)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = {}
+    for workers in (0, 4):
+        trace, seen = tmp / f"w{workers}.jsonl", tmp / f"w{workers}.json"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "advisor", "run", "-o", str(trace), "--", "python", str(prog),
+                        str(path), str(n), str(workers), str(seen)], env=env, check=True)
+        run_s = time.perf_counter() - t0
+        from instrumentation.tracefile import load_trace
+
+        tr = load_trace(trace)
+        truth = sorted(map(tuple, json.loads(seen.read_text())))
+        got = sorted((a.selection.start[0], a.selection.start[1]) for a in tr.accesses)
+        adv = subprocess.run([sys.executable, "-m", "advisor", "advise", str(trace), "--json"], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        ds = json.loads(adv)["datasets"][0]
+        layout = ("library", "chunks", "shards", "cache_bytes", "cache_slots", "compressor", "error_bound")
+        out[workers] = {"run_s": run_s, "accesses": len(tr.accesses), "ground_truth": len(truth),
+                        "all_captured": got == truth, "processes": len(tr.header.processes),
+                        "missed": list(tr.missed), "pattern": ds["pattern"], "procs": ds["procs"],
+                        "recommendation": {k: ds["recommendation"][k] for k in layout},
+                        "predicted_s": ds["recommendation"]["seconds"],
+                        "top3": [{k: c[k] for k in layout} for c in ds["candidates"][:3]]}
+    out["same_recommendation"] = out[0]["recommendation"] == out[4]["recommendation"]
+    return out
+
+
+def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
+    sys.path.insert(0, str(tmp))
+    (tmp / "train_mod.py").write_text(PROGRAM)
+    import advisor
+    import train_mod
+
+    rng = np.random.default_rng(1)
+    rows = h5py.File(path, "r")["x"].shape[0]
+    starts = list(zip(rng.integers(0, rows - 1000, n).tolist(),
+                      (rng.integers(0, 8, n) * 8).tolist()))
+
+    def loop():
+        for _ in train_mod.loader(str(path), starts, 2):
+            pass
+
+    def timed(traced: bool):
+        if not traced:
+            t0 = time.perf_counter()
+            loop()
+            t = time.perf_counter() - t0
+            return t, t
+        t0 = time.perf_counter()
+        with advisor.trace(tmp / "o.jsonl", overwrite=True) as tr:
+            loop()
+            t_loop = time.perf_counter() - t0
+        return t_loop, time.perf_counter() - t0
+
+    loop()  # warm the page cache
+    plain, traced = [], []
+    for r in range(reps):
+        pair = (False, True) if r % 2 == 0 else (True, False)
+        for t in pair:
+            (traced if t else plain).append(timed(t))
+    row = {"samples": n, "reps": reps, "untraced_s": statistics.median(p[0] for p in plain)}
+    for k, label in ((0, "loop"), (1, "with_exit")):
+        row[f"{label}_slowdown_pct"] = statistics.median(t[k] / p[0] - 1 for p, t in zip(plain, traced)) * 100
+        row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[0] for p in plain) - 1) * 100
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args(argv)
+    rows, n, reps = (200_000, 800, 3) if args.quick else (2_000_000, 4000, 7)
+    path = dataset(rows)
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-workers-") as tmp:
+        result = {"load": os.getloadavg()[0], "advice": same_advice(path, n, Path(tmp)),
+                  "overhead": overhead(path, n, reps, Path(tmp))}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
