@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from .tracefile import TraceError, load_trace, merge_traces, write_trace
@@ -138,25 +138,31 @@ def _wait_for_ranks(comm, path: Path, size: int) -> None:
     _poll(done, time.monotonic() + WAIT_SECONDS)
 
 
-def merge_rank_files(path: str | os.PathLike, size: int) -> Path:
-    """Merge the ranks' files of ``path`` into ``path``; missing or broken ranks are warned about and skipped."""
+def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
+    """Merge the ranks' files of ``path`` into ``path``; returns what the merge misses (ranks skipped or cut short).
+
+    Those notes are also in the merged trace (``TraceHeader.missed`` of the first rank's header):
+    no warning, which a strict warnings filter would turn into an exception in the program.
+    """
     path = Path(path)
-    traces = []
+    traces, missed = [], []
     for r in range(size):
         rp = rank_path(path, r, size)
         try:
             tr = load_trace(rp, allow_truncated=True)
         except TraceError as exc:
-            warnings.warn(f"ioadvisor: rank {r} trace left out of the merge: {exc}", RuntimeWarning, stacklevel=2)
+            missed.append(f"rank {r} trace left out of the merge: {exc}")
             continue
         if not tr.complete:
-            warnings.warn(f"ioadvisor: rank {r} trace {rp} is truncated; merged its readable prefix",
-                          RuntimeWarning, stacklevel=2)
+            missed.append(f"rank {r} trace {rp} is truncated; merged its readable prefix")
         traces.append(tr)
     if not traces:
         raise TraceError(f"{path}: no rank trace could be read, nothing merged")
-    write_trace(merge_traces(traces), path)
-    return path
+    merged = merge_traces(traces)
+    first = merged.headers[0]
+    merged.headers[0] = replace(first, missed=first.missed + tuple(missed))
+    write_trace(merged, path)
+    return missed
 
 
 def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool | None = None) -> None:
@@ -187,7 +193,10 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
     if not failed:
         _wait_for_ranks(comm, path, size)
         try:
-            merge_rank_files(path, size)
+            missed = merge_rank_files(path, size)
+            if missed:
+                more = f" (and {len(missed) - 1} more: ioadvisor trace show {path})" if len(missed) > 1 else ""
+                print(f"ioadvisor: merged trace {path} is missing something: {missed[0]}{more}", file=sys.stderr)
         except (OSError, TraceError) as exc:
             # the per-rank files are intact; losing the merged view must not fail the user's program
             print(f"ioadvisor: could not write merged trace {path}: {exc}", file=sys.stderr)

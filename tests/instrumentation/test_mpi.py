@@ -3,6 +3,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -69,11 +70,13 @@ def test_merge_keeps_ranks_and_survives_missing_and_truncated(tmp_path):
         fh.write('{"t":"a","ds":7,"op":"re')  # ...and a cut last line
     # rank 2 never wrote its file
     write_rank(path, 3, 4, 2)
-    with pytest.warns(RuntimeWarning) as warned:
-        merge_rank_files(path, 4)
-    messages = " | ".join(str(w.message) for w in warned)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reported in the trace, never as a warning
+        missed = merge_rank_files(path, 4)
+    messages = " | ".join(missed)
     assert str(rank_path(path, 2, 4)) in messages and str(rank_path(path, 1, 4)) in messages
     merged = load_trace(path)
+    assert merged.missed == tuple(missed) and len(missed) == 2
     assert sorted(a.rank for a in merged.accesses) == [0] * 3 + [1] * 5 + [3] * 2
     assert len(merged.datasets) == 1 and merged.nprocs == 4
     # each rank's clock is shifted onto the earliest origin
@@ -81,7 +84,7 @@ def test_merge_keeps_ranks_and_survives_missing_and_truncated(tmp_path):
 
 
 def test_merge_with_no_readable_rank_is_an_error(tmp_path):
-    with pytest.warns(RuntimeWarning), pytest.raises(TraceError, match="no rank trace"):
+    with pytest.raises(TraceError, match="no rank trace"):
         merge_rank_files(tmp_path / "t.jsonl", 2)
 
 
