@@ -22,7 +22,7 @@ import pytest
 import advisor
 from instrumentation.tracefile import TraceError, load_trace
 
-_STATS = {"tests": 0, "accesses": 0, "datasets": 0, "record_errors": 0, "bad_traces": 0}
+_STATS = {"tests": 0, "accesses": 0, "datasets": 0, "record_errors": 0, "bad_traces": 0, "skipped_modules": 0}
 _DIR: dict[str, Path] = {}
 SUMMARY_PREFIX = "ioadvisor tracing:"
 
@@ -51,6 +51,11 @@ def pytest_runtest_protocol(item, nextitem):
         _STATS["bad_traces"] += 1
     path.unlink(missing_ok=True)
     return result
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _STATS["skipped_modules"] += 1
 
 
 def pytest_terminal_summary(terminalreporter):
