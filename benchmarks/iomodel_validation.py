@@ -398,6 +398,9 @@ def main(argv=None) -> int:
     ap.add_argument("--transfer", default=None, metavar="PROFILE",
                     help="also predict the same runs with this profile (e.g. one fitted on another machine, or the "
                          "shipped iomodel/profiles/default.json) and report how well it transfers")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="keep the cases whose label contains TEXT (repeatable: all of them), e.g. "
+                         "--only chunks=32768x3 --only columns")
     ap.add_argument("--floor", default=None, metavar="RESULT_JSON",
                     help="an earlier run's raw results (same cases): its measured times taken as the prediction "
                          "give the measurement floor, how well this machine reproduces its own times")
@@ -409,7 +412,9 @@ def main(argv=None) -> int:
 
     profile = load_profile(args.profile)
     other = load_profile(args.transfer) if args.transfer else None
-    cases = validation_cases(args.quick)
+    cases = [c for c in validation_cases(args.quick) if all(t in c.label for t in args.only)]
+    if not cases:
+        ap.error(f"no case label contains all of {args.only}")
     repeat = args.repeat or 3
     work = Path(args.workdir)
     load0 = os.getloadavg()[0]
