@@ -370,6 +370,11 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
         lines += [f"- {' '.join(w['case'])}: measured hdf5 {w['measured'][0]:.4f} s / zarr {w['measured'][1]:.4f} s, "
                   f"predicted {w['predicted'][0]:.4f} / {w['predicted'][1]:.4f}" for w in fl["wrong"]]
         lines.append("")
+    if result.get("floor_metrics"):
+        lines += ["## Measurement floor", "",
+                  f"The same cases measured in an earlier run (`{result['floor_results']}`), their times taken as the "
+                  "prediction of this run's: how well this machine reproduces its own measurements, the best any "
+                  "model can score here: " + headline(result["floor_metrics"]) + ".", ""]
     if result.get("transfer_metrics"):
         lines += [f"## The same runs predicted with `{result['transfer_profile']}`", "",
                   "How well a profile fitted elsewhere (or earlier) transfers to these runs: "
@@ -393,6 +398,12 @@ def main(argv=None) -> int:
     ap.add_argument("--transfer", default=None, metavar="PROFILE",
                     help="also predict the same runs with this profile (e.g. one fitted on another machine, or the "
                          "shipped iomodel/profiles/default.json) and report how well it transfers")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="keep the cases whose label contains TEXT (repeatable: all of them), e.g. "
+                         "--only chunks=32768x3 --only columns")
+    ap.add_argument("--floor", default=None, metavar="RESULT_JSON",
+                    help="an earlier run's raw results (same cases): its measured times taken as the prediction "
+                         "give the measurement floor, how well this machine reproduces its own times")
     argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
 
@@ -401,7 +412,9 @@ def main(argv=None) -> int:
 
     profile = load_profile(args.profile)
     other = load_profile(args.transfer) if args.transfer else None
-    cases = validation_cases(args.quick)
+    cases = [c for c in validation_cases(args.quick) if all(t in c.label for t in args.only)]
+    if not cases:
+        ap.error(f"no case label contains all of {args.only}")
     repeat = args.repeat or 3
     work = Path(args.workdir)
     load0 = os.getloadavg()[0]
@@ -431,12 +444,21 @@ def main(argv=None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     m = metrics(rows)
     mt = metrics(transfer_rows) if other is not None else None
+    mf = None
+    if args.floor:
+        earlier = json.loads(Path(args.floor).read_text())
+        key = lambda r: (r["shape"], r["library"], tuple(r["chunks"]), r["pattern"])  # noqa: E731
+        before = {key(r): r["measured"] for r in earlier["rows"]}
+        if set(before) != {key(r) for r in rows}:
+            raise SystemExit(f"{args.floor}: not the same cases as this run (--quick on both or neither)")
+        mf = metrics([{**r, "predicted": before[key(r)]} for r in rows])
     stem = "iomodel-validation" + ("-quick" if args.quick else "")
     figs = figures(rows, Path(args.figures), stem)
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "quick": args.quick, "repeat": repeat, "machine": machine_info(), "profile_path": args.profile,
               "loadavg": [load0, os.getloadavg()[0]], "measure_seconds": t_meas, "predict_seconds": t_pred, "metrics": m, "rows": rows,
-              "figures": [str(p) for p in figs], "transfer_profile": args.transfer, "transfer_metrics": mt}
+              "figures": [str(p) for p in figs], "transfer_profile": args.transfer, "transfer_metrics": mt,
+              "floor_results": args.floor, "floor_metrics": mf}
     Path(args.results).mkdir(parents=True, exist_ok=True)
     out = Path(args.results) / f"{stem}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
@@ -453,11 +475,14 @@ def main(argv=None) -> int:
     print("  per library: " + ", ".join(f"{p} {e:.0%}" for p, e in m["median_rel_error_per_library"].items()))
     if mt is not None:
         print(f"with {args.transfer}: " + headline(mt))
+    if mf is not None:
+        print(f"measurement floor (earlier measured times as the prediction): " + headline(mf))
     print(f"measured in {t_meas:.0f}s, predicted in {t_pred:.1f}s; raw results {out}; figures "
           + ", ".join(str(p) for p in figs))
     if args.doc:
         cmd = (["--quick"] if args.quick else []) + (["--profile", args.profile] if args.profile else []) \
             + (["--transfer", args.transfer] if args.transfer else []) \
+            + (["--floor", args.floor] if args.floor else []) \
             + (["--repeat", str(args.repeat)] if args.repeat else []) + ["--doc", args.doc]
         write_doc(Path(args.doc), result, rows, figs, cmd)
         print(f"report {args.doc}")
