@@ -657,6 +657,12 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         from advisor.api import advise
 
         advice = advise(trace, profile=profile, dataset=dataset, top=max(top, 1), **constraints)
+    if advice is not None:  # scalars, vlen strings, minor datasets: no layouts to rebuild
+        advised = {d.name for d in advice.datasets}
+        targets = [ds for ds in targets if ds.key in advised]
+        if not targets:
+            raise VerifyError(advice.nothing_line() if not advice.datasets else
+                              f"{trace.source or 'trace'}: the advice covers none of the datasets to verify")
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="ioadvisor-verify-")

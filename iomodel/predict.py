@@ -1,6 +1,7 @@
 """``predict``: a trace (or accesses) + a layout + a system profile -> Prediction."""
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Sequence
 
@@ -17,14 +18,18 @@ from .variables import Variables, count_variables
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
-    """The dataset to model: by id, key ('file::path') or path; default the most accessed."""
+    """The dataset to model: by id, key ('file::path') or path; default the most accessed array (a scalar or
+    an empty one has nothing to chunk: such are picked only by name)."""
     if not trace.datasets:
         raise ValueError(f"{trace.source or 'trace'}: no datasets recorded")
     if dataset is None:
         counts = Counter(a.dataset for a in trace.accesses)
         if not counts:
             raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
-        return trace.datasets[counts.most_common(1)[0][0]]
+        arrays = [i for i, _ in counts.most_common() if (shape := trace.extent(i)) and math.prod(shape)]
+        if not arrays:
+            raise ValueError(f"{trace.source or 'trace'}: only scalar or empty datasets accessed: nothing to chunk")
+        return trace.datasets[arrays[0]]
     if isinstance(dataset, int) or (isinstance(dataset, str) and dataset.isdigit()):
         if int(dataset) in trace.datasets:
             return trace.datasets[int(dataset)]
