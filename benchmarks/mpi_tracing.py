@@ -55,7 +55,7 @@ def run_job(ranks: int, traced: bool, work: Path, reads: int) -> tuple[float, fl
     loop_file = work / "loop.txt"
     cmd = [str(BIN / "mpiexec"), "-n", str(ranks)]
     if traced:
-        cmd += [str(BIN / "ioadvisor"), "run", "-o", str(work / "t.jsonl"), "--"]
+        cmd += [str(BIN / "ioadvisor"), "run", "--force", "-o", str(work / "t.jsonl"), "--"]  # one scratch trace
     cmd += [sys.executable, str(work / "app.py"), str(work / "data.h5"), str(reads), str(loop_file)]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

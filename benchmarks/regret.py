@@ -79,7 +79,8 @@ def trace_workload(w: Path, workdir: Path, scale: float) -> tuple[Path, float]:
     _run([sys.executable, str(w), "prepare", str(data)], env, workdir)
     evict(data)
     trace = workdir / "trace.jsonl"
-    cmd = [str(BIN / "ioadvisor"), "run", "-o", str(trace), "--", sys.executable, str(w), "run", str(data)]
+    cmd = [str(BIN / "ioadvisor"), "run", "--force", "-o", str(trace), "--", sys.executable, str(w), "run",
+           str(data)]  # the workload's scratch trace, replaced on a repeat
     if "_mpi_" in w.stem:
         cmd = [str(BIN / "mpiexec"), "-n", str(MPI_PROCS)] + cmd
     t = time.perf_counter()

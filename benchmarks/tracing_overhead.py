@@ -45,7 +45,7 @@ def timed(fn, tracer_path=None):
         c, w = time.process_time(), time.perf_counter()
         fn()
         return time.process_time() - c, time.perf_counter() - w
-    with advisor.trace(tracer_path) as t:
+    with advisor.trace(tracer_path, overwrite=True) as t:  # one scratch trace, rep after rep
         c, w = time.process_time(), time.perf_counter()
         fn()
         t.flush()
