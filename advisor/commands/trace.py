@@ -60,6 +60,10 @@ def format_usage(u: DatasetUsage) -> str:
     ):
         if n:
             lines.append(f"    {op} {n:>8}  {_size(nbytes):>9}  {seconds:8.3f} s  {pattern.describe()}")
+    if not u.n_reads and not u.n_writes:
+        from advisor.screening import why_not_advised
+
+        lines.append(f"    {why_not_advised(d, d.shape, 0)}")
     lines.append(f"    ranks {_ranks(u.ranks)}")
     return "\n".join(lines)
 
