@@ -104,6 +104,11 @@ def render(advice: Advice) -> str:
             parts.append(f"<p>In xarray:</p><pre>{html.escape(adv.xarray_code())}</pre>")
         if adv.notes:
             parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in adv.notes) + "</ul>")
+    if not advice.datasets:
+        parts.append(f"<p>{html.escape(advice.nothing_line())}</p>")
+    elif advice.not_advised:
+        parts.append("<h2>Not advised</h2><ul>" + "".join(
+            f"<li>{html.escape(n.name)}: {html.escape(n.reason)}</li>" for n in advice.not_advised) + "</ul>")
     if advice.minor:
         parts.append(f"<p class='note'>{html.escape(advice.minor_line())}</p>")
     parts.append("</body></html>")

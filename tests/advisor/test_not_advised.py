@@ -82,3 +82,10 @@ def test_float16_gives_no_numeric_warning(tmp_path):
     assert not caught
     (d,) = adv.datasets
     assert not [n for n in d.notes if n.startswith("while modelling")]  # where a model's warning would go
+
+
+def test_html_report_lists_the_datasets_not_advised(mixed, tmp_path):
+    from advisor.report import render
+
+    page = render(advisor.advise(mixed))
+    assert "<h2>Not advised</h2>" in page and "forecast_reference_time: scalar: nothing to chunk" in page
