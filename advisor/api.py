@@ -101,8 +101,8 @@ def advise(
     # an imported (synthetic) trace's per-call times are spread from a summary: nothing to fit per call
     fit = calibrate and total > 0 and not trace.header.synthetic
     reasons = {i: why_not_advised(d, trace.extent(i), n_accesses[i]) for i, d in trace.datasets.items()}
-    calibrations = calibrate_in_trace(trace, profile, nprocs, datasets=[i for i, r in reasons.items() if r is None]
-                                      ) if fit else {}
+    calibrations = calibrate_in_trace(trace, profile, nprocs, datasets=[i for i, r in reasons.items() if r is None],
+                                      layout_of=_current_layout) if fit else {}
     out, skipped, minor = [], [], []
     for ds in targets:
         shape = trace.extent(ds.id)
@@ -137,6 +137,13 @@ def advise(
                    "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
                   tuple(skipped), minor=tuple(minor), traced_seconds=total,
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
+
+
+def _current_layout(ds):
+    """The recorded layout as the advisor evaluates it (its ``current`` baseline candidate)."""
+    from advisor.candidates import baselines
+
+    return baselines(ds, ds.shape, False)["current"].layout(ds.shape, ds.itemsize, maxshape=ds.maxshape)
 
 
 def _warning_notes(caught) -> list[str]:
