@@ -101,8 +101,16 @@ def advise(
     # an imported (synthetic) trace's per-call times are spread from a summary: nothing to fit per call
     fit = calibrate and total > 0 and not trace.header.synthetic
     reasons = {i: why_not_advised(d, trace.extent(i), n_accesses[i]) for i, d in trace.datasets.items()}
-    calibrations = calibrate_in_trace(trace, profile, nprocs, datasets=[i for i, r in reasons.items() if r is None]
-                                      ) if fit else {}
+    calibrations, uncalibrated = {}, None
+    if fit:
+        try:
+            calibrations = calibrate_in_trace(trace, profile, nprocs, layout_of=_current_layout,
+                                              datasets=[i for i, r in reasons.items() if r is None])
+        except Exception as exc:  # noqa: BLE001 - the advice stands on the profile's predictions then, and says so
+            if os.environ.get("IOADVISOR_DEBUG"):
+                raise
+            uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
     out, skipped, minor = [], [], []
     for ds in targets:
         shape = trace.extent(ds.id)
@@ -123,7 +131,8 @@ def advise(
                     raise
                 reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
-                extra = ([no_codec] if no_codec else []) + _warning_notes(caught)
+                extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
+                    + _warning_notes(caught)
                 out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
         if reason is not None:
             skipped.append(NotAdvised(ds.key, ds.path, ds.library, tuple(shape), ds.dtype, reason))
@@ -137,6 +146,13 @@ def advise(
                    "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
                   tuple(skipped), minor=tuple(minor), traced_seconds=total,
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
+
+
+def _current_layout(ds):
+    """The recorded layout as the advisor evaluates it (its ``current`` baseline candidate)."""
+    from advisor.candidates import baselines
+
+    return baselines(ds, ds.shape, False)["current"].layout(ds.shape, ds.itemsize, maxshape=ds.maxshape)
 
 
 def _warning_notes(caught) -> list[str]:

@@ -180,8 +180,8 @@ def main(argv=None) -> int:
                        **{f"true_{k}": v for k, v in t.items()}}
                 row["graybox"] = graybox_estimate(field, cname, rel * rng, chunks, args.fraction)
                 if not args.no_sampling:
-                    e = estimate(field, cname, eb, chunks, method="sampling", sample_fraction=args.fraction,
-                                 data_range=rng)
+                    # as a user calls the API: it resolves rel:X against the field's range itself
+                    e = estimate(field, cname, eb, chunks, method="sampling", sample_fraction=args.fraction)
                     row["sampling"] = {"ratio": e.ratio, "ratio_ci": list(e.ratio_ci),
                                        "compress_s": e.compress_seconds, "time_ci": list(e.time_ci),
                                        "cost_s": e.cost_seconds}

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Collection, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
-from instrumentation.records import AccessRecord
+from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace
 
 from .cost import TERMS
@@ -54,7 +54,7 @@ MAX_CONDITION = 30.0
 """Column-normalised term matrices worse conditioned than this cannot tell their terms apart."""
 PER_TERM_GAIN = 0.8
 """Per-term factors are kept only when their residual sum of squares is below this share of one factor's."""
-MAX_RESOLUTION = 0.5
+MAX_RESOLUTION = 0.25
 """Near-ties are never wider than this, however noisy the trace's timings."""
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
@@ -206,11 +206,14 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
 
 
 def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None = None,
-                       library: str | None = None, datasets: Collection[int] | None = None
+                       library: str | None = None, datasets: Collection[int] | None = None,
+                       layout_of: Callable[[DatasetRecord], Layout] = Layout.from_dataset,
                        ) -> dict[str, TraceCalibration]:
     """A TraceCalibration for HDF5 and Zarr: fitted for the libraries the trace used, borrowed for the other
     (only ``library``'s own fit when named), on the ``datasets`` (ids) given, else on all: the caller leaves
-    out those the models cannot replay (scalars, variable-length data)."""
+    out those the models cannot replay (scalars, variable-length data). ``layout_of``: the recorded layout of
+    a dataset as the caller models it (the advisor's current candidate), so that its calibrated prediction
+    meets the traced time."""
     procs = procs if procs is not None else trace.nprocs
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
@@ -222,7 +225,7 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         if library is not None and ds.library != library or datasets is not None and ds_id not in datasets:
             continue
         shape = trace.extent(ds_id)
-        layout = Layout.from_dataset(ds).with_shape(shape)
+        layout = layout_of(ds).with_shape(shape)
         g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
         accs = sorted(accs, key=lambda a: a.t_start)
         # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and

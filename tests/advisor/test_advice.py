@@ -161,3 +161,16 @@ def test_minor_datasets_summed_up_in_one_line(tmp_path):
     assert [d.path for d in named.datasets] == ["/lat"] and not named.minor
     doc = json.loads(adv.to_json())
     assert doc["minor"][0]["name"].endswith("::/lat") and doc["datasets"][0]["traced_seconds"] > 0
+
+
+def test_failed_calibration_leaves_the_advice_standing(traced, monkeypatch):
+    import iomodel.intrace
+
+    def broken(*a, **k):
+        raise ValueError("cannot replay")
+
+    monkeypatch.setattr(iomodel.intrace, "calibrate_in_trace", broken)
+    d, _ = traced
+    adv = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False).dataset()
+    assert any(n.startswith("predictions not calibrated on the trace (ValueError: cannot replay)") for n in adv.notes)
+    assert adv.current.seconds == pytest.approx(adv.current.model_seconds)
