@@ -435,9 +435,8 @@ class Tracer:
             why = follow.ensure_startup_hook()
             if why is None:
                 capture += ("child processes",)
-            else:
-                capture += ("forked child processes",)
-                self.missed.append(f"child processes that start a new interpreter are not traced: {why}")
+            else:  # a capture level, not a miss: whether such a child runs at all is not known here
+                capture += (f"forked child processes (new interpreters not followed: {why})",)
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
