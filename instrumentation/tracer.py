@@ -445,7 +445,8 @@ class Tracer:
             size=self.size,
             t_origin_unix=time.time(),
             versions=_versions(),
-            argv=tuple(sys.argv),
+            # a child's own sys.argv is just ["-c"] for multiprocessing's spawn: its interpreter's command says more
+            argv=tuple(sys.orig_argv if self._is_part else sys.argv),
             ppid=os.getppid(),
             capture=capture,
         )
