@@ -6,10 +6,12 @@
    seed, so the same samples), each trace is checked against the program's own
    list of samples, and ``ioadvisor advise --json`` must recommend the same layout.
 2. Overhead with workers: the same loop with ``num_workers=2``, traced and
-   untraced repetitions interleaved in one process (wall time: the work is in the
-   workers). Reported both for the loop (workers started, read, shut down and
-   their parts closed) and including the tracer's exit (waiting for the parts and
-   merging them into the trace).
+   untraced repetitions interleaved in one process. Wall time, and CPU time of
+   the process and its workers (``os.times`` children: the DataLoader joins its
+   workers), which other jobs on a shared machine disturb less. Reported both for
+   the loop (workers started, read, shut down and their parts closed) and
+   including the tracer's exit (waiting for the parts and merging them into the
+   trace). Median of per-pair ratios, and min-min.
 
     python benchmarks/worker_capture.py [--quick] [--json out.json]
 """
@@ -121,17 +123,21 @@ def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
         for _ in train_mod.loader(str(path), starts, 2):
             pass
 
+    def cpu() -> float:  # this process and its waited-for children (the DataLoader joins its workers)
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
     def timed(traced: bool):
+        """(loop wall, wall with the tracer's exit, loop cpu, cpu with exit) in seconds."""
+        t0, c0 = time.perf_counter(), cpu()
         if not traced:
-            t0 = time.perf_counter()
             loop()
-            t = time.perf_counter() - t0
-            return t, t
-        t0 = time.perf_counter()
-        with advisor.trace(tmp / "o.jsonl", overwrite=True) as tr:
+            t, c = time.perf_counter() - t0, cpu() - c0
+            return t, t, c, c
+        with advisor.trace(tmp / "o.jsonl", overwrite=True):
             loop()
-            t_loop = time.perf_counter() - t0
-        return t_loop, time.perf_counter() - t0
+            t_loop, c_loop = time.perf_counter() - t0, cpu() - c0
+        return t_loop, time.perf_counter() - t0, c_loop, cpu() - c0
 
     loop()  # warm the page cache
     plain, traced = [], []
@@ -139,10 +145,11 @@ def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
         pair = (False, True) if r % 2 == 0 else (True, False)
         for t in pair:
             (traced if t else plain).append(timed(t))
-    row = {"samples": n, "reps": reps, "untraced_s": statistics.median(p[0] for p in plain)}
-    for k, label in ((0, "loop"), (1, "with_exit")):
-        row[f"{label}_slowdown_pct"] = statistics.median(t[k] / p[0] - 1 for p, t in zip(plain, traced)) * 100
-        row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[0] for p in plain) - 1) * 100
+    row = {"samples": n, "reps": reps, "untraced_wall_s": statistics.median(p[0] for p in plain),
+           "untraced_cpu_s": statistics.median(p[2] for p in plain)}
+    for k, base, label in ((0, 0, "wall_loop"), (1, 0, "wall_with_exit"), (2, 2, "cpu_loop"), (3, 2, "cpu_with_exit")):
+        row[f"{label}_slowdown_pct"] = statistics.median(t[k] / p[base] - 1 for p, t in zip(plain, traced)) * 100
+        row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[base] for p in plain) - 1) * 100
     return row
 
 

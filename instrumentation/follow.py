@@ -38,7 +38,8 @@ ENV = "IOADVISOR_FOLLOW"
 """Parts directories of the active tracers (``os.pathsep``-separated): set in a process means "trace me"."""
 PTH_NAME = "ioadvisor-follow.pth"
 # executed by site at every start-up of this environment's interpreter; a no-op without the variable
-PTH_LINE = ("import os; exec('try:\\n import instrumentation.follow as f\\nexcept ImportError:\\n f = None\\n"
+PTH_LINE = ("import os; exec('try:\\n import instrumentation.follow as f\\nexcept ImportError as e:\\n"
+            " import sys; f = print(f\"ioadvisor: process {os.getpid()} not traced: {e}\", file=sys.stderr)\\n"
             "f and f.start_part()') if os.environ.get('IOADVISOR_FOLLOW') else None\n")
 PART_WAIT = float(os.environ.get("IOADVISOR_PART_WAIT", "10"))
 """Longest wait at the end of a run for a live child to flush what it recorded before the end."""

@@ -435,9 +435,8 @@ class Tracer:
             why = follow.ensure_startup_hook()
             if why is None:
                 capture += ("child processes",)
-            else:
-                capture += ("forked child processes",)
-                self.missed.append(f"child processes that start a new interpreter are not traced: {why}")
+            else:  # a capture level, not a miss: whether such a child runs at all is not known here
+                capture += (f"forked child processes (new interpreters not followed: {why})",)
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
@@ -446,7 +445,8 @@ class Tracer:
             size=self.size,
             t_origin_unix=time.time(),
             versions=_versions(),
-            argv=tuple(sys.argv),
+            # a child's own sys.argv is just ["-c"] for multiprocessing's spawn: its interpreter's command says more
+            argv=tuple(sys.orig_argv if self._is_part else sys.argv),
             ppid=os.getppid(),
             capture=capture,
         )

@@ -175,3 +175,21 @@ def test_startup_hook_in_a_fresh_venv(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (Path(site) / PTH_NAME).read_text() == PTH_LINE
     assert out.stdout.strip() == "2"
+
+
+def test_unwritable_startup_hook_is_a_capture_level_not_a_miss(tmp_path, data, monkeypatch):
+    from instrumentation import follow
+
+    monkeypatch.setattr(follow, "_hook_state", {"result": "cannot write the start-up hook X (Read-only file system)"})
+    with h5py.File(data, "r") as f, advisor.trace(tmp_path / "t.jsonl") as t:
+        f["x"][0]
+        pid = os.fork()
+        if pid == 0:
+            f["x"][1]
+            os._exit(0)  # a bare fork child leaving without cleanup: its part is not closed
+        os.waitpid(pid, 0)
+    trace = t.load()
+    assert trace.header.capture[-1].startswith("forked child processes (new interpreters not followed: ")
+    assert sorted(a.selection.start[0] for a in trace.accesses) in ([0], [0, 1])
+    (child,) = [p for p in trace.header.processes if p.pid == pid]
+    assert child.state == "lost" and len(trace.missed) == 1  # the only miss is the child's unclosed part
