@@ -54,7 +54,7 @@ MAX_CONDITION = 30.0
 """Column-normalised term matrices worse conditioned than this cannot tell their terms apart."""
 PER_TERM_GAIN = 0.8
 """Per-term factors are kept only when their residual sum of squares is below this share of one factor's."""
-MAX_RESOLUTION = 0.25
+MAX_RESOLUTION = 0.15
 """Near-ties are never wider than this, however noisy the trace's timings."""
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
