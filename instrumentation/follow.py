@@ -37,10 +37,28 @@ from pathlib import Path
 ENV = "IOADVISOR_FOLLOW"
 """Parts directories of the active tracers (``os.pathsep``-separated): set in a process means "trace me"."""
 PTH_NAME = "ioadvisor-follow.pth"
+_PTH_CODE = """\
+import sys
+def start():
+    try:
+        import instrumentation.follow as follow
+    except ImportError as exc:
+        return exc
+    follow.start_part()
+failed = start()
+if failed is not None:
+    class Retry:  # the tracer's own imports (numpy) may be in a site directory processed later
+        def find_spec(self, name, path=None, target=None):
+            if name == "sitecustomize":  # site imports it once every .pth file was processed
+                sys.meta_path.remove(self)
+                again = start()
+                if again is not None:
+                    print(f"ioadvisor: process {os.getpid()} not traced: {again}", file=sys.stderr)
+            return None
+    sys.meta_path.insert(0, Retry())
+"""
 # executed by site at every start-up of this environment's interpreter; a no-op without the variable
-PTH_LINE = ("import os; exec('try:\\n import instrumentation.follow as f\\nexcept ImportError as e:\\n"
-            " import sys; f = print(f\"ioadvisor: process {os.getpid()} not traced: {e}\", file=sys.stderr)\\n"
-            "f and f.start_part()') if os.environ.get('IOADVISOR_FOLLOW') else None\n")
+PTH_LINE = f"import os; exec({_PTH_CODE!r}, {{'os': os}}) if os.environ.get({ENV!r}) else None\n"
 PART_WAIT = float(os.environ.get("IOADVISOR_PART_WAIT", "10"))
 """Longest wait at the end of a run for a live child to flush what it recorded before the end."""
 POLL = 0.02

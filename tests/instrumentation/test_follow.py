@@ -155,26 +155,40 @@ def test_no_follow_leaves_environment_and_children_alone(tmp_path, data):
     assert dict(os.environ) == before
 
 
-def test_startup_hook_in_a_fresh_venv(tmp_path):
-    """A venv that never saw a trace gets the hook on its first trace; its children are then traced."""
+@pytest.mark.parametrize("packages", ["own", "system"])
+def test_startup_hook_in_a_fresh_venv(tmp_path, packages):
+    """A venv that never saw a trace gets the hook on its first trace; its children are then traced.
+
+    "system": a ``--system-site-packages`` venv whose numpy is in the base interpreter's
+    site-packages, which site processes after the venv's own .pth files.
+    """
     import sysconfig
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    if packages == "system":
+        base = Path(sys.base_prefix) / "bin" / "python3"
+        if subprocess.run([base, "-c", "import numpy"], capture_output=True).returncode:
+            pytest.skip("the base interpreter has no numpy of its own")
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                       check=True)
+        path = str(ROOT)
+    else:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        # this environment's packages stand in for the fresh venv's own installs (before site runs, as they would be)
+        path = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
     py = venv / "bin" / "python"
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     assert not (Path(site) / PTH_NAME).exists()
-    # this environment's packages stand in for the fresh venv's own installs (before site runs, as they would be)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])}
     code = ("import subprocess, sys, advisor\n"
             f"with advisor.trace({str(tmp_path / 't.jsonl')!r}) as t:\n"
             "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
             "print(len(t.load().header.processes))\n")
-    out = subprocess.run([py, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([py, "-c", code], env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert (Path(site) / PTH_NAME).read_text() == PTH_LINE
-    assert out.stdout.strip() == "2"
+    assert out.stdout.strip() == "2" and "not traced" not in out.stderr
 
 
 def test_unwritable_startup_hook_is_a_capture_level_not_a_miss(tmp_path, data, monkeypatch):
