@@ -207,3 +207,26 @@ def test_unwritable_startup_hook_is_a_capture_level_not_a_miss(tmp_path, data, m
     assert sorted(a.selection.start[0] for a in trace.accesses) in ([0], [0, 1])
     (child,) = [p for p in trace.header.processes if p.pid == pid]
     assert child.state == "lost" and len(trace.missed) == 1  # the only miss is the child's unclosed part
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_program_output_and_exit_status_unchanged_with_workers(tmp_path, data, method):
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import multiprocessing as mp, sys, h5py\n"
+        "def row(i):\n"
+        f"    with h5py.File({str(data)!r}, 'r') as f:\n"
+        "        return float(f['x'][i][0])\n"
+        "if __name__ == '__main__':\n"
+        f"    with mp.get_context({method!r}).Pool(2) as pool:\n"
+        "        print(sum(pool.map(row, range(20))))\n"
+        "    print('bye', file=sys.stderr)\n"
+        "    sys.exit(3)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    plain = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    traced = subprocess.run([sys.executable, "-m", "advisor", "run", "-o", str(tmp_path / "t.jsonl"), "--",
+                             "python", str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout) == (3, "760.0\n")
+    err = traced.stderr.splitlines()
+    assert err[0] == "bye" and err[1].startswith("ioadvisor: trace ") and len(err) == 2
+    assert len(load_trace(tmp_path / "t.jsonl").accesses) == 20
