@@ -69,7 +69,7 @@ def advise(
     from advisor.candidates import allowed_codecs
     from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
-    from instrumentation.formats import foreign_inputs
+    from instrumentation.formats import untraced_inputs
     from iomodel.intrace import calibrate_in_trace, traced_seconds
     from iomodel.predict import pick_dataset
     from iomodel.profile import SystemProfile, load_profile
@@ -137,9 +137,7 @@ def advise(
         if reason is not None:
             skipped.append(NotAdvised(ds.key, ds.path, ds.library, tuple(shape), ds.dtype, reason))
     if not trace.datasets:
-        skipped += [NotAdvised(path, path, fmt, (), "", f"{fmt} file (not HDF5 or Zarr): its reads go through "
-                               "netCDF-C or scipy, which ioadvisor does not trace; nothing to advise")
-                    for path, fmt in foreign_inputs(trace)]
+        skipped += [NotAdvised(path, path, fmt, (), "", what) for path, fmt, what in untraced_inputs(trace)]
     return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
                   {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
                    "compressors": None if compressors is None else list(compressors),

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from instrumentation.formats import foreign_inputs
+from instrumentation.formats import untraced_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.records import ProcessInfo
 from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
@@ -123,9 +123,7 @@ def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
     for u in usages:
         lines.append(format_usage(u))
         lines += [f"    {'?' if f.guessed else '-'} {f.fact}: {f.detail}" for f in facts if f.dataset == u.dataset.key]
-    if not trace.datasets:
-        lines += [f"{path}: {fmt} file (not HDF5 or Zarr): read through netCDF-C or scipy, which ioadvisor "
-                  "does not trace; nothing to advise" for path, fmt in foreign_inputs(trace)]
+    lines += [f"{path}: {what}" for path, _, what in untraced_inputs(trace)]
     return "\n".join(lines)
 
 
