@@ -162,15 +162,14 @@ def _warning_notes(caught) -> list[str]:
 def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
                 nprocs, exhaustive, calibrations, traced) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
+    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
     from advisor.idiom import detect as detect_idiom
+    from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
-    from advisor.search import _with_facts
-    from iomodel.intrace import MIN_RESOLUTION
-    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
-    from advisor.search import CostModel, DataSource, search
     from instrumentation.patterns import classify
     from instrumentation.records import READ, WRITE
+    from iomodel.intrace import MIN_RESOLUTION
 
     accesses = trace.accesses_of(ds.id)
     shape = trace.extent(ds.id)

@@ -36,8 +36,9 @@ def test_xarray_files_advised_in_xarray_terms(tmp_path, engine):
     assert idiom is not None and idiom.variable == "tas" and idiom.dims == ("time", "lat", "lon")
     assert idiom.kind == ("netcdf4" if engine == "h5netcdf" else "xarray-zarr")
     adv = advisor.advise(trace, profile=profile(), lossless_only=True)
-    d = adv.datasets[0]
-    assert d.path.strip("/") == "tas"  # the coordinates are summed up, not advised in full
+    # the coordinates are read once each; the first read of the file (a coordinate) can take longest on a
+    # loaded machine, so which of them are summed up is not fixed here (test_advice checks the summing up)
+    d = next(x for x in adv.datasets if x.path.strip("/") == "tas")
     assert {m.name.split("::")[1].strip("/") for m in adv.minor} <= {"time", "lat", "lon"}
     assert d.blocking == (12, 36, 72)
     code = d.xarray_code()
