@@ -76,14 +76,21 @@ def mapped_libhdf5() -> frozenset[str]:
 
 
 def unseen(capture: "LibraryCapture | None", before: frozenset[str]) -> list[str]:
-    """What this process is known to have missed below Python: the libhdf5 copies it loaded since
-    ``before`` (so while tracing), when the interposer does not record this process."""
-    if capture is not None and capture.control is not None:
-        return []
+    """What is known to be missing below Python: accesses the interposer recorded that could not be
+    converted, and, when it does not record this process, the libhdf5 copies loaded since ``before``
+    (so while tracing)."""
+    lost = []
+    if capture is not None:
+        bad = sum(log.bad_lines for log in capture.logs.values())
+        if capture.unconverted or bad:
+            lost.append(f"{capture.unconverted} libhdf5 access(es) with a selection not converted (a point or "
+                        f"block list over the size limit, H5S_PLIST) and {bad} unreadable interposer line(s)")
+        if capture.control is not None:
+            return lost
     why = unavailable() if capture is None else \
         "this process was not started with the interposer preloaded (ioadvisor run does that)"
-    return [f"libhdf5 calls through {f} (netCDF4, PyTables, ...) are not captured: {why}"
-            for f in sorted(mapped_libhdf5() - before)]
+    return lost + [f"libhdf5 calls through {f} (netCDF4, PyTables, ...) are not captured: {why}"
+                   for f in sorted(mapped_libhdf5() - before)]
 
 
 def loaded() -> ctypes.CDLL | None:
@@ -259,8 +266,8 @@ class ProcessLog:
 class LibraryCapture:
     """The interposer's records of every process logging into ``log_dir``, delivered to the active tracers.
 
-    ``in_process``: this process itself was started with the interposer preloaded
-    (its h5py calls are then seen at both levels and de-duplicated).
+    ``control``: the interposer loaded in this process (it was started preloaded), which then
+    records into ``log_dir`` too; its h5py calls are seen at both levels and kept once.
     """
 
     def __init__(self, log_dir: Path, control: ctypes.CDLL | None):
@@ -305,7 +312,7 @@ class LibraryCapture:
         cutoff = float("inf") if final else self._cutoff
         self._cutoff = now
         for name in os.listdir(self.log_dir):
-            if name.startswith("h5-") and name.endswith(".acc"):
+            if name.startswith("h5-") and name.endswith(".acc") and name[3:-4].isdigit():
                 pid = int(name[3:-4])
                 if pid not in self.logs:
                     self.logs[pid] = ProcessLog(self.log_dir, pid)

@@ -761,8 +761,6 @@ void ioadv_set_dir(const char *dir) {
     pthread_mutex_unlock(&lock);
 }
 
-int ioadv_recording(void) { return recording; }
-
 static void at_fork_child(void) {
     /* the parent writes what it buffered; the child starts its own files */
     pthread_mutex_init(&lock, NULL);
