@@ -7,6 +7,14 @@
    multiple of 8) from a (2M x 64) float32 dataset with (65536, 8) chunks
    (512 MiB, built once in ~/.cache/ioadvisor/bench/), traced vs untraced.
 
+3. Below Python (the libhdf5 interposer, instrumentation/interpose.py), through ``ioadvisor run``
+   as a user runs it, vs the same command without it: a C program linked with Debian's libhdf5
+   (benchmarks/c/h5loop.c, built here with ``cc``) doing one-element reads (the interposer's
+   cost per H5Dread) and the realistic loop above; a netCDF4-python loop of one-element reads and
+   of (1, 40, 80) boxes. The programs time their own loops (wall and CPU of the whole process,
+   so the tracer's conversion thread counts for Python); ``ioadvisor run``'s start-up and its
+   final conversion of a C program's records are reported apart (whole-command CPU).
+
 Traced and untraced repetitions are interleaved. Reported: the median of the
 per-pair differences, and the difference of the fastest repetitions (min-min:
 other processes only ever add time, so on a shared machine it is the least
@@ -17,7 +25,7 @@ with ``Tracer.flush()``, so the formatting and writing of its records is
 counted; entering and leaving the tracer (file creation, a thread start/join,
 once per trace) is not.
 
-    python benchmarks/tracing_overhead.py [--quick] [--json out.json]
+    python benchmarks/tracing_overhead.py [--quick] [--json out.json] [--below-only]
 """
 from __future__ import annotations
 
@@ -25,8 +33,13 @@ import argparse
 import itertools
 import json
 import os
+import resource
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -35,6 +48,7 @@ import numpy as np
 import zarr
 
 import advisor
+from instrumentation import interpose
 
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
 
@@ -121,12 +135,142 @@ def realistic(rows: int, n_reads: int, reps: int, tracer_path: Path):
     return row
 
 
+HERE = Path(__file__).resolve().parent
+HDF5_SERIAL = ("/usr/include/hdf5/serial", "/usr/lib/x86_64-linux-gnu/hdf5/serial")
+NETCDF4_LOOP = textwrap.dedent("""
+    import sys, time
+    import netCDF4, numpy as np
+    path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rng = np.random.default_rng(1)
+    with netCDF4.Dataset(path) as nc:
+        v = nc["temp"]
+        nt = v.shape[0]
+        if mode == "tiny":
+            index = [(int(t), 3, 5) for t in rng.integers(0, nt, n)]
+        else:
+            index = [(int(t), slice(int(y), int(y) + 40), slice(int(x), int(x) + 80))
+                     for t, y, x in zip(rng.integers(0, nt, n), rng.integers(0, 50, n), rng.integers(0, 100, n))]
+        for i in index[:100]:
+            v[i]
+        w, c = time.perf_counter(), time.process_time()
+        for i in index:
+            v[i]
+        print(time.perf_counter() - w, time.process_time() - c)
+""")
+
+
+def _command_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def _run(cmd, traced: bool, trace_path: Path):
+    """(loop wall, loop cpu, whole command cpu) of ``cmd``, through ``ioadvisor run`` when traced."""
+    if traced:
+        cmd = [sys.executable, "-m", "advisor", "run", "--force", "-o", str(trace_path), "--", *cmd]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=_command_env()).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, cpu = map(float, out.split()[-2:])
+    return wall, cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def below_python(name: str, cmd, n_calls: int, reps: int, trace_path: Path) -> dict:
+    """The same program untraced and through ``ioadvisor run`` (interposer preloaded), interleaved."""
+    plain, traced = [], []
+    for r in range(reps):
+        for t in ((True, False) if r % 2 else (False, True)):
+            (traced if t else plain).append(_run(cmd, t, trace_path))
+    row = {"case": name, "calls": n_calls, "reps": reps}
+    for k, label in ((0, "wall"), (1, "cpu")):
+        p = [x[k] for x in plain]
+        t = [x[k] for x in traced]
+        row[f"{label}_untraced_us"] = statistics.median(p) / n_calls * 1e6
+        row[f"{label}_added_us"] = statistics.median(b - a for a, b in zip(p, t)) / n_calls * 1e6
+        row[f"{label}_added_min_us"] = (min(t) - min(p)) / n_calls * 1e6
+        row[f"{label}_slowdown_pct"] = statistics.median(b / a - 1 for a, b in zip(p, t)) * 100
+        row[f"{label}_slowdown_min_pct"] = (min(t) / min(p) - 1) * 100
+    row["command_cpu_untraced_s"] = statistics.median(x[2] for x in plain)
+    row["command_cpu_traced_s"] = statistics.median(x[2] for x in traced)
+    return row
+
+
+def below_python_cases(quick: bool, tmp: Path) -> list[dict]:
+    if interpose.library() is None:
+        print(f"below Python: skipped ({interpose.unavailable()})")
+        return []
+    rows = []
+    trace_path = tmp / "below.jsonl"
+    reps = 3 if quick else 7
+    if shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists():
+        exe = tmp / "h5loop"
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "c" / "h5loop.c"), f"-I{HDF5_SERIAL[0]}",
+                        f"-L{HDF5_SERIAL[1]}", "-lhdf5"], check=True)
+        nrows = 200_000 if quick else 2_000_000
+        CACHE.mkdir(parents=True, exist_ok=True)
+        data = CACHE / f"overhead_c_{nrows}x64_c65536x8.h5"  # written by Debian's HDF5 1.10
+        if not data.exists():
+            subprocess.run([str(exe), str(data.with_suffix(".tmp")), "make", str(nrows)], check=True)
+            data.with_suffix(".tmp").rename(data)
+        n = 20_000 if quick else 200_000
+        rows.append(below_python("C: one-element H5Dread", [str(exe), str(data), "tiny", str(n)], n, reps,
+                                 trace_path))
+        n = 1000 if quick else 10_000
+        rows.append(below_python(f"C: {n} reads of 1000x8 from ({nrows} x 64) f4, chunks (65536, 8)",
+                                 [str(exe), str(data), "boxes", str(n)], n, reps, trace_path))
+    else:
+        print("below Python: C cases skipped (no cc or no Debian libhdf5-dev)")
+    import netCDF4
+
+    nc_path = CACHE / "overhead_netcdf4_2000x90x180.nc"
+    if not nc_path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with netCDF4.Dataset(nc_path.with_suffix(".tmp"), "w") as nc:
+            for dim, size in (("time", 2000), ("lat", 90), ("lon", 180)):
+                nc.createDimension(dim, size)
+            v = nc.createVariable("temp", "f4", ("time", "lat", "lon"), chunksizes=(1, 90, 180))
+            rng = np.random.default_rng(0)
+            for t0 in range(0, 2000, 100):
+                v[t0:t0 + 100] = rng.random((100, 90, 180), dtype="f4")
+        nc_path.with_suffix(".tmp").rename(nc_path)
+    script = tmp / "netcdf4_loop.py"
+    script.write_text(NETCDF4_LOOP)
+    for mode, n in (("tiny", 2000 if quick else 20_000), ("boxes", 1000 if quick else 10_000)):
+        what = "one-element reads v[t, 3, 5]" if mode == "tiny" else "(1, 40, 80) boxes"
+        rows.append(below_python(f"netCDF4: {n} {what}, (2000, 90, 180) f4, chunks (1, 90, 180)",
+                                 [sys.executable, str(script), str(nc_path), mode, str(n)], n, reps, trace_path))
+    return rows
+
+
+def print_below(rows: list[dict]) -> None:
+    print("| below Python (ioadvisor run vs plain) | untraced µs/call (wall) | added µs/call, wall: median / "
+          "min-min | slower, wall: median / min-min | added µs/call, cpu: median / min-min "
+          "| whole-command cpu s, untraced / traced |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['wall_untraced_us']:.1f} | {r['wall_added_us']:.2f} / {r['wall_added_min_us']:.2f} "
+              f"| {r['wall_slowdown_pct']:+.2f}% / {r['wall_slowdown_min_pct']:+.2f}% "
+              f"| {r['cpu_added_us']:.2f} / {r['cpu_added_min_us']:.2f} "
+              f"| {r['command_cpu_untraced_s']:.2f} / {r['command_cpu_traced_s']:.2f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
     args = ap.parse_args(argv)
     q = args.quick
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    if args.below_only:
+        with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
+            below = below_python_cases(q, Path(tmp))
+        print_below(below)
+        if args.json:
+            args.json.write_text(json.dumps({"below": below, "date": time.strftime("%Y-%m-%d"), "quick": q},
+                                            indent=2))
+        return 0
     with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
         tmp = Path(tmp)
         trace_path = tmp / "t.jsonl"
@@ -143,6 +287,7 @@ def main(argv=None) -> int:
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
         loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, 3 if q else 7, trace_path)
+        below = below_python_cases(q, tmp)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")
@@ -156,9 +301,11 @@ def main(argv=None) -> int:
     print(f"| {loop['case']} | {loop['cpu_untraced_s']:.2f} | {loop['cpu_slowdown_pct']:+.2f}% / "
           f"{loop['cpu_slowdown_min_pct']:+.2f}% | {loop['wall_untraced_s']:.2f} | {loop['wall_slowdown_pct']:+.2f}% / "
           f"{loop['wall_slowdown_min_pct']:+.2f}% |")
+    print()
+    print_below(below)
     if args.json:
-        args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "date": time.strftime("%Y-%m-%d"),
-                                         "quick": q}, indent=2))
+        args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "below": below,
+                                         "date": time.strftime("%Y-%m-%d"), "quick": q}, indent=2))
     return 0
 
 

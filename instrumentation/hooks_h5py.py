@@ -35,14 +35,6 @@ MAX_OFFSET_CHUNKS = 100_000
 """Chunk byte offsets are recorded for datasets with at most this many allocated chunks
 (``chunk_iter`` costs about 1 µs per chunk: 0.1 s at the cap, once per dataset)."""
 
-# Registered HDF5 filter ids (https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md)
-FILTER_NAMES = {
-    1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset",
-    307: "bzip2", 32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle",
-    32013: "zfp", 32015: "zstd", 32017: "sz", 32018: "fcidecomp", 32024: "sz3",
-    32026: "blosc2", 32028: "sperr", 32033: "htj2k",
-}
-
 Dataset = _dataset.Dataset
 Group = _group.Group
 _tls = HUB.tls
@@ -76,11 +68,8 @@ def _filters(dcpl) -> tuple[Filter, ...]:
     out = []
     for i in range(dcpl.get_nfilters()):
         code, flags, cd_values, name = dcpl.get_filter(i)
-        hname = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-        options = {"cd_values": [int(v) for v in cd_values], "flags": int(flags), "hdf5_name": hname}
-        if code == 1 and cd_values:
-            options["level"] = int(cd_values[0])
-        out.append(Filter(FILTER_NAMES.get(code, hname.lower() or f"filter{code}"), int(code), options))
+        out.append(Filter.hdf5(code, flags, cd_values,
+                               name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)))
     return tuple(out)
 
 

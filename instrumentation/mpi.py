@@ -59,6 +59,23 @@ def rank_size(comm=None) -> tuple[int, int]:
     return 0, 1
 
 
+class FileSync:
+    """A communicator stand-in for a tracer that must not join MPI: its ranks agree through their trace files.
+
+    ``ioadvisor run -- ./app`` under mpiexec: the MPI job is the child program's (it holds the
+    launcher's connection); the tracer around it only knows its rank from the environment.
+    """
+
+    def __init__(self):
+        self.rank, self.size = rank_size()
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+
 def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
     """This rank's own file: trace.jsonl -> trace.rank0003.jsonl when size > 1, else path."""
     path = Path(path)
@@ -81,6 +98,8 @@ def _file_done(path: Path) -> bool:
 
 def _communicator(comm):
     """The communicator to synchronise on; None when MPI is already finalised (the program called Finalize)."""
+    if isinstance(comm, FileSync):
+        return None
     if comm is None:
         mpi = _world()
         return None if mpi.Is_finalized() else mpi.COMM_WORLD
@@ -206,4 +225,4 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
         _poll(lambda: all(r.Test() for r in reqs), time.monotonic() + GRACE_SECONDS)
 
 
-__all__ = ["rank_size", "rank_path", "finish", "merge_rank_files"]
+__all__ = ["FileSync", "rank_size", "rank_path", "finish", "merge_rank_files"]

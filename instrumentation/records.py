@@ -184,6 +184,15 @@ class Selection:
         return cls(*parts, indices=indices)
 
 
+# Registered HDF5 filter ids (https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md)
+HDF5_FILTER_NAMES = {
+    1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset",
+    307: "bzip2", 32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle",
+    32013: "zfp", 32015: "zstd", 32017: "sz", 32018: "fcidecomp", 32024: "sz3",
+    32026: "blosc2", 32028: "sperr", 32033: "htj2k",
+}
+
+
 @dataclass(frozen=True)
 class Filter:
     """One stage of an HDF5 filter pipeline or a zarr codec chain.
@@ -198,6 +207,14 @@ class Filter:
     name: str
     filter_id: int | None = None
     options: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def hdf5(cls, code: int, flags: int, cd_values, hdf5_name: str) -> "Filter":
+        """A stage of an HDF5 pipeline as H5Pget_filter2 reports it."""
+        options = {"cd_values": [int(v) for v in cd_values], "flags": int(flags), "hdf5_name": hdf5_name}
+        if code == 1 and cd_values:
+            options["level"] = int(cd_values[0])
+        return cls(HDF5_FILTER_NAMES.get(code, hdf5_name.lower() or f"filter{code}"), int(code), options)
 
     def get_config(self) -> dict:
         return {"name": self.name, "filter_id": self.filter_id, "options": self.options}

@@ -24,6 +24,12 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 - Child processes are followed (``follow=True``, the default): every Python
   process the program starts is traced into its own part, merged into the
   trace at exit (instrumentation/follow.py).
+- Below Python (instrumentation/interpose.py): where the libhdf5 interposer
+  was built, the tracer collects what it records of every process started
+  with it preloaded (``ioadvisor run`` preloads it; children of a tracer
+  inherit it), and keeps once an access seen both by the h5py hooks and in
+  libhdf5. The header's ``capture`` names the levels in force, ``missed``
+  what is not seen.
 - The traced thread only queues an access; the ``ioadvisor-flush`` thread
   normalizes, formats and writes the queue every FLUSH_INTERVAL seconds, so a
   killed process loses at most that much (docs/tracing-overhead.md).
@@ -43,7 +49,7 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
-from . import follow
+from . import follow, interpose
 from .selection import fast_hyperslab
 from .records import SCHEMA_VERSION, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
 from .tracefile import Trace, TraceError, TraceWriter, _ilist, load_trace
@@ -97,12 +103,16 @@ class _Hub:
         self._stop = threading.Event()
         self._environ: dict[str, str | None] | None = None  # the program's values of the child variables
         self._forking: list[threading.Lock] = []
+        self.below: interpose.LibraryCapture | None = None
+        self._below_lock = threading.Lock()  # not self.lock: detach holds that while joining the flusher
 
     # -- recording (hot path: no locks, no allocation beyond the record) --
     def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,
                   n: int, nbytes: int, t0: float, dt: float) -> None:
         for tr in self.active:
             tr._hyperslab(info, op, start, count, stride, block, n, nbytes, t0, dt)
+            if tr._spans is not None:
+                tr._spans.append((info.key, t0, t0 + dt))
 
     def access(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
         if selection.kind == "hyperslab":
@@ -111,11 +121,15 @@ class _Hub:
             return
         for tr in self.active:
             tr._access(info, op, selection, n, nbytes, t0, dt)
+            if tr._spans is not None:
+                tr._spans.append((info.key, t0, t0 + dt))
 
     def collective(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
         """An MPI-IO collective transfer: kept as a record (the flag does not fit the hyperslab fast path)."""
         for tr in self.active:
             tr._access(info, op, selection, n, nbytes, t0, dt, True)
+            if tr._spans is not None:
+                tr._spans.append((info.key, t0, t0 + dt))
 
     def resize(self, info: DatasetInfo, shape, t0: float) -> None:
         active = self.active
@@ -165,6 +179,7 @@ class _Hub:
     def _child_environment(self) -> None:
         """Put the variables that make child processes traced into os.environ, or give the program its own back."""
         dirs = [t._parts_dir for t in self.active if t._parts_dir]
+        below = self.below if dirs else None  # children are left alone unless followed
         if self._environ is not None:
             for name, value in self._environ.items():
                 if value is None:
@@ -172,8 +187,10 @@ class _Hub:
                 else:
                     os.environ[name] = value
             self._environ = None
-        if dirs:
-            env = follow.child_environment(dirs)
+        if dirs or below is not None:
+            env = follow.child_environment(dirs) if dirs else {}
+            if below is not None:  # children record their libhdf5 calls where this process collects them
+                env.update(interpose.child_environment(str(below.log_dir)))
             self._environ = {name: os.environ.get(name) for name in env}
             os.environ.update(env)
 
@@ -193,6 +210,9 @@ class _Hub:
         parents = self.active
         if not parents:
             return
+        self._below_lock = threading.Lock()  # the flusher may have held it at the fork
+        if self.below is not None:  # never the parent's log directory: the child collects its own
+            self.below = self.below.forked()
         self.lock = threading.RLock()
         self.active = ()
         self._flusher = None  # threads do not survive a fork
@@ -221,6 +241,25 @@ class _Hub:
                 except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
                     tr.record_errors += 1
                     tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
+            self.poll_below()
+
+    def poll_below(self, final: bool = False) -> None:
+        """Hand what the libhdf5 interposer recorded to the active tracers."""
+        below = self.below
+        if below is None:
+            return
+        with self._below_lock:
+            try:
+                below.poll(self.active, final)
+            except Exception as exc:  # noqa: BLE001 - a torn log must not kill the program
+                self.error(exc)
+
+    def start_below(self) -> "interpose.LibraryCapture | None":
+        """The libhdf5 capture, started with the first tracer (children inherit it: ``_child_environment``)."""
+        with self.lock:
+            if self.below is None and not self.active:
+                self.below = interpose.LibraryCapture.start()
+            return self.below
 
     def _start_flusher(self) -> None:
         self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop,),
@@ -275,6 +314,9 @@ class _Hub:
         for module in self._hooked.values():
             module.reset()  # cached shapes may change while nothing is traced
         self._hooked.clear()
+        if self.below is not None:
+            self.below.close()
+            self.below = None
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
@@ -392,6 +434,8 @@ class Tracer:
         self._origin = 0.0
         self._state = "new"
         self._merge = False
+        self._spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
+        self._libhdf5_before: frozenset[str] = frozenset()
 
     @classmethod
     def _part(cls, parts_dir: str) -> "Tracer":
@@ -437,6 +481,14 @@ class Tracer:
                 capture += ("child processes",)
             else:  # a capture level, not a miss: whether such a child runs at all is not known here
                 capture += (f"forked child processes (new interpreters not followed: {why})",)
+        below = HUB.start_below()
+        self._libhdf5_before = interpose.mapped_libhdf5()  # a copy loaded while tracing, unseen, is missed
+        if below is not None and below.control is None:
+            if self._follow:
+                capture += (interpose.CAPTURE_LEVEL + ", child processes only",)
+        elif below is not None:
+            capture += (interpose.CAPTURE_LEVEL,)
+            self._spans = deque()
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
@@ -459,6 +511,9 @@ class Tracer:
                 self._forked_part.__exit__(exc_type, exc, tb)
             return False
         ended = time.time_ns()
+        self._drain()  # the h5py calls first: libhdf5 calls inside them are then known as such
+        HUB.poll_below(final=True)
+        self.missed += interpose.unseen(HUB.below, self._libhdf5_before)
         HUB.detach(self)
         self._state = "done"
         self._drain()
@@ -550,7 +605,8 @@ class Tracer:
                 tid = self._n_ids
                 self._n_ids += 1
                 shape = info.template.shape if info.shape is None else info.shape  # None: no dataspace
-                self._writer.dataset(replace(info.template, id=tid, shape=shape, created=created))
+                self._writer.dataset(replace(info.template, id=tid, shape=shape,
+                                             created=created or info.template.created))
                 self._key_ids[info.key] = tid
             self._ids[info] = tid
             return tid
@@ -591,6 +647,8 @@ class Tracer:
                 kind = type(item)
                 if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
                     info, op, args, shape, itemsize, t0, dt = item
+                    if self._spans is not None:
+                        self._spans.append((info.key, t0, t0 + dt))
                     try:
                         if args != last_args or last != (info, op, shape, itemsize):
                             start, count, stride, block, n = fast_hyperslab(args, shape)

@@ -1,11 +1,16 @@
 """``ioadvisor run [-o TRACE] -- [python] script.py args...``: trace an unmodified program.
 
-Like ``python -m cProfile``, the program runs in this process as ``__main__``
-(``runpy``), with its own ``sys.argv`` and ``sys.path[0]``, inside
-``advisor.trace(TRACE)``. Its exit code and uncaught exception come out as
-they would without tracing, and the trace is closed and kept in every case.
-Under ``mpiexec`` each rank writes ``TRACE`` with ``.rankNNNN`` before the
-suffix and rank 0 merges them into ``TRACE``.
+Like ``python -m cProfile``, a Python program runs in this process as
+``__main__`` (``runpy``), with its own ``sys.argv`` and ``sys.path[0]``, inside
+``advisor.trace(TRACE)``; this process first re-executes itself with the
+libhdf5 interposer preloaded (instrumentation/interpose.py), so that HDF5 calls
+below Python (netCDF4, PyTables) are seen too. Any other program (a C, C++ or
+Fortran executable, a shell script) runs as a child process with the
+interposer preloaded. Its exit code and uncaught exception come out as they
+would without tracing, and the trace is closed and kept in every case. Under
+``mpiexec`` each rank writes ``TRACE`` with ``.rankNNNN`` before the suffix
+and rank 0 merges them into ``TRACE`` (for a child program, the ranks agree
+through their trace files: the MPI job is the child's, never this process's).
 """
 from __future__ import annotations
 
@@ -14,11 +19,14 @@ import json
 import os
 import re
 import runpy
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from instrumentation.mpi import rank_path
+from instrumentation import interpose
+from instrumentation.mpi import FileSync, rank_path
 
 DEFAULT_TRACE = "ioadvisor-trace.jsonl"
 
@@ -34,6 +42,7 @@ class Program:
     args: tuple[str, ...]
     module: bool = False
     unbuffered: bool = False
+    native: bool = False
 
     @classmethod
     def parse(cls, command: list[str]) -> "Program":
@@ -57,13 +66,29 @@ class Program:
                 raise ValueError(f"python option {cmd[0]} is not supported here: only -m and -u")
             if not cmd:
                 raise ValueError("python needs a script to run")
+            target = cmd[0]
+            if not os.path.exists(target):
+                raise FileNotFoundError(f"{target}: no such script")
+            return cls(target, tuple(cmd[1:]), unbuffered=unbuffered)
         target = cmd[0]
-        if not os.path.exists(target):
-            raise FileNotFoundError(f"{target}: no such script (only Python programs can be traced)")
-        return cls(target, tuple(cmd[1:]), unbuffered=unbuffered)
+        path = target if os.path.exists(target) else shutil.which(target)
+        if path is None:
+            raise FileNotFoundError(f"{target}: no such program or script")
+        native = not _is_python(path)
+        return cls(path if native else target, tuple(cmd[1:]), native=native)
 
     def execute(self) -> None:
-        """Run as ``__main__`` with python's sys.argv / sys.path[0]; restores both afterwards."""
+        """Run as ``__main__`` with python's sys.argv / sys.path[0]; restores both afterwards.
+
+        A native program runs as a child; its exit status comes back as SystemExit
+        (128 + N when signal N ended it, as shells report it).
+        """
+        if self.native:
+            # every descriptor, as a shell would pass them (an MPI launcher's PMI_FD among them)
+            status = subprocess.call([self.target, *self.args], close_fds=False)
+            if status:
+                raise SystemExit(128 - status if status < 0 else status)
+            return
         saved_argv, saved_path0 = sys.argv[:], sys.path[0]
         if self.unbuffered:
             sys.stdout.reconfigure(write_through=True)
@@ -80,6 +105,35 @@ class Program:
         finally:
             sys.argv[:] = saved_argv
             sys.path[0] = saved_path0
+
+
+def _is_python(path: str) -> bool:
+    """A Python script (source, or a ``#!...python`` script), not an executable or another interpreter's script."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(256)
+    except OSError:
+        return True  # not readable here: let runpy report it as python would
+    if head.startswith(b"\x7fELF"):
+        return False
+    return not head.startswith(b"#!") or b"python" in head
+
+
+def _preload_and_restart(args) -> None:
+    """Start this command again with the libhdf5 interposer preloaded, when it can be and is not yet.
+
+    Only when this process is the command itself (not ``cli.main`` called from other code): the
+    re-executed process is the same command, pid and MPI rank, with LD_PRELOAD set.
+    """
+    argv = sys.argv[1:]
+    if (interpose.library() is None or interpose.preloaded() or "run" not in argv
+            or argv[len(argv) - len(args.program):] != args.program or not sys.orig_argv):
+        return
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = interpose.child_environment("", env)["LD_PRELOAD"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
 def exit_status(exc: BaseException | None) -> int:
@@ -129,10 +183,11 @@ def summary_line(tracer) -> str:
 def register(sub) -> None:
     p = sub.add_parser(
         "run",
-        help="trace an unmodified Python program (also under mpiexec)",
-        description="Trace an unmodified Python program, like python -m cProfile; under mpiexec each rank "
+        help="trace an unmodified program: Python, or one linked with libhdf5 (also under mpiexec)",
+        description="Trace an unmodified program, like python -m cProfile: a Python script, or any program "
+                    "whose HDF5 calls go through a shared libhdf5 (C, C++, Fortran); under mpiexec each rank "
                     "writes TRACE with .rankNNNN before the suffix and rank 0 merges them into TRACE.",
-        usage="ioadvisor run [-o TRACE] -- [python [-m]] script.py args...",
+        usage="ioadvisor run [-o TRACE] -- [python [-m]] script.py args... | ./program args...",
     )
     p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
                    help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")
@@ -147,10 +202,12 @@ def run(args) -> int:
     import advisor
 
     program = Program.parse(args.program)
+    _preload_and_restart(args)
     ending: BaseException | None = None
     tracer = None
     try:
-        with advisor.trace(args.output, overwrite=args.force) as tracer:
+        with advisor.trace(args.output, overwrite=args.force,
+                           comm=FileSync() if program.native else None) as tracer:
             try:
                 program.execute()
             except SystemExit as exc:

@@ -1,0 +1,430 @@
+"""Capture below Python: what the libhdf5 interposer (interposer/h5interpose.c) records, as trace records.
+
+The interposer is a shared library built at install time (``setup.py``) and
+loaded with ``LD_PRELOAD``; it sees every ``H5Dread``/``H5Dwrite`` of a
+process, whoever calls it: netCDF-C (netCDF4-python, xarray's default engine),
+PyTables, h5py's low-level calls, C/C++/Fortran programs. Each process writes
+``h5-PID.meta`` (JSON lines) and ``h5-PID.acc`` (``ACCESS`` records) into a
+log directory; ``LibraryCapture`` reads them while the program runs and hands
+the accesses to the active tracers.
+
+An access that the h5py hooks recorded too is kept once, as the h5py hooks
+saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
+call of the same process is dropped. Records are converted one flush
+interval after they were made, so the h5py call around them is known by then.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, Selection
+from .selection import points_selection
+
+MAXD = 8
+ACCESS = np.dtype([
+    ("t0", "<f8"), ("dt", "<f8"), ("ds", "<u4"), ("tid", "<u4"), ("op", "u1"), ("kind", "u1"),
+    ("ndim", "u1"), ("pad", "u1"), ("caller", "<u2"), ("pad2", "<u2"), ("n", "<u8"), ("nbytes", "<u8"),
+    ("start", "<u8", (MAXD,)), ("stride", "<u8", (MAXD,)), ("count", "<u8", (MAXD,)), ("block", "<u8", (MAXD,)),
+])
+"""One access as the interposer writes it (``struct ioadv_access``)."""
+KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
+
+LOG_DIR_VAR = "IOADVISOR_H5_DIR"
+"""Environment variable naming the directory a preloaded interposer writes into."""
+CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
+"""``TraceHeader.capture`` entry when the interposer records."""
+_UNLIMITED = 2**64 - 1
+_LIB_NAME = "_h5interpose"
+
+
+def library() -> Path | None:
+    """The interposer built for this Python (next to this module), or None when it was not built."""
+    here = Path(__file__).parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = here / f"{_LIB_NAME}{suffix}"
+        if path.exists():
+            return path
+    return None
+
+
+def unavailable() -> str | None:
+    """Why libhdf5 calls below Python cannot be captured here, or None when they can."""
+    if library() is None:
+        return "the libhdf5 interposer was not built (no C compiler at install time)"
+    return None
+
+
+def mapped_libhdf5() -> frozenset[str]:
+    """The libhdf5 files this process has loaded, other than h5py's own (its calls are hooked above)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            files = {fields[5].strip() for fields in (line.split(None, 5) for line in fh) if len(fields) == 6}
+    except OSError:
+        return frozenset()
+    return frozenset(f for f in files if os.path.basename(f).startswith("libhdf5") and ".so" in f
+                     and not os.path.basename(f).startswith(("libhdf5_hl", "libhdf5_cpp", "libhdf5_fortran"))
+                     and "/h5py.libs/" not in f and "/h5py/" not in f)
+
+
+def unseen(capture: "LibraryCapture | None", before: frozenset[str]) -> list[str]:
+    """What is known to be missing below Python: accesses the interposer recorded that could not be
+    converted, and, when it does not record this process, the libhdf5 copies loaded since ``before``
+    (so while tracing)."""
+    lost = []
+    if capture is not None:
+        bad = sum(log.bad_lines for log in capture.logs.values())
+        if capture.unconverted or bad:
+            lost.append(f"{capture.unconverted} libhdf5 access(es) with a selection not converted (a point or "
+                        f"block list over the size limit, H5S_PLIST) and {bad} unreadable interposer line(s)")
+        if capture.control is not None:
+            return lost
+    why = unavailable() if capture is None else \
+        "this process was not started with the interposer preloaded (ioadvisor run does that)"
+    return lost + [f"libhdf5 calls through {f} (netCDF4, PyTables, ...) are not captured: {why}"
+                   for f in sorted(mapped_libhdf5() - before)]
+
+
+def loaded() -> ctypes.CDLL | None:
+    """The interposer when this process was started with it preloaded."""
+    path = library()
+    if path is None:
+        return None
+    try:
+        return ctypes.CDLL(str(path), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return None
+
+
+def child_environment(log_dir: str, environ=None) -> dict[str, str]:
+    """The variables that make a process started with this environment record into ``log_dir``."""
+    environ = os.environ if environ is None else environ
+    lib = str(library())
+    preload = [p for p in environ.get("LD_PRELOAD", "").replace(":", " ").split() if p and p != lib]
+    return {"LD_PRELOAD": " ".join([lib, *preload]), LOG_DIR_VAR: log_dir}
+
+
+def preloaded(environ=None) -> bool:
+    """Was this process started with the interposer in LD_PRELOAD?"""
+    environ = os.environ if environ is None else environ
+    return str(library()) in environ.get("LD_PRELOAD", "").replace(":", " ").split()
+
+
+HDF5_TYPE_CLASSES = {0: "integer", 1: "float", 2: "time", 3: "string", 4: "integer", 5: "opaque",
+                     6: "compound", 7: "reference", 8: "enum", 9: "vlen", 10: "opaque"}
+"""H5T_class_t -> records.TYPE_CLASSES."""
+
+
+def numpy_dtype(cls: int, size: int, order: int, sign: int, vstr: bool = False) -> str:
+    """An HDF5 type class/size/byte order/sign as a numpy dtype string, as h5py would give it
+    (objects for variable-length data and references, raw bytes for what has no numpy peer)."""
+    end = ">" if order == 1 else "<"
+    if cls in (0, 4, 8):  # integer, bitfield, enum (h5py: its integer base type)
+        return f"{end}{'i' if sign == 1 or cls == 8 else 'u'}{size}" if size > 1 else \
+            ("|i1" if sign == 1 or cls == 8 else "|u1")
+    if cls == 1 and size in (2, 4, 8, 16):
+        return f"{end}f{size}"
+    if cls == 3:
+        return "|O" if vstr else f"|S{size}"
+    if cls in (7, 9):
+        return "|O"
+    return f"|V{size}"
+
+
+def _fill(hexbytes: str | None, dtype: str):
+    if not hexbytes or dtype == "|O":
+        return None
+    value = np.frombuffer(bytes.fromhex(hexbytes), dtype=np.dtype(dtype))[0].item()
+    return value if not isinstance(value, bytes) else value.decode("utf-8", "replace")
+
+
+def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
+    """The DatasetRecord (id -1) an interposer ``d`` line describes."""
+    cls = meta.get("class", -1)
+    vstr = bool(meta.get("vstr"))
+    dtype = numpy_dtype(cls, meta.get("size", 0), meta.get("order", 0), meta.get("sign", -1), vstr)
+    cache = meta.get("cache")
+    chunks = meta.get("chunks")
+    offsets = meta.get("offsets")
+    if offsets is not None and chunks:
+        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, len(chunks) + 2)
+        offsets[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
+    intent = meta.get("intent")
+    return DatasetRecord(
+        id=-1,
+        library="hdf5",
+        library_version=version,
+        file=os.path.abspath(meta["file"]) if meta["file"] else "",
+        path=meta["path"],
+        shape=tuple(meta["dims"]),
+        dtype=dtype,
+        maxshape=tuple(None if m == _UNLIMITED else m for m in meta["maxdims"]),
+        chunks=tuple(chunks) if chunks else None,
+        filters=tuple(Filter.hdf5(f["id"], f["flags"], f["cd"], f["name"]) for f in meta.get("filters", ())),
+        fillvalue=_fill(meta.get("fill"), dtype),
+        cache=None if cache is None else ChunkCache(int(cache[0]), int(cache[1]), float(cache[2])),
+        driver=meta.get("driver"),
+        mode=None if intent is None else ("r+" if intent & 1 else "r"),
+        created=created,
+        chunk_offsets=None if created else offsets,
+        type_class="vlen-string" if vstr else HDF5_TYPE_CLASSES.get(cls),
+    )
+
+
+def canonical_hyperslabs(rec: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(start, count, stride, block) of ``rec``'s regular selections in the trace's canonical form.
+
+    Per dimension (as ``selection._multiblock_dim``): nothing selected -> count 1, block 0; one block
+    or touching blocks -> one run (count 1, stride 1); else count blocks of block, stride apart.
+    """
+    start, stride = rec["start"].astype(np.int64), rec["stride"].astype(np.int64)
+    count, block = rec["count"].astype(np.int64), rec["block"].astype(np.int64)
+    empty = (count == 0) | (block == 0)
+    run = ~empty & ((count == 1) | (stride == block))
+    block = np.where(empty, 0, np.where(run, count * block, block))
+    count = np.where(empty | run, 1, count)
+    stride = np.where(empty | run, 1, stride)
+    return start, count, stride, block
+
+
+def _blocks_selection(values: list[int], ndim: int) -> Selection:
+    """A union of blocks (pairs of inclusive corners) as points: every element once, in order."""
+    corners = np.asarray(values, dtype=np.int64).reshape(-1, 2, ndim)
+    pts = [np.stack(np.meshgrid(*[np.arange(lo, hi + 1) for lo, hi in zip(b[0], b[1])], indexing="ij"),
+                    -1).reshape(-1, ndim) for b in corners]
+    return points_selection(np.unique(np.concatenate(pts), axis=0) if pts else np.zeros((0, ndim), np.int64))
+
+
+class ProcessLog:
+    """One process's interposer files, read as they grow (complete lines and records only)."""
+
+    def __init__(self, log_dir: Path, pid: int):
+        self.pid = pid
+        self.meta_path = log_dir / f"h5-{pid}.meta"
+        self.acc_path = log_dir / f"h5-{pid}.acc"
+        self._meta_at = 0
+        self._acc_at = 0
+        self.libs: dict[int, dict] = {}
+        self.callers: dict[int, dict] = {}
+        self.datasets: dict[int, dict] = {}
+        self.selections: dict[int, dict] = {}
+        self.resizes: list[dict] = []  # extent changes, in the order of the accesses they precede
+        self.n_read = 0
+        self.bad_lines = 0
+
+    def read(self) -> np.ndarray:
+        """Take in the new metadata; return the new access records."""
+        for line in self._new_lines():
+            try:
+                ev = json.loads(line)
+                kind = ev["t"]
+            except (ValueError, KeyError, TypeError):
+                self.bad_lines += 1
+                continue
+            if kind == "d":
+                self.datasets[ev["i"]] = ev
+            elif kind == "lib":
+                self.libs[ev["i"]] = ev
+            elif kind == "caller":
+                self.callers[ev["i"]] = ev
+            elif kind == "s":
+                self.selections[ev["a"]] = ev
+            elif kind == "r":
+                self.resizes.append(ev)
+        try:
+            with open(self.acc_path, "rb") as fh:
+                fh.seek(self._acc_at)
+                data = fh.read()
+        except FileNotFoundError:
+            data = b""
+        n = len(data) // ACCESS.itemsize
+        self._acc_at += n * ACCESS.itemsize
+        rec = np.frombuffer(data[: n * ACCESS.itemsize], dtype=ACCESS)
+        self.n_read += n
+        return rec
+
+    def _new_lines(self) -> list[bytes]:
+        try:
+            with open(self.meta_path, "rb") as fh:
+                fh.seek(self._meta_at)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self._meta_at += end
+        return data[:end].splitlines()
+
+
+class LibraryCapture:
+    """The interposer's records of every process logging into ``log_dir``, delivered to the active tracers.
+
+    ``control``: the interposer loaded in this process (it was started preloaded), which then
+    records into ``log_dir`` too; its h5py calls are seen at both levels and kept once.
+    """
+
+    def __init__(self, log_dir: Path, control: ctypes.CDLL | None):
+        self.log_dir = log_dir
+        self.control = control
+        self.pid = os.getpid()
+        self.logs: dict[int, ProcessLog] = {}
+        self.infos: dict[tuple[int, int], object] = {}
+        self._pending: dict[int, np.ndarray] = {}
+        self._cutoff = 0.0
+        self.hooked: dict[str, str] = {}  # libhdf5 file -> its version, as the processes reported them
+        self.unconverted = 0
+        self._spans: dict[object, list] = {}  # tracer -> h5py calls (key, t0, t1) not yet behind the cutoff
+
+    @classmethod
+    def start(cls) -> "LibraryCapture | None":
+        """A capture with a fresh log directory, recording this process too if it was started preloaded."""
+        if library() is None:
+            return None
+        log_dir = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+        control = loaded()
+        if control is not None:
+            control.ioadv_set_dir.argtypes = [ctypes.c_char_p]
+            control.ioadv_set_dir(os.fsencode(log_dir))
+        return cls(log_dir, control)
+
+    def forked(self) -> "LibraryCapture | None":
+        """In a forked child: a capture of its own. The parent's directory stays the parent's (its
+        records, and the removal at its end); the interposer here writes into the new one."""
+        return LibraryCapture.start()
+
+    def close(self) -> None:
+        if self.control is not None:
+            self.control.ioadv_set_dir(None)
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def poll(self, tracers, final: bool = False) -> None:
+        """Convert what the processes recorded, up to one flush interval ago (everything when ``final``)."""
+        now = time.perf_counter()
+        if self.control is not None and final:
+            self.control.ioadv_flush()
+        cutoff = float("inf") if final else self._cutoff
+        self._cutoff = now
+        for name in os.listdir(self.log_dir):
+            if name.startswith("h5-") and name.endswith(".acc") and name[3:-4].isdigit():
+                pid = int(name[3:-4])
+                if pid not in self.logs:
+                    self.logs[pid] = ProcessLog(self.log_dir, pid)
+        for pid, log in self.logs.items():
+            rec = log.read()
+            held = self._pending.pop(pid, None)
+            if held is not None:
+                rec = np.concatenate([held, rec])
+            if not len(rec):
+                continue
+            ready = rec["t0"] + rec["dt"] <= cutoff
+            if not ready.all():
+                self._pending[pid] = rec[~ready]
+                rec = rec[ready]
+                first = log.n_read - len(self._pending[pid]) - len(rec)
+            else:
+                first = log.n_read - len(rec)
+            self._deliver(log, rec, first, tracers)
+
+    def _info(self, log: ProcessLog, num: int):
+        from .tracer import DatasetInfo
+
+        info = self.infos.get((log.pid, num))
+        if info is None:
+            meta = log.datasets[num]
+            lib = log.libs.get(meta["lib"], {})
+            version = lib.get("version", "")
+            self.hooked[lib.get("file", "")] = version
+            template = dataset_template(meta, f"HDF5 {version} ({os.path.basename(lib.get('file', ''))})",
+                                        bool(meta.get("created")))
+            info = DatasetInfo(template, np.dtype(template.dtype))
+            if meta.get("null"):
+                info.shape = None
+            self.infos[(log.pid, num)] = info
+        return info
+
+    def _deliver(self, log: ProcessLog, rec: np.ndarray, first: int, tracers) -> None:
+        # one pass over plain Python lists: indexing numpy records one by one costs more than the rest
+        start, count, stride, block = (a.tolist() for a in canonical_hyperslabs(rec))
+        own = log.pid == self.pid
+        keep = {tr: (self._not_seen_above(tr, log, rec) if own else np.ones(len(rec), bool)).tolist()
+                for tr in tracers}
+        origins = [(tr, tr._origin, keep[tr]) for tr in tracers]
+        columns = (rec[k].tolist() for k in ("ds", "op", "kind", "ndim", "n", "nbytes", "t0", "dt"))
+        infos = {}
+        for i, (num, write, kind, ndim, n, nbytes, t0, dt) in enumerate(zip(*columns)):
+            seq = first + i
+            while log.resizes and log.resizes[0]["a"] <= seq:
+                ev = log.resizes.pop(0)
+                resized = self._info(log, ev["i"])
+                resized.shape = tuple(ev["dims"])
+                for tr, origin, _ in origins:
+                    if t0 >= origin:
+                        tr._resize(resized, t0)
+            info = infos.get(num) or infos.setdefault(num, self._info(log, num))
+            if info.shape is None:
+                continue
+            op = WRITE if write else READ
+            selection = slab = None
+            if kind in (KIND_ALL, KIND_REGULAR) and ndim <= MAXD:
+                slab = (tuple(start[i][:ndim]), tuple(count[i][:ndim]), tuple(stride[i][:ndim]),
+                        tuple(block[i][:ndim]))
+            elif kind == KIND_NONE:
+                slab = ((0,) * ndim, (1,) * ndim, (1,) * ndim, (0,) * ndim)
+            else:
+                sel = log.selections.pop(seq, None)
+                if sel is not None and "v" in sel:
+                    values = sel["v"]
+                    if sel["kind"] == "points":
+                        selection = points_selection(np.asarray(values, np.int64).reshape(-1, ndim))
+                    else:
+                        selection = _blocks_selection(values, ndim)
+            for tr, origin, kept in origins:
+                if t0 < origin or not kept[i]:
+                    continue
+                if slab is not None:
+                    tr._hyperslab(info, op, *slab, n, nbytes, t0, dt)
+                elif selection is not None:
+                    tr._access(info, op, selection, n, nbytes, t0, dt)
+                else:
+                    self.unconverted += 1
+
+    def _not_seen_above(self, tracer, log: ProcessLog, rec: np.ndarray) -> np.ndarray:
+        """False where an h5py call recorded by ``tracer`` around the same dataset holds the libhdf5 call."""
+        queued = tracer._spans
+        spans = self._spans.setdefault(tracer, [])
+        spans += [queued.popleft() for _ in range(len(queued))]
+        keep = np.ones(len(rec), bool)
+        if not spans or not len(rec):
+            return keep
+        by_key: dict[str, list] = {}
+        for key, t0, t1 in spans:
+            by_key.setdefault(key, []).append((t0, t1))
+        horizon = float(rec["t0"].min()) - 1.0  # an h5py call that ended before it holds nothing still to come
+        spans[:] = [s for s in spans if s[2] >= horizon]
+        nums = rec["ds"]
+        key_nums: dict[str, list[int]] = {}
+        for num in np.unique(nums).tolist():
+            key_nums.setdefault(self._info(log, num).key, []).append(num)
+        a0, a1 = rec["t0"], rec["t0"] + rec["dt"]
+        for key, pairs in by_key.items():
+            mine = np.flatnonzero(np.isin(nums, key_nums.get(key, ())))
+            if not len(mine):
+                continue
+            s = np.asarray(sorted(pairs))
+            reach = np.maximum.accumulate(s[:, 1])  # latest end among spans starting no later
+            j = np.searchsorted(s[:, 0], a0[mine], side="right") - 1
+            inside = (j >= 0) & (reach[np.maximum(j, 0)] >= a1[mine])
+            keep[mine[inside]] = False
+        return keep
+
+
+__all__ = ["ACCESS", "CAPTURE_LEVEL", "LOG_DIR_VAR", "LibraryCapture", "ProcessLog", "child_environment",
+           "canonical_hyperslabs", "dataset_template", "library", "loaded", "numpy_dtype", "preloaded",
+           "mapped_libhdf5", "unavailable", "unseen"]

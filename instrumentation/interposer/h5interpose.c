@@ -1,0 +1,784 @@
+/* ioadvisor's libhdf5 interposer: records every H5Dread / H5Dwrite of a process.
+ *
+ * Loaded with LD_PRELOAD. It defines H5Dread and H5Dwrite, so calls from any
+ * library that imports them (netCDF-C, h5py's and PyTables' extension modules,
+ * a C/Fortran program) reach it first. Wheels bundle their own libhdf5 and load
+ * it privately (RTLD_LOCAL), where dlsym(RTLD_NEXT) cannot reach it: the real
+ * function is found from the caller instead (dladdr on the return address names
+ * the calling library, dlopen(RTLD_NOLOAD) + dlsym on it find the libhdf5 that
+ * library was linked with), so two copies of libhdf5 in one process each get
+ * their own calls back. That lookup is cached per calling library.
+ *
+ * Everything about an access is asked of the ids passed in, through the same
+ * libhdf5 copy, before the real call (after a failed call the caller reads the
+ * error stack, which any further API call would clear): the dataset's name,
+ * file, extent, type, chunking and filters (once per dataset id: h5py opens
+ * datasets with H5Oopen, so nothing is learned from H5Dopen), the file
+ * selection, and the call's duration.
+ *
+ * Output (when IOADVISOR_H5_DIR is set, or after ioadv_set_dir): per process,
+ * DIR/h5-PID.meta (JSON lines: libraries, callers, datasets, irregular
+ * selections, extent changes) and DIR/h5-PID.acc (fixed-size binary access
+ * records, struct ioadv_access). Written in batches: when a buffer fills, every
+ * FLUSH_NS, at exit, and on ioadv_flush(). A forked child starts its own files.
+ * No HDF5 headers are needed: the few types and functions used are declared here.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int64_t hid_t; /* HDF5 >= 1.10 */
+typedef int herr_t;
+typedef int htri_t;
+typedef unsigned long long hsize_t;
+typedef long long hssize_t;
+typedef herr_t (*H5E_auto2_t)(hid_t, void *);
+typedef uint64_t haddr_t;
+typedef int (*chunk_iter_op_t)(const hsize_t *, unsigned, haddr_t, hsize_t, void *); /* HDF5 >= 1.14 */
+
+#define H5S_ALL ((hid_t)0)
+#define H5E_DEFAULT ((hid_t)0)
+enum { SEL_NONE = 0, SEL_POINTS = 1, SEL_HYPERSLABS = 2, SEL_ALL = 3 };
+enum { LAYOUT_CHUNKED = 2 };
+
+#define MAXD 8          /* dimensions held inline in an access record */
+#define MAX_RANK 32     /* HDF5's H5S_MAX_RANK */
+#define MAX_LIBS 16     /* libhdf5 copies in one process */
+#define MAX_CALLERS 64  /* libraries calling H5Dread/H5Dwrite */
+#define DS_SLOTS 8192   /* dataset descriptions cached per process (open addressing) */
+#define ACC_BATCH 256
+#define FLUSH_NS 200000000LL
+#define MAX_SEL_VALUES (1u << 22) /* coordinates written for one irregular selection */
+#define MAX_OFFSET_CHUNKS 100000  /* chunk byte offsets are written for datasets with at most this many chunks */
+#define CREATED_SLOTS 4096
+
+/* One access, as written to h5-PID.acc (little-endian, 48 + 32 * MAXD bytes). */
+struct ioadv_access {
+    double t0;          /* CLOCK_MONOTONIC seconds (Python's time.perf_counter) */
+    double dt;
+    uint32_t ds;        /* dataset number in the .meta file */
+    uint32_t tid;       /* kernel thread id */
+    uint8_t op;         /* 0 read, 1 write */
+    uint8_t kind;       /* KIND_* */
+    uint8_t ndim;
+    uint8_t pad;
+    uint16_t caller;    /* caller number in the .meta file */
+    uint16_t pad2;
+    uint64_t n;         /* elements selected */
+    uint64_t nbytes;    /* n times the memory type's size */
+    hsize_t start[MAXD], stride[MAXD], count[MAXD], block[MAXD];
+};
+enum { KIND_ALL = 0, KIND_REGULAR = 1, KIND_BLOCKS = 2, KIND_POINTS = 3, KIND_NONE = 4, KIND_OTHER = 5 };
+
+typedef herr_t (*dread_t)(hid_t, hid_t, hid_t, hid_t, hid_t, void *);
+typedef herr_t (*dwrite_t)(hid_t, hid_t, hid_t, hid_t, hid_t, const void *);
+
+struct h5lib {
+    int index;
+    dread_t Dread;
+    dwrite_t Dwrite;
+    hid_t (*Dcreate2)(hid_t, const char *, hid_t, hid_t, hid_t, hid_t, hid_t);
+    herr_t (*Dget_num_chunks)(hid_t, hid_t, hsize_t *);
+    herr_t (*Dchunk_iter)(hid_t, hid_t, chunk_iter_op_t, void *);
+    ssize_t (*Iget_name)(hid_t, char *, size_t);
+    ssize_t (*Fget_name)(hid_t, char *, size_t);
+    hid_t (*Iget_file_id)(hid_t);
+    herr_t (*Fget_intent)(hid_t, unsigned *);
+    herr_t (*Fclose)(hid_t);
+    hid_t (*Fget_access_plist)(hid_t);
+    hid_t (*Pget_driver)(hid_t);
+    hid_t (*FD_mpio_init)(void); /* parallel builds only */
+    hid_t (*Dget_space)(hid_t);
+    hid_t (*Dget_type)(hid_t);
+    hid_t (*Dget_create_plist)(hid_t);
+    hid_t (*Dget_access_plist)(hid_t);
+    herr_t (*Sclose)(hid_t);
+    herr_t (*Tclose)(hid_t);
+    herr_t (*Pclose)(hid_t);
+    int (*Sget_simple_extent_dims)(hid_t, hsize_t *, hsize_t *);
+    int (*Sget_select_type)(hid_t);
+    hssize_t (*Sget_select_npoints)(hid_t);
+    htri_t (*Sis_regular_hyperslab)(hid_t);
+    herr_t (*Sget_regular_hyperslab)(hid_t, hsize_t *, hsize_t *, hsize_t *, hsize_t *);
+    hssize_t (*Sget_select_hyper_nblocks)(hid_t);
+    herr_t (*Sget_select_hyper_blocklist)(hid_t, hsize_t, hsize_t, hsize_t *);
+    hssize_t (*Sget_select_elem_npoints)(hid_t);
+    herr_t (*Sget_select_elem_pointlist)(hid_t, hsize_t, hsize_t, hsize_t *);
+    size_t (*Tget_size)(hid_t);
+    int (*Tget_class)(hid_t);
+    int (*Tget_order)(hid_t);
+    int (*Tget_sign)(hid_t);
+    htri_t (*Tis_variable_str)(hid_t);
+    int (*Pget_layout)(hid_t);
+    int (*Pget_chunk)(hid_t, int, hsize_t *);
+    int (*Pget_nfilters)(hid_t);
+    int (*Pget_filter2)(hid_t, unsigned, unsigned *, size_t *, unsigned *, size_t, char *, unsigned *);
+    herr_t (*Pget_chunk_cache)(hid_t, size_t *, size_t *, double *);
+    herr_t (*Pget_fill_value)(hid_t, hid_t, void *);
+    herr_t (*Eget_auto2)(hid_t, H5E_auto2_t *, void **);
+    herr_t (*Eset_auto2)(hid_t, H5E_auto2_t, void *);
+    herr_t (*get_libversion)(unsigned *, unsigned *, unsigned *);
+};
+
+struct caller { void *base; struct h5lib *lib; int index; };
+struct dsdesc { struct h5lib *lib; hid_t id; uint32_t num; int ndim; size_t tsize; hsize_t dims[MAX_RANK]; };
+
+static struct h5lib libs[MAX_LIBS];
+static int n_libs;
+static struct caller callers[MAX_CALLERS];
+static int n_callers; /* read without the lock: entries are complete before the count grows */
+static struct dsdesc dsets[DS_SLOTS];
+static struct { struct h5lib *lib; hid_t id; } created_ids[CREATED_SLOTS]; /* datasets made by H5Dcreate2 */
+static uint32_t n_dsets;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char out_dir[4096];
+static int recording;
+static int meta_fd = -1, acc_fd = -1;
+static pid_t out_pid;
+static struct ioadv_access acc_buf[ACC_BATCH];
+static int n_acc;
+static uint64_t n_acc_total;
+static char *meta_buf;
+static size_t meta_len, meta_cap;
+static long long last_flush_ns;
+static __thread pid_t my_tid;
+/* per thread: the last call site's library, and the last memory type's size (most loops repeat both) */
+static __thread void *last_ret;
+static __thread struct caller *last_caller;
+static __thread hid_t last_mem_type = -1;
+static __thread struct h5lib *last_mem_lib;
+static __thread size_t last_mem_size;
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return; /* a full disk loses records, never the program */
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+/* ---- output (all under lock) ---- */
+
+static int open_outputs(void) {
+    pid_t pid = getpid();
+    if (meta_fd >= 0 && out_pid == pid) return 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/h5-%d.meta", out_dir, (int)pid);
+    meta_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    snprintf(path, sizeof path, "%s/h5-%d.acc", out_dir, (int)pid);
+    acc_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    out_pid = pid;
+    if (meta_fd < 0 || acc_fd < 0) {
+        recording = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static void flush_locked(void) {
+    if (!recording || (!meta_len && !n_acc)) return;
+    if (open_outputs() < 0) return;
+    /* metadata first: an access never refers to a dataset not yet on disk */
+    if (meta_len) write_all(meta_fd, meta_buf, meta_len);
+    if (n_acc) write_all(acc_fd, acc_buf, sizeof(struct ioadv_access) * (size_t)n_acc);
+    meta_len = 0;
+    n_acc = 0;
+    last_flush_ns = now_ns();
+}
+
+static void meta_reserve(size_t more) {
+    if (meta_len + more <= meta_cap) return;
+    size_t cap = meta_cap ? meta_cap : 65536;
+    while (cap < meta_len + more) cap *= 2;
+    char *p = realloc(meta_buf, cap);
+    if (!p) return;
+    meta_buf = p;
+    meta_cap = cap;
+}
+
+static void meta_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void meta_printf(const char *fmt, ...) {
+    va_list ap;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        meta_reserve(256);
+        if (meta_cap - meta_len < 2) return;
+        va_start(ap, fmt);
+        int k = vsnprintf(meta_buf + meta_len, meta_cap - meta_len, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if ((size_t)k < meta_cap - meta_len) {
+            meta_len += (size_t)k;
+            return;
+        }
+        meta_reserve((size_t)k + 1);
+    }
+}
+
+static void meta_string(const char *s) {
+    meta_reserve(strlen(s) * 6 + 3);
+    if (meta_cap - meta_len < strlen(s) * 6 + 3) return;
+    char *o = meta_buf + meta_len;
+    *o++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') { *o++ = '\\'; *o++ = (char)*p; }
+        else if (*p < 0x20) o += sprintf(o, "\\u%04x", *p);
+        else *o++ = (char)*p;
+    }
+    *o++ = '"';
+    meta_len = (size_t)(o - meta_buf);
+}
+
+static void meta_ulist(const hsize_t *v, size_t n) {
+    meta_printf("[");
+    for (size_t i = 0; i < n; i++) meta_printf(i ? ",%llu" : "%llu", v[i]);
+    meta_printf("]");
+}
+
+/* ---- finding the caller's libhdf5 ---- */
+
+static int is_self(void *fn) {
+    Dl_info a, b;
+    return dladdr(fn, &a) && dladdr((void *)&is_self, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+#define BIND(field, name) lib->field = (__typeof__(lib->field))dlsym(h, name)
+
+static struct h5lib *lib_for_real(void *real_read) {
+    for (int i = 0; i < n_libs; i++)
+        if ((void *)libs[i].Dread == real_read) return &libs[i];
+    if (n_libs == MAX_LIBS) return NULL;
+    Dl_info where;
+    void *h = NULL;
+    if (dladdr(real_read, &where) && where.dli_fname) h = dlopen(where.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) return NULL;
+    struct h5lib *lib = &libs[n_libs];
+    memset(lib, 0, sizeof *lib);
+    lib->index = n_libs;
+    lib->Dread = (dread_t)real_read;
+    BIND(Dwrite, "H5Dwrite");
+    BIND(Dcreate2, "H5Dcreate2");
+    BIND(Dget_num_chunks, "H5Dget_num_chunks");
+    BIND(Dchunk_iter, "H5Dchunk_iter");
+    BIND(Iget_name, "H5Iget_name");
+    BIND(Fget_name, "H5Fget_name");
+    BIND(Iget_file_id, "H5Iget_file_id");
+    BIND(Fget_intent, "H5Fget_intent");
+    BIND(Fclose, "H5Fclose");
+    BIND(Fget_access_plist, "H5Fget_access_plist");
+    BIND(Pget_driver, "H5Pget_driver");
+    BIND(FD_mpio_init, "H5FD_mpio_init");
+    BIND(Dget_space, "H5Dget_space");
+    BIND(Dget_type, "H5Dget_type");
+    BIND(Dget_create_plist, "H5Dget_create_plist");
+    BIND(Dget_access_plist, "H5Dget_access_plist");
+    BIND(Sclose, "H5Sclose");
+    BIND(Tclose, "H5Tclose");
+    BIND(Pclose, "H5Pclose");
+    BIND(Sget_simple_extent_dims, "H5Sget_simple_extent_dims");
+    BIND(Sget_select_type, "H5Sget_select_type");
+    BIND(Sget_select_npoints, "H5Sget_select_npoints");
+    BIND(Sis_regular_hyperslab, "H5Sis_regular_hyperslab");
+    BIND(Sget_regular_hyperslab, "H5Sget_regular_hyperslab");
+    BIND(Sget_select_hyper_nblocks, "H5Sget_select_hyper_nblocks");
+    BIND(Sget_select_hyper_blocklist, "H5Sget_select_hyper_blocklist");
+    BIND(Sget_select_elem_npoints, "H5Sget_select_elem_npoints");
+    BIND(Sget_select_elem_pointlist, "H5Sget_select_elem_pointlist");
+    BIND(Tget_size, "H5Tget_size");
+    BIND(Tget_class, "H5Tget_class");
+    BIND(Tget_order, "H5Tget_order");
+    BIND(Tget_sign, "H5Tget_sign");
+    BIND(Tis_variable_str, "H5Tis_variable_str");
+    BIND(Pget_layout, "H5Pget_layout");
+    BIND(Pget_chunk, "H5Pget_chunk");
+    BIND(Pget_nfilters, "H5Pget_nfilters");
+    BIND(Pget_filter2, "H5Pget_filter2");
+    BIND(Pget_chunk_cache, "H5Pget_chunk_cache");
+    BIND(Pget_fill_value, "H5Pget_fill_value");
+    BIND(Eget_auto2, "H5Eget_auto2");
+    BIND(Eset_auto2, "H5Eset_auto2");
+    BIND(get_libversion, "H5get_libversion");
+    if (!lib->Dwrite || !lib->Iget_name || !lib->Fget_name || !lib->Dget_space || !lib->Dget_type ||
+        !lib->Sget_simple_extent_dims || !lib->Sget_select_type || !lib->Sget_select_npoints ||
+        !lib->Sis_regular_hyperslab || !lib->Sget_regular_hyperslab || !lib->Tget_size || !lib->Sclose ||
+        !lib->Tclose || !lib->Eget_auto2 || !lib->Eset_auto2)
+        lib->Iget_name = NULL; /* calls still pass through; nothing is recorded through this copy */
+    unsigned maj = 0, min = 0, rel = 0;
+    if (lib->get_libversion) lib->get_libversion(&maj, &min, &rel);
+    if (maj * 100 + min < 114) lib->Dchunk_iter = NULL; /* its callback's signature settled in 1.14 */
+    n_libs++;
+    if (recording) {
+        meta_printf("{\"t\":\"lib\",\"i\":%d,\"file\":", lib->index);
+        meta_string(where.dli_fname);
+        meta_printf(",\"version\":\"%u.%u.%u\",\"recorded\":%s}\n", maj, min, rel,
+                    lib->Iget_name ? "true" : "false");
+    }
+    return lib;
+}
+
+/* The caller's library and the libhdf5 it is linked with; NULL when none is found. */
+static struct caller *caller_for(void *ret) {
+    if (ret == last_ret && last_caller) return last_caller;
+    Dl_info info;
+    if (!dladdr(ret, &info)) return NULL;
+    int n = __atomic_load_n(&n_callers, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (callers[i].base == info.dli_fbase) {
+            last_ret = ret;
+            return last_caller = &callers[i];
+        }
+    pthread_mutex_lock(&lock);
+    struct caller *found = NULL;
+    for (int i = 0; i < n_callers; i++)
+        if (callers[i].base == info.dli_fbase) found = &callers[i];
+    if (!found && n_callers < MAX_CALLERS) {
+        void *real = NULL;
+        void *h = dlopen(info.dli_fname && *info.dli_fname ? info.dli_fname : NULL, RTLD_NOLOAD | RTLD_LAZY);
+        if (h) real = dlsym(h, "H5Dread");
+        /* the main program (or a library linked normally): global scope, where this library comes first */
+        if (!real || is_self(real)) real = dlsym(RTLD_NEXT, "H5Dread");
+        struct h5lib *lib = real && !is_self(real) ? lib_for_real(real) : NULL;
+        if (lib) {
+            found = &callers[n_callers];
+            found->base = info.dli_fbase;
+            found->lib = lib;
+            found->index = n_callers;
+            if (recording) {
+                meta_printf("{\"t\":\"caller\",\"i\":%d,\"lib\":%d,\"file\":", n_callers, lib->index);
+                meta_string(info.dli_fname ? info.dli_fname : "");
+                meta_printf("}\n");
+            }
+            __atomic_store_n(&n_callers, n_callers + 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+/* ---- datasets ---- */
+
+static uint64_t id_hash(struct h5lib *L, hid_t id) { return ((uint64_t)id * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)L->index; }
+
+static void remember_created(struct h5lib *L, hid_t id) {
+    uint64_t h = id_hash(L, id);
+    for (uint32_t probe = 0; probe < 16; probe++) {
+        __typeof__(created_ids[0]) *c = &created_ids[(h + probe) % CREATED_SLOTS];
+        if (!c->lib) { c->lib = L; c->id = id; return; }
+    }
+}
+
+static int was_created(struct h5lib *L, hid_t id) {
+    uint64_t h = id_hash(L, id);
+    for (uint32_t probe = 0; probe < 16; probe++) {
+        __typeof__(created_ids[0]) *c = &created_ids[(h + probe) % CREATED_SLOTS];
+        if (c->lib == L && c->id == id) return 1;
+        if (!c->lib) return 0;
+    }
+    return 0;
+}
+
+static int chunk_row(const hsize_t *offset, unsigned filter_mask, haddr_t addr, hsize_t size, void *op_data) {
+    (void)filter_mask;
+    int *state = op_data; /* ndim, rows written so far */
+    for (int k = 0; k < state[0]; k++) meta_printf(k || state[1] ? ",%llu" : "%llu", offset[k]);
+    meta_printf(",%llu,%llu", (unsigned long long)addr, size);
+    state[1]++;
+    return 0;
+}
+
+static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
+    /* called with lock held and HDF5's automatic error printing off */
+    char name[4096] = "", file[4096] = "", cwd[4096] = "";
+    if (L->Iget_name(dset, name, sizeof name) < 0) name[0] = 0;
+    if (L->Fget_name(dset, file, sizeof file) < 0) file[0] = 0;
+    hsize_t maxdims[MAX_RANK];
+    hid_t space = L->Dget_space(dset);
+    d->ndim = space >= 0 ? L->Sget_simple_extent_dims(space, d->dims, maxdims) : -1;
+    if (space >= 0) L->Sclose(space);
+    hid_t type = L->Dget_type(dset);
+    int tclass = -1, order = -1, sign = -1, vstr = 0;
+    d->tsize = 0;
+    if (type >= 0) {
+        d->tsize = L->Tget_size(type);
+        if (L->Tget_class) tclass = L->Tget_class(type);
+        if (L->Tget_order) order = L->Tget_order(type);
+        if (L->Tget_sign && tclass == 0) sign = L->Tget_sign(type);
+        if (L->Tis_variable_str && tclass == 3) vstr = L->Tis_variable_str(type) > 0;
+    }
+    meta_printf("{\"t\":\"d\",\"i\":%u,\"lib\":%d,\"file\":", d->num, L->index);
+    if (file[0] && file[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        char abs[8200];
+        snprintf(abs, sizeof abs, "%s/%s", cwd, file);
+        meta_string(abs);
+    } else {
+        meta_string(file);
+    }
+    meta_printf(",\"path\":");
+    meta_string(name);
+    meta_printf(",\"dims\":");
+    meta_ulist(d->dims, d->ndim > 0 ? (size_t)d->ndim : 0);
+    meta_printf(",\"maxdims\":");
+    meta_ulist(maxdims, d->ndim > 0 ? (size_t)d->ndim : 0);
+    meta_printf(",\"null\":%s,\"class\":%d,\"size\":%zu,\"order\":%d,\"sign\":%d,\"vstr\":%d",
+                d->ndim < 0 ? "true" : "false", tclass, d->tsize, order, sign, vstr);
+    hid_t dcpl = L->Dget_create_plist ? L->Dget_create_plist(dset) : -1;
+    if (dcpl >= 0) {
+        int layout = L->Pget_layout ? L->Pget_layout(dcpl) : -1;
+        meta_printf(",\"layout\":%d", layout);
+        if (layout == LAYOUT_CHUNKED && L->Pget_chunk) {
+            hsize_t chunk[MAX_RANK];
+            int nd = L->Pget_chunk(dcpl, MAX_RANK, chunk);
+            meta_printf(",\"chunks\":");
+            meta_ulist(chunk, nd > 0 ? (size_t)nd : 0);
+        }
+        int nf = L->Pget_nfilters && L->Pget_filter2 ? L->Pget_nfilters(dcpl) : 0;
+        meta_printf(",\"filters\":[");
+        for (int i = 0; i < nf; i++) {
+            unsigned flags = 0, cd[32], config = 0;
+            size_t ncd = 32;
+            char fname[256] = "";
+            int id = L->Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname, fname, &config);
+            if (ncd > 32) ncd = 32;
+            meta_printf("%s{\"id\":%d,\"flags\":%u,\"name\":", i ? "," : "", id, flags);
+            meta_string(fname);
+            meta_printf(",\"cd\":[");
+            for (size_t k = 0; k < ncd; k++) meta_printf(k ? ",%u" : "%u", cd[k]);
+            meta_printf("]}");
+        }
+        meta_printf("]");
+        if (type >= 0 && L->Pget_fill_value && d->tsize > 0 && d->tsize <= 64 && (tclass == 0 || tclass == 1)) {
+            unsigned char fill[64];
+            if (L->Pget_fill_value(dcpl, type, fill) >= 0) {
+                meta_printf(",\"fill\":\"");
+                for (size_t k = 0; k < d->tsize; k++) meta_printf("%02x", fill[k]);
+                meta_printf("\"");
+            }
+        }
+        L->Pclose(dcpl);
+    }
+    if (type >= 0) L->Tclose(type);
+    int created = was_created(L, dset);
+    if (created) meta_printf(",\"created\":true");
+    hsize_t nchunks = 0;
+    if (!created && d->ndim > 0 && L->Dchunk_iter && L->Dget_num_chunks &&
+        L->Dget_num_chunks(dset, H5S_ALL, &nchunks) >= 0 && nchunks <= MAX_OFFSET_CHUNKS) {
+        size_t mark = meta_len;
+        int state[2] = {d->ndim, 0};
+        meta_printf(",\"offsets\":[");
+        if (L->Dchunk_iter(dset, 0, chunk_row, state) >= 0) {
+            meta_printf("]");
+        } else {
+            meta_len = mark;
+        }
+    }
+    hid_t dapl = L->Dget_access_plist ? L->Dget_access_plist(dset) : -1;
+    if (dapl >= 0) {
+        size_t nslots = 0, nbytes = 0;
+        double w0 = 0;
+        if (L->Pget_chunk_cache && L->Pget_chunk_cache(dapl, &nslots, &nbytes, &w0) >= 0)
+            meta_printf(",\"cache\":[%zu,%zu,%.17g]", nbytes, nslots, w0);
+        L->Pclose(dapl);
+    }
+    if (L->Iget_file_id && L->Fget_intent && L->Fclose) {
+        hid_t fid = L->Iget_file_id(dset);
+        unsigned intent = 0;
+        if (fid >= 0) {
+            if (L->Fget_intent(fid, &intent) >= 0) meta_printf(",\"intent\":%u", intent);
+            /* the MPI-IO driver changes HDF5's caching (the only driver the models tell apart) */
+            hid_t fapl = L->FD_mpio_init && L->Fget_access_plist && L->Pget_driver ? L->Fget_access_plist(fid) : -1;
+            if (fapl >= 0) {
+                if (L->Pget_driver(fapl) == L->FD_mpio_init()) meta_printf(",\"driver\":\"mpio\"");
+                L->Pclose(fapl);
+            }
+            L->Fclose(fid);
+        }
+    }
+    meta_printf("}\n");
+}
+
+/* The dataset's description, made on first sight of this id (lock held). */
+static struct dsdesc *dataset_for(struct h5lib *L, hid_t dset) {
+    uint64_t h = id_hash(L, dset);
+    for (uint32_t probe = 0; probe < 64; probe++) {
+        struct dsdesc *d = &dsets[(h + probe) % DS_SLOTS];
+        if (d->lib == L && d->id == dset) return d;
+        if (!d->lib) {
+            d->lib = L;
+            d->id = dset;
+            d->num = n_dsets++;
+            H5E_auto2_t func;
+            void *data;
+            L->Eget_auto2(H5E_DEFAULT, &func, &data);
+            L->Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a failed query must print nothing */
+            describe(L, dset, d);
+            L->Eset_auto2(H5E_DEFAULT, func, data);
+            return d;
+        }
+    }
+    /* a long-running program that opened very many datasets: start the table over */
+    memset(dsets, 0, sizeof dsets);
+    return dataset_for(L, dset);
+}
+
+/* ---- one access ---- */
+
+static void meta_selection(struct h5lib *L, hid_t space, int kind, int ndim, uint64_t seq) {
+    hssize_t n = kind == KIND_BLOCKS ? L->Sget_select_hyper_nblocks(space) : L->Sget_select_elem_npoints(space);
+    size_t per = kind == KIND_BLOCKS ? 2 * (size_t)ndim : (size_t)ndim;
+    if (n < 0 || (size_t)n * per > MAX_SEL_VALUES) {
+        meta_printf("{\"t\":\"s\",\"a\":%llu,\"kind\":\"%s\",\"truncated\":%lld}\n", (unsigned long long)seq,
+                    kind == KIND_BLOCKS ? "blocks" : "points", (long long)n);
+        return;
+    }
+    hsize_t *buf = malloc(sizeof(hsize_t) * ((size_t)n * per + 1));
+    if (!buf) return;
+    herr_t ok = kind == KIND_BLOCKS ? L->Sget_select_hyper_blocklist(space, 0, (hsize_t)n, buf)
+                                    : L->Sget_select_elem_pointlist(space, 0, (hsize_t)n, buf);
+    if (ok >= 0) {
+        meta_printf("{\"t\":\"s\",\"a\":%llu,\"kind\":\"%s\",\"v\":", (unsigned long long)seq,
+                    kind == KIND_BLOCKS ? "blocks" : "points");
+        meta_ulist(buf, (size_t)n * per);
+        meta_printf("}\n");
+    }
+    free(buf);
+}
+
+struct pending {
+    struct ioadv_access rec;
+    hid_t space; /* file selection to write out as a list (blocks, points), else -1 */
+};
+
+/* Everything about the access, asked before the real call. 0: record it after. */
+/* Note a change of extent (lock taken here). */
+static void extent_changed(struct dsdesc *d, const hsize_t *dims, int nd) {
+    pthread_mutex_lock(&lock);
+    if (nd == d->ndim && recording && memcmp(dims, d->dims, sizeof(hsize_t) * (size_t)nd)) {
+        memcpy(d->dims, dims, sizeof(hsize_t) * (size_t)nd);
+        meta_printf("{\"t\":\"r\",\"i\":%u,\"a\":%llu,\"dims\":", d->num, (unsigned long long)n_acc_total);
+        meta_ulist(dims, (size_t)nd);
+        meta_printf("}\n");
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* Everything about the access, asked before the real call. 0: record it after.
+ * The common case, a regular hyperslab, costs three HDF5 calls: its selection type and corners; the
+ * extent is asked only when the selection reaches beyond the one last seen (an append). */
+static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t file_space, struct pending *p) {
+    struct h5lib *L = c->lib;
+    struct ioadv_access *r = &p->rec;
+    p->space = -1;
+    pthread_mutex_lock(&lock);
+    struct dsdesc *d = dataset_for(L, dset);
+    pthread_mutex_unlock(&lock);
+    int ndim = d->ndim;
+    memset(r, 0, offsetof(struct ioadv_access, start));
+    r->ds = d->num;
+    r->op = (uint8_t)op;
+    r->caller = (uint16_t)c->index;
+    if (!my_tid) my_tid = (pid_t)syscall(SYS_gettid);
+    r->tid = (uint32_t)my_tid;
+    if (ndim < 0) return -1; /* a NULL dataspace holds no data */
+    r->ndim = (uint8_t)ndim;
+    if (mem_type != last_mem_type || L != last_mem_lib) {
+        last_mem_size = L->Tget_size(mem_type);
+        last_mem_type = mem_type;
+        last_mem_lib = L;
+    }
+    hsize_t dims[MAX_RANK], maxdims[MAX_RANK];
+    if (file_space == H5S_ALL) {
+        hid_t space = L->Dget_space(dset);
+        if (space < 0) return -1;
+        int nd = L->Sget_simple_extent_dims(space, dims, maxdims);
+        L->Sclose(space);
+        if (nd != ndim) return -1;
+        extent_changed(d, dims, nd);
+        r->kind = KIND_ALL;
+        r->n = 1;
+        for (int k = 0; k < ndim; k++) {
+            r->n *= dims[k];
+            if (k < MAXD) { r->start[k] = 0; r->stride[k] = 1; r->count[k] = 1; r->block[k] = dims[k]; }
+        }
+        r->nbytes = r->n * last_mem_size;
+        return 0;
+    }
+    if (file_space <= 2) { /* invalid, or H5S_BLOCK / H5S_PLIST (HDF5 >= 1.14) */
+        r->kind = KIND_OTHER;
+        return 0;
+    }
+    int sel = L->Sget_select_type(file_space);
+    if (sel == SEL_HYPERSLABS && ndim <= MAXD && L->Sis_regular_hyperslab(file_space) > 0) {
+        r->kind = KIND_REGULAR;
+        L->Sget_regular_hyperslab(file_space, r->start, r->stride, r->count, r->block);
+        int beyond = 0;
+        r->n = 1;
+        for (int k = 0; k < ndim; k++) {
+            r->n *= r->count[k] * r->block[k];
+            if (r->count[k] && r->block[k] &&
+                r->start[k] + r->stride[k] * (r->count[k] - 1) + r->block[k] > d->dims[k]) beyond = 1;
+        }
+        r->nbytes = r->n * last_mem_size;
+        if (beyond && L->Sget_simple_extent_dims(file_space, dims, maxdims) == ndim) extent_changed(d, dims, ndim);
+        return 0;
+    }
+    if (L->Sget_simple_extent_dims(file_space, dims, maxdims) == ndim) {
+        if (memcmp(dims, d->dims, sizeof(hsize_t) * (size_t)ndim)) extent_changed(d, dims, ndim);
+    }
+    hssize_t npoints = L->Sget_select_npoints(file_space);
+    r->n = npoints > 0 ? (uint64_t)npoints : 0;
+    r->nbytes = r->n * last_mem_size;
+    if (sel == SEL_ALL) {
+        r->kind = KIND_ALL;
+        for (int k = 0; k < ndim && k < MAXD; k++) {
+            r->start[k] = 0; r->stride[k] = 1; r->count[k] = 1; r->block[k] = dims[k];
+        }
+    } else if (sel == SEL_NONE) {
+        r->kind = KIND_NONE;
+    } else if (sel == SEL_HYPERSLABS || sel == SEL_POINTS) {
+        r->kind = sel == SEL_POINTS ? KIND_POINTS : KIND_BLOCKS;
+        p->space = file_space; /* written out, under the lock, once the call succeeded */
+    } else {
+        r->kind = KIND_OTHER;
+    }
+    return 0;
+}
+
+static void commit(struct caller *c, struct pending *p) {
+    pthread_mutex_lock(&lock);
+    if (recording) {
+        uint64_t seq = n_acc_total++;
+        if (p->space >= 0) meta_selection(c->lib, p->space, p->rec.kind, p->rec.ndim, seq);
+        acc_buf[n_acc++] = p->rec;
+        if (n_acc == ACC_BATCH || (long long)(p->rec.t0 * 1e9) - last_flush_ns > FLUSH_NS) flush_locked();
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+#define INTERPOSE(OP, REAL, BUFTYPE)                                                                \
+    struct caller *c = caller_for(__builtin_return_address(0));                                    \
+    if (!c) {                                                                                       \
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");   \
+        return -1;                                                                                  \
+    }                                                                                               \
+    if (!recording || !c->lib->Iget_name)                                                           \
+        return c->lib->REAL(dset, mem_type, mem_space, file_space, dxpl, buf);                     \
+    struct pending p;                                                                               \
+    int ok = prepare(c, OP, dset, mem_type, file_space, &p);                                        \
+    long long t0 = now_ns();                                                                        \
+    herr_t status = c->lib->REAL(dset, mem_type, mem_space, file_space, dxpl, buf);                \
+    long long t1 = now_ns();                                                                        \
+    if (ok == 0 && status >= 0) {                                                                   \
+        p.rec.t0 = (double)t0 * 1e-9;                                                              \
+        p.rec.dt = (double)(t1 - t0) * 1e-9;                                                       \
+        commit(c, &p);                                                       \
+    }                                                                                               \
+    return status;
+
+hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl, hid_t dcpl, hid_t dapl) {
+    struct caller *c = caller_for(__builtin_return_address(0));
+    if (!c || !c->lib->Dcreate2) {
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
+        return -1;
+    }
+    hid_t id = c->lib->Dcreate2(loc, name, type, space, lcpl, dcpl, dapl);
+    if (id >= 0 && recording) {
+        pthread_mutex_lock(&lock);
+        remember_created(c->lib, id);
+        pthread_mutex_unlock(&lock);
+    }
+    return id;
+}
+
+herr_t H5Dread(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf) {
+    INTERPOSE(0, Dread, void *)
+}
+
+herr_t H5Dwrite(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, const void *buf) {
+    INTERPOSE(1, Dwrite, const void *)
+}
+
+/* ---- control, from the tracer (ctypes) ---- */
+
+void ioadv_flush(void) {
+    pthread_mutex_lock(&lock);
+    flush_locked();
+    pthread_mutex_unlock(&lock);
+}
+
+/* Start recording into DIR (or stop with NULL); what was buffered goes to the old place first. */
+void ioadv_set_dir(const char *dir) {
+    pthread_mutex_lock(&lock);
+    flush_locked();
+    if (meta_fd >= 0) close(meta_fd);
+    if (acc_fd >= 0) close(acc_fd);
+    meta_fd = acc_fd = -1;
+    recording = 0;
+    if (dir && *dir && strlen(dir) < sizeof out_dir) {
+        strcpy(out_dir, dir);
+        recording = 1;
+        /* the new files describe again what they refer to */
+        memset(dsets, 0, sizeof dsets);
+        n_dsets = 0;
+        for (int i = 0; i < n_libs; i++) {
+            Dl_info where;
+            unsigned maj = 0, min = 0, rel = 0;
+            if (libs[i].get_libversion) libs[i].get_libversion(&maj, &min, &rel);
+            meta_printf("{\"t\":\"lib\",\"i\":%d,\"file\":", i);
+            meta_string(dladdr((void *)libs[i].Dread, &where) && where.dli_fname ? where.dli_fname : "");
+            meta_printf(",\"version\":\"%u.%u.%u\",\"recorded\":%s}\n", maj, min, rel,
+                        libs[i].Iget_name ? "true" : "false");
+        }
+        for (int i = 0; i < n_callers; i++) {
+            Dl_info where;
+            meta_printf("{\"t\":\"caller\",\"i\":%d,\"lib\":%d,\"file\":", i, callers[i].lib->index);
+            meta_string(dladdr(callers[i].base, &where) && where.dli_fname ? where.dli_fname : "");
+            meta_printf("}\n");
+        }
+        n_acc_total = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void at_fork_child(void) {
+    /* the parent writes what it buffered; the child starts its own files */
+    pthread_mutex_init(&lock, NULL);
+    meta_fd = acc_fd = -1;
+    n_acc = 0;
+    meta_len = 0;
+    my_tid = 0;
+    if (recording) {
+        char dir[sizeof out_dir];
+        strcpy(dir, out_dir);
+        ioadv_set_dir(dir);
+    }
+}
+
+__attribute__((constructor)) static void start(void) {
+    const char *dir = getenv("IOADVISOR_H5_DIR");
+    pthread_atfork(NULL, NULL, at_fork_child);
+    if (dir && *dir) ioadv_set_dir(dir);
+}
+
+__attribute__((destructor)) static void finish(void) { ioadv_flush(); }

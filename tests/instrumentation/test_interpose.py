@@ -1,0 +1,347 @@
+"""The libhdf5 interposer with real clients: C programs (serial and MPI), netCDF4-python, xarray's default
+engine, PyTables, and h5py seen at both levels. Each program's own selection list is the ground truth."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import advisor
+from instrumentation import interpose
+from instrumentation.records import Selection
+from instrumentation.selection import _multiblock_dim
+from instrumentation.tracefile import load_trace
+from instrumentation.tracer import HUB
+
+ROOT = Path(__file__).resolve().parents[2]
+C_DIR = Path(__file__).parent / "c"
+BIN = Path(sys.executable).parent
+IOADVISOR = BIN / "ioadvisor"
+SERIAL = ("/usr/include/hdf5/serial", "/usr/lib/x86_64-linux-gnu/hdf5/serial")
+PARALLEL = ("/usr/include/hdf5/mpich", "/usr/lib/x86_64-linux-gnu/hdf5/mpich")
+
+if interpose.library() is None:
+    # where a compiler exists the install must have built it: a missing library is then a failure
+    if shutil.which("cc") or shutil.which("gcc"):
+        pytest.fail("the libhdf5 interposer was not built although a C compiler is present", pytrace=False)
+    pytest.skip("no C compiler: the interposer cannot be built here", allow_module_level=True)
+
+
+def _env() -> dict:
+    """This environment without an MPI launcher's variables (the test process may run under one)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def traced_run(tmp_path, *command, launcher=()) -> tuple[object, list[dict]]:
+    """``[launcher] ioadvisor run -o t.jsonl -- command``: (trace, the program's JSON lines)."""
+    res = subprocess.run([*launcher, str(IOADVISOR), "run", "-o", "t.jsonl", "--", *map(str, command)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+    assert res.returncode == 0, res.stderr[-3000:]
+    truth = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    return load_trace(tmp_path / "t.jsonl"), truth
+
+
+def compile_c(tmp_path, source: str, dirs, cc="cc") -> Path:
+    include, libdir = dirs
+    if not Path(include, "hdf5.h").exists():
+        pytest.skip(f"{include}/hdf5.h missing (apt-get install libhdf5-dev libhdf5-mpich-dev, as .ci/run does)")
+    exe = tmp_path / Path(source).stem
+    subprocess.run([cc, "-O1", "-o", str(exe), str(C_DIR / source), f"-I{include}", f"-L{libdir}",
+                    f"-Wl,-rpath,{libdir}", "-lhdf5"], check=True, timeout=120)
+    return exe
+
+
+def elements(sel: Selection, shape) -> set[int]:
+    """The flat indices a selection touches."""
+    if sel.kind == "points":
+        pts = sel.points
+    else:
+        grids = np.meshgrid(*[sel.dim_indices(d) for d in range(sel.ndim)], indexing="ij")
+        pts = np.stack([g.ravel() for g in grids], axis=1)
+    return set(np.ravel_multi_index(pts.T, shape).tolist()) if len(pts) else set()
+
+
+def expected_selection(line: dict) -> Selection:
+    """A ground-truth line ({"kind": "hyperslab", start/stride/count/block} or {"kind": "points", ...})."""
+    if line.get("kind") == "points":
+        pts = np.asarray(line["points"], np.int64)
+        z = (0,) * pts.shape[1]
+        return Selection(z, z, (1,) * pts.shape[1], z, points=pts)
+    dims = [_multiblock_dim(*v) for v in zip(line["start"], line["stride"], line["count"], line["block"])]
+    return Selection(*(tuple(d[k] for d in dims) for k in range(1, 5)))
+
+
+def test_c_program_every_selection_with_its_op(tmp_path):
+    exe = compile_c(tmp_path, "known_accesses.c", SERIAL)
+    trace, truth = traced_run(tmp_path, exe, tmp_path / "known.h5")
+    assert len(truth) == 12
+    assert [a.op for a in trace.accesses] == [t["op"] for t in truth]
+    (ds,) = trace.datasets.values()
+    assert (ds.path, ds.shape, ds.dtype, ds.chunks) == ("/grid", (60, 40), "<f8", (10, 8))
+    assert [f.name for f in ds.filters] == ["gzip"] and ds.created
+    for access, line in zip(trace.accesses, truth):
+        want = expected_selection(line)
+        if line["kind"] == "hyperslab":
+            assert access.selection == want  # the same canonical hyperslab
+        else:
+            assert elements(access.selection, ds.shape) == elements(want, ds.shape)
+        assert access.nelements == len(elements(want, ds.shape)) and access.nbytes == 8 * access.nelements
+        assert access.duration > 0
+    assert interpose.CAPTURE_LEVEL in trace.header.capture
+    assert "1.10" in ds.library_version or "HDF5" in ds.library_version
+
+
+def test_c_program_exit_status_passes_through(tmp_path):
+    src = tmp_path / "fails.c"
+    src.write_text("int main(void) { return 3; }\n")
+    exe = tmp_path / "fails"
+    subprocess.run(["cc", "-o", str(exe), str(src)], check=True)
+    res = subprocess.run([str(IOADVISOR), "run", "-o", "t.jsonl", "--", str(exe)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300, env=_env())
+    assert res.returncode == 3
+    assert load_trace(tmp_path / "t.jsonl").complete
+
+
+@pytest.mark.mpi
+def test_mpi_c_program_under_mpiexec(tmp_path):
+    if not shutil.which("mpicc.mpich"):
+        pytest.skip("mpicc.mpich missing (apt-get install libhdf5-mpich-dev, as .ci/run does)")
+    exe = compile_c(tmp_path, "mpi_hyperslabs.c", PARALLEL, cc="mpicc.mpich")
+    trace, truth = traced_run(tmp_path, exe, tmp_path / "mpi.h5", launcher=(BIN / "mpiexec", "-n", "4"))
+    assert trace.nprocs == 4 and len(truth) == 8
+    (ds,) = trace.datasets.values()
+    assert ds.shape == (64, 12) and ds.driver == "mpio"
+    got = sorted((a.rank, a.op, a.selection.get_config()["start"][0], a.selection.get_config()["count"][0])
+                 for a in trace.accesses)
+    want = sorted((t["rank"], t["op"], t["start"][0], expected_selection(t).count[0]) for t in truth)
+    assert got == want
+    for t in truth:
+        (a,) = [a for a in trace.accesses if a.rank == t["rank"] and a.op == t["op"]]
+        assert a.selection == expected_selection(t)
+
+
+NETCDF4_PROGRAM = textwrap.dedent("""
+    import json, sys
+    import netCDF4, numpy as np
+    reads = {"v0": (slice(0, 120, 3), 10, slice(None, None, 2)),   # strides and an integer
+             "v1": (5, [1, 4, 7, 20], slice(10, 30)),               # an integer list
+             "v2": (slice(None), slice(None), 17),
+             "v3": ([3, 50, 51], slice(0, 90, 45), [0, 179])}
+    with netCDF4.Dataset(sys.argv[1], "w") as nc:
+        for name, size in (("time", 120), ("lat", 90), ("lon", 180)):
+            nc.createDimension(name, size)
+        data = np.random.default_rng(1).random((120, 90, 180)).astype("f4")
+        for name in reads:
+            nc.createVariable(name, "f4", ("time", "lat", "lon"), zlib=True, chunksizes=(12, 45, 90))[:] = data
+    with netCDF4.Dataset(sys.argv[1]) as nc:
+        for name, index in reads.items():
+            nc[name][index]
+            box = np.zeros((120, 90, 180), bool)
+            box[np.ix_(*[np.arange(n)[i].reshape(-1) for i, n in zip(index, (120, 90, 180))])] = True
+            print(json.dumps({"var": name, "elements": np.flatnonzero(box).tolist()}))
+""")
+
+
+def test_netcdf4_reads_with_strides_and_integer_indices(tmp_path):
+    prog = tmp_path / "nc4.py"
+    prog.write_text(NETCDF4_PROGRAM)
+    trace, truth = traced_run(tmp_path, "python", prog, tmp_path / "f.nc")
+    by_path = {d.path: d for d in trace.datasets.values()}
+    for line in truth:
+        ds = by_path["/" + line["var"]]
+        assert ds.shape == (120, 90, 180) and ds.chunks == (12, 45, 90) and ds.created
+        assert [f.name for f in ds.filters] == ["shuffle", "gzip"]
+        acc = [a for a in trace.accesses if a.dataset == ds.id]
+        writes = [a for a in acc if a.op == "write"]
+        assert len(writes) == 1 and writes[0].nelements == 120 * 90 * 180
+        got: set[int] = set()
+        for a in acc:
+            if a.op == "read":
+                got |= elements(a.selection, ds.shape)
+        assert got == set(line["elements"])
+        assert sum(a.nelements for a in acc if a.op == "read") == len(line["elements"])  # nothing read twice
+
+
+XARRAY_PROGRAM = textwrap.dedent("""
+    import sys
+    import numpy as np, xarray as xr
+    kw = {} if sys.argv[1] == "default" else {"engine": sys.argv[1]}
+    path = f"clim-{sys.argv[1]}.nc"
+    temp = np.random.default_rng(0).random((120, 90, 180), dtype=np.float32)
+    xr.Dataset({"temp": (("time", "lat", "lon"), temp)},
+               coords={"time": np.arange(120), "lat": np.linspace(-89, 89, 90), "lon": np.linspace(0, 358, 180)}
+               ).to_netcdf(path, **kw)
+    with xr.open_dataset(path, **kw) as d:
+        for i in range(0, 120, 12):
+            d["temp"][i:i + 12, 30:60, 40:100].mean().item()
+        d["temp"].isel(lat=45).mean().item()
+""")
+
+
+def _pattern(trace) -> list[tuple]:
+    names = {d.id: d.path for d in trace.datasets.values()}
+    return [(names[a.dataset], a.op, a.selection, a.nbytes) for a in trace.accesses]
+
+
+@pytest.mark.slow
+def test_xarray_default_engine_reads_and_writes_as_h5netcdf_does(tmp_path):
+    prog = tmp_path / "clim.py"
+    prog.write_text(XARRAY_PROGRAM)
+    default, _ = traced_run(tmp_path, "python", prog, "default")
+    (tmp_path / "t.jsonl").rename(tmp_path / "default.jsonl")
+    h5netcdf, _ = traced_run(tmp_path, "python", prog, "h5netcdf")
+    assert len(default.accesses) == 18  # 4 variable writes, 3 coordinate reads, 11 reads of temp
+    assert _pattern(default) == _pattern(h5netcdf)
+    temp = default.dataset_by_key(f"{tmp_path / 'clim-default.nc'}::/temp")
+    assert temp.library_version.startswith("HDF5") and "libhdf5" in temp.library_version
+    a = advisor.advise(tmp_path / "default.jsonl", dataset="/temp")
+    b = advisor.advise(tmp_path / "t.jsonl", dataset="/temp")
+    (da,), (db,) = a.datasets, b.datasets
+    # the same advice; its seconds differ, calibrated on each trace's own call times (iomodel/intrace.py):
+    # H5Dread alone below netCDF-C, the whole Dataset.__getitem__ through h5netcdf
+    assert da.recommendation.label == db.recommendation.label
+    assert [c.label for c in da.candidates[:3]] == [c.label for c in db.candidates[:3]]
+
+
+PYTABLES_PROGRAM = textwrap.dedent("""
+    import json
+    import numpy as np, tables
+    def say(op, path, start, block, stride=None, count=None):
+        n = len(start)
+        print(json.dumps({"path": path, "op": op, "kind": "hyperslab", "start": start, "block": block,
+                          "stride": stride or [1] * n, "count": count or [1] * n}))
+    with tables.open_file("pt.h5", "w") as f:
+        a = f.create_carray("/", "grid", tables.Float64Atom(), shape=(100, 30), chunkshape=(10, 30),
+                            filters=tables.Filters(complevel=1, complib="zlib"))
+        a[:] = np.arange(3000.).reshape(100, 30); say("write", "/grid", [0, 0], [100, 30])
+        e = f.create_earray("/", "log", tables.Int32Atom(), shape=(0, 4))
+        for i in range(3):
+            e.append(np.full((5, 4), i, np.int32)); say("write", "/log", [5 * i, 0], [5, 4])
+    with tables.open_file("pt.h5") as f:
+        g = f.root.grid
+        g[10:20, 5]; say("read", "/grid", [10, 5], [10, 1])
+        g[::7, 2:4]; say("read", "/grid", [0, 2], [1, 2], stride=[7, 1], count=[15, 1])
+        g[42]; say("read", "/grid", [42, 0], [1, 30])
+        f.root.log[3:9]; say("read", "/log", [3, 0], [6, 4])
+""")
+
+
+def test_pytables_arrays(tmp_path):
+    prog = tmp_path / "pt.py"
+    prog.write_text(PYTABLES_PROGRAM)
+    trace, truth = traced_run(tmp_path, "python", prog)
+    names = {d.id: d.path for d in trace.datasets.values()}
+    assert [(names[a.dataset], a.op, a.selection) for a in trace.accesses] == \
+        [(t["path"], t["op"], expected_selection(t)) for t in truth]
+    log = trace.dataset_by_key(f"{tmp_path / 'pt.h5'}::/log")
+    assert log.maxshape == (None, 4) and trace.extent(log.id) == (15, 4)  # the appends' extents
+
+
+BOTH_LEVELS_PROGRAM = textwrap.dedent("""
+    import h5py, netCDF4, numpy as np
+    from h5py import h5s
+    with h5py.File("both.h5", "w") as f:
+        d = f.create_dataset("x", data=np.arange(400.).reshape(20, 20), chunks=(5, 20))
+        d[3:7, ::2]
+        d[[1, 4, 9], 3]
+        np.asarray(d)
+        d[0] = 1.0
+        out = np.empty((2, 20))
+        fs = d.id.get_space(); fs.select_hyperslab((8, 0), (2, 20))
+        d.id.read(h5s.create_simple((2, 20)), fs, out)   # below h5py's Dataset: only libhdf5 sees it
+    with netCDF4.Dataset("both.nc", "w") as nc:
+        nc.createDimension("n", 50)
+        nc.createVariable("y", "i4", ("n",))[:] = np.arange(50)
+""")
+
+
+def test_h5py_accesses_recorded_once_with_a_second_libhdf5_in_the_process(tmp_path):
+    prog = tmp_path / "both.py"
+    prog.write_text(BOTH_LEVELS_PROGRAM)
+    trace, _ = traced_run(tmp_path, "python", prog)
+    x = trace.dataset_by_key(f"{tmp_path / 'both.h5'}::/x")
+    y = trace.dataset_by_key(f"{tmp_path / 'both.nc'}::/y")
+    assert x.library_version.startswith("h5py")  # described by the h5py hooks, which saw it first
+    assert "libhdf5" in y.library_version  # netCDF4's own copy of libhdf5
+    sels = [(a.op, a.selection.get_config()) for a in trace.accesses if a.dataset == x.id]
+    assert sels == [
+        ("write", {"start": [0, 0], "count": [1, 1], "stride": [1, 1], "block": [20, 20]}),  # data=
+        ("read", {"start": [3, 0], "count": [1, 10], "stride": [1, 2], "block": [4, 1]}),
+        ("read", {"start": [1, 3], "count": [3, 1], "stride": [1, 1], "block": [1, 1],
+                  "indices": [[1, 4, 9], None]}),
+        ("read", {"start": [0, 0], "count": [1, 1], "stride": [1, 1], "block": [20, 20]}),
+        ("write", {"start": [0, 0], "count": [1, 1], "stride": [1, 1], "block": [1, 20]}),
+        ("read", {"start": [8, 0], "count": [1, 1], "stride": [1, 1], "block": [2, 20]}),  # d.id.read
+    ]
+    assert [a.op for a in trace.accesses if a.dataset == y.id] == ["write"]
+
+
+def test_children_of_advisor_trace_are_captured(tmp_path):
+    exe = compile_c(tmp_path, "known_accesses.c", SERIAL)
+    with advisor.trace(tmp_path / "kids.jsonl") as tracer:
+        assert os.environ[interpose.LOG_DIR_VAR] == str(HUB.below.log_dir)
+        subprocess.run([str(exe), str(tmp_path / "k.h5")], check=True, capture_output=True, env=_env())
+    assert interpose.LOG_DIR_VAR not in os.environ  # the program's environment is given back
+    trace = tracer.load()
+    assert len(trace.accesses) == 12
+    assert any("child processes only" in c for c in trace.header.capture)
+
+
+UNSEEN_PROGRAM = textwrap.dedent("""
+    import sys
+    import h5py, numpy as np
+    import advisor
+    if sys.argv[1] == "unbuilt":
+        from instrumentation import interpose
+        interpose.library = lambda: None
+    with advisor.trace("t.jsonl") as tracer:
+        with h5py.File("f.h5", "w") as f:
+            f["x"] = np.arange(4.0)
+        import netCDF4  # its own libhdf5, loaded while tracing, in a process not started preloaded
+        with netCDF4.Dataset("f.nc", "w") as nc:
+            nc.createDimension("n", 4)
+            nc.createVariable("v", "f4", ("n",))[:] = 1.0
+    for line in tracer.load().header.missed + tracer.load().header.capture:
+        print(line)
+""")
+
+
+@pytest.mark.parametrize("case, why", [("unpreloaded", "not started with the interposer preloaded"),
+                                       ("unbuilt", "interposer was not built")])
+def test_a_libhdf5_loaded_while_tracing_and_not_seen_is_named_as_missed(tmp_path, case, why):
+    prog = tmp_path / "unseen.py"
+    prog.write_text(UNSEEN_PROGRAM)
+    out = subprocess.run([sys.executable, str(prog), case], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, env=_env(), check=True).stdout.splitlines()
+    missed = [m for m in out if "are not captured" in m]
+    assert len(missed) == 1 and "netcdf4.libs/libhdf5" in missed[0] and why in missed[0]
+    assert not any("h5py.libs" in m for m in out)  # h5py's calls are seen by its hooks
+    assert any(interpose.CAPTURE_LEVEL in m for m in out) == (case == "unpreloaded")
+
+
+def test_canonical_hyperslabs_match_the_python_normalizer():
+    rng = np.random.default_rng(3)
+    rec = np.zeros(500, dtype=interpose.ACCESS)
+    for field in ("start", "stride", "count", "block"):
+        rec[field][:, :3] = rng.integers(0 if field in ("start", "count", "block") else 1, 4, (500, 3))
+    start, count, stride, block = interpose.canonical_hyperslabs(rec)
+    for i in range(500):
+        for d in range(3):
+            want = _multiblock_dim(*(int(rec[f][i, d]) for f in ("start", "stride", "count", "block")))
+            assert (start[i, d], count[i, d], stride[i, d], block[i, d]) == want[1:]
+
+
+@pytest.mark.parametrize("hdf5_type, numpy", [((1, 4, 0, -1), "<f4"), ((1, 8, 1, -1), ">f8"),
+                                               ((0, 2, 0, 1), "<i2"), ((0, 1, 0, 0), "|u1"),
+                                               ((3, 7, 0, -1), "|S7"), ((6, 12, 0, -1), "|V12")])
+def test_hdf5_types_as_numpy_dtypes(hdf5_type, numpy):
+    assert interpose.numpy_dtype(*hdf5_type) == numpy
