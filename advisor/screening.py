@@ -31,6 +31,10 @@ SAMPLED_CLASSES = ("integer", "float", "bool", "enum")
 """Type classes whose values the compression model can sample and estimate (real numbers)."""
 
 
+BUILTIN_FILTERS = (1, 2, 3, 4, 5, 6)
+"""HDF5's own filters (deflate, shuffle, fletcher32, szip, nbit, scaleoffset); any other is a plugin."""
+
+
 def dataset_class(ds: DatasetRecord) -> str:
     """The dataset's type class (traces from before ``type_class`` was recorded: from the dtype)."""
     return ds.type_class or type_class(np.dtype(ds.dtype))
@@ -57,7 +61,11 @@ def why_not_advised(ds: DatasetRecord, shape: Sequence[int], n_accesses: int) ->
         if missing:
             return (f"no data read: its filter {', '.join(missing)} is not available here, "
                     "so the program's reads failed")
-        return "created but never written" if ds.created else "no data read or written (every access failed)"
+        if ds.created:
+            return "created but never written"
+        plugins = [f"{f.name} ({f.filter_id})" for f in ds.filters if f.filter_id not in BUILTIN_FILTERS]
+        return "no data read or written (every access failed)" + (
+            f"; its filter {', '.join(plugins)} is a plugin: did the program import hdf5plugin?" if plugins else "")
     if len(shape) == 0:
         return "scalar: nothing to chunk"
     if math.prod(shape) == 0:

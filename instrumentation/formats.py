@@ -23,9 +23,9 @@ HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 UNTRACED = {
     "netCDF-3": "file (not HDF5 or Zarr): read through netCDF-C or scipy, which ioadvisor does not trace; "
                 "nothing to advise",
-    "HDF5": "file that no h5py call reached: read through another HDF5 library, such as netCDF-C's (xarray's "
-            "default netcdf4 engine), which ioadvisor does not trace; xarray's engine='h5netcdf' reads it "
-            "through h5py",
+    "HDF5": "file of which h5py read no dataset: it holds none h5py can read, or the program read it through "
+            "another HDF5 library (netCDF-C's, as xarray's default netcdf4 engine does), which ioadvisor does "
+            "not trace; xarray's engine='h5netcdf' reads it through h5py",
 }
 """Format family -> what the tracer's silence about such a file means."""
 
