@@ -473,14 +473,6 @@ class Tracer:
                         raise FileExistsError(f"{p} exists: not replacing an earlier trace "
                                               "(choose another path, or overwrite=True / --force to replace it)")
         capture = CAPTURE_CALLS
-        if self._follow:
-            if not self._is_part:
-                self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
-            why = follow.ensure_startup_hook()
-            if why is None:
-                capture += ("child processes",)
-            else:  # a capture level, not a miss: whether such a child runs at all is not known here
-                capture += (f"forked child processes (new interpreters not followed: {why})",)
         below = HUB.start_below()
         self._libhdf5_before = interpose.mapped_libhdf5()  # a copy loaded while tracing, unseen, is missed
         if below is not None and below.control is None:
@@ -489,6 +481,14 @@ class Tracer:
         elif below is not None:
             capture += (interpose.CAPTURE_LEVEL,)
             self._spans = deque()
+        if self._follow:
+            if not self._is_part:
+                self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
+            why = follow.ensure_startup_hook()
+            if why is None:
+                capture += ("child processes",)
+            else:  # a capture level, not a miss: whether such a child runs at all is not known here
+                capture += (f"forked child processes (new interpreters not followed: {why})",)
         header = TraceHeader(
             schema=SCHEMA_VERSION,
             host=socket.gethostname(),
