@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
 
 from instrumentation.tracefile import Trace, load_trace
 
@@ -44,6 +45,8 @@ def advise(
     exhaustive: bool = False,
     calibrate: bool = True,
     min_share: float = MIN_SHARE,
+    jobs: int | None = None,
+    comm=None,
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
@@ -63,7 +66,10 @@ def advise(
     (``iomodel.intrace``; False: the profile's predictions as they are).
     Datasets are advised in full, most traced time first, when they hold at
     least ``min_share`` of the run's traced I/O time (or are named by
-    ``dataset``); the others are summed up in ``Advice.minor``.
+    ``dataset``); the others are summed up in ``Advice.minor``. Candidates are
+    evaluated on ``jobs`` threads (default: the usable cores, ``IOADVISOR_JOBS``),
+    or split over the ranks of ``comm`` (mpi4py) when it has several: every
+    rank must call ``advise`` alike and every rank gets the same Advice.
     """
     from advisor.advice import Advice, MinorDataset, NotAdvised
     from advisor.candidates import allowed_codecs
@@ -90,8 +96,10 @@ def advise(
 
     goal = Objective(objective, max_seconds, max_bytes)
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
-    n_accesses = Counter(a.dataset for a in trace.accesses)
-    traced = {i: traced_seconds(trace.accesses_of(i)) for i in n_accesses}
+    cols = trace.columns
+    counts = np.bincount(cols.ds, weights=cols.rep, minlength=max(trace.datasets, default=-1) + 1)
+    n_accesses = {i: int(counts[i]) for i in trace.datasets}
+    traced = {i: traced_seconds(trace.columns_of(i)) for i, n in n_accesses.items() if n}
     total = sum(traced.values())
     if dataset is not None:
         targets = [pick_dataset(trace, dataset)]
@@ -125,7 +133,7 @@ def advise(
                     warnings.simplefilter("always")
                     adv = _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
                                       top, read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id])
+                                      traced[ds.id], jobs, comm)
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -146,6 +154,10 @@ def advise(
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
 
 
+WHATIF_ACCESSES = 200_000
+"""Traces of a dataset up to this many accesses get the what-if rewrites (``advisor.whatif`` works per access)."""
+
+
 def _current_layout(ds):
     """The recorded layout as the advisor evaluates it (its ``current`` baseline candidate)."""
     from advisor.candidates import baselines
@@ -160,7 +172,7 @@ def _warning_notes(caught) -> list[str]:
 
 
 def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
-                nprocs, exhaustive, calibrations, traced) -> "DatasetAdvice":
+                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
@@ -168,14 +180,13 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
     from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
-    from instrumentation.records import READ, WRITE
     from iomodel.intrace import MIN_RESOLUTION
 
-    accesses = trace.accesses_of(ds.id)
+    accesses = trace.columns_of(ds.id)
     shape = trace.extent(ds.id)
     pattern = classify(accesses, shape)
-    reads = classify([a for a in accesses if a.op == READ], shape)
-    writes = classify([a for a in accesses if a.op == WRITE], shape)
+    reads = classify(accesses.take(~accesses.write), shape)
+    writes = classify(accesses.take(accesses.write), shape)
     described = "; ".join(f"{k} {p.describe()}" for k, p in (("reads", reads), ("writes", writes))
                           if p.kind != "none")
     notes: list[str] = []
@@ -200,7 +211,8 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
                          blocks=None if blocking is None else blocking.shape)
-        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=calibrations or None)
+        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=calibrations or None,
+                          jobs=jobs, comm=comm)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         current = result.baselines["current"]
         cal = calibrations.get(ds.library)
@@ -223,7 +235,11 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
             rewrite = rewrite_seconds(ds, shape, current, best, profile, calibrations or None, codec)
         else:
             best = current
-        whatifs = predict_rewrites(ds, accesses, shape, profile, current, nprocs, calibrations or None)
+        if accesses.n_access <= WHATIF_ACCESSES:  # the rewrites are built access by access
+            whatifs = predict_rewrites(ds, accesses.records(), shape, profile, current, nprocs, calibrations or None)
+        else:
+            whatifs = ()
+            notes.append(f"what-if rewrites of the program not evaluated above {WHATIF_ACCESSES} accesses")
         if data.estimate_seconds:
             notes.append(f"compression estimates took {data.estimate_seconds:.2f} s")
     finally:
@@ -238,7 +254,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         notes.append(other.describe())
     adv = DatasetAdvice(
         name=ds.key, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
-        n_accesses=len(accesses), procs=model.procs, objective=goal.describe(),
+        n_accesses=accesses.n_access, procs=model.procs, objective=goal.describe(),
         current=result.baselines["current"],
         defaults={k: v for k, v in result.baselines.items() if k != "current"},
         recommendation=best, candidates=_shortlist(_first(ranked, change or best), top, libraries),

@@ -17,10 +17,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
+
+import numpy as np
 from typing import Callable, Sequence
 
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate
+from instrumentation.columns import SLAB, as_columns
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
 from iomodel.layout import HDF5_DEFAULT_CACHE
 
@@ -70,25 +73,44 @@ class Blocking:
         return True
 
 
-def program_blocking(accesses: Sequence[AccessRecord], shape: Sequence[int], share: float = 0.8) -> Blocking | None:
+def program_blocking(accesses, shape: Sequence[int], share: float = 0.8) -> Blocking | None:
     """The blocks of a dask-driven (or any block-by-block) program: at least ``share`` of the reads are boxes
-    of one shape whose starts sit on that shape's grid (edge blocks may be smaller); None otherwise."""
-    reads = [a.selection for a in accesses if a.op == READ]
-    boxes = [s for s in reads if s.kind == "hyperslab" and all(c == 1 for c in s.count) and s.ndim == len(shape)]
-    if len(boxes) < 2 or len(boxes) < share * len(reads):
-        return None
+    of one shape whose starts sit on that shape's grid (edge blocks may be smaller); None otherwise.
+
+    ``accesses``: AccessColumns or AccessRecords; a run of accesses counts access by access (its starts
+    are ``start + k * step``)."""
+    cols = as_columns(accesses)
     ndim = len(shape)
-    block = tuple(Counter(b.block[d] for b in boxes).most_common(1)[0][0] for d in range(ndim))
+    reads = cols.take(~cols.write)
+    n_reads = reads.n_access
+    if reads.width < ndim:
+        reads = reads.widen(ndim)
+    box = (reads.kind == SLAB) & (reads.ndim == ndim) & (reads.count[:, :ndim] == 1).all(axis=1)
+    boxes = reads.take(box)
+    rep = boxes.rep
+    n_boxes = int(rep.sum())
+    if n_boxes < 2 or n_boxes < share * n_reads:
+        return None
+    start, step, blk = boxes.start[:, :ndim], boxes.step[:, :ndim], boxes.block[:, :ndim]
+    block = []
+    for d in range(ndim):  # the most common block length, weighted by accesses (ties: the smallest)
+        values, inverse = np.unique(blk[:, d], return_inverse=True)
+        block.append(int(values[np.argmax(np.bincount(inverse, weights=rep))]))
+    block = tuple(block)
     if any(x < 1 for x in block):
         return None
-    origin = tuple(min(b.start[d] for b in boxes) % block[d] for d in range(ndim))
-    fits = 0
-    for b in boxes:
-        fits += all((b.start[d] - origin[d]) % block[d] == 0
-                    and (b.block[d] == block[d] or b.start[d] + b.block[d] == shape[d]) for d in range(ndim))
-    if fits < share * len(boxes):
+    last = start + step * (rep - 1)[:, None]
+    origin = tuple(int(min(start[:, d].min(), last[:, d].min()) % block[d]) for d in range(ndim))
+    ok = np.ones(len(rep), bool)
+    for d in range(ndim):  # every start of a run on the grid: its first one and its step
+        on_grid = ((start[:, d] - origin[d]) % block[d] == 0) & ((rep == 1) | (step[:, d] % block[d] == 0))
+        edge = (rep == 1) & (start[:, d] + blk[:, d] == shape[d])
+        ok &= on_grid & ((blk[:, d] == block[d]) | edge)
+    fits = int(rep[ok].sum())
+    if fits < share * n_boxes:
         return None
-    stepped = tuple(len({b.start[d] for b in boxes}) > 1 for d in range(ndim))
+    stepped = tuple(bool(len(np.unique(start[:, d])) > 1 or ((rep > 1) & (step[:, d] != 0)).any())
+                    for d in range(ndim))
     # blocks are multi-element where the program steps (single rows or points are per-sample access, not blocks)
     if not any(stepped) or any(s and block[d] < 2 for d, s in enumerate(stepped)):
         return None

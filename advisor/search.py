@@ -35,7 +35,8 @@ import numpy as np
 
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
-from instrumentation.records import WRITE, AccessRecord, DatasetRecord
+from instrumentation.columns import AccessColumns
+from instrumentation.records import AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
 from iomodel.intrace import TraceCalibration
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
@@ -49,6 +50,12 @@ CODEC_LAYOUTS = 1
 """Uncompressed layouts per library (distinct chunk shapes) that get every compressor (stage 3)."""
 SCREEN_ACCESSES = 2000
 """Stage 1 ranks chunk shapes on a systematic subsample of at most this many accesses (every k-th, in order)."""
+LARGE_TRACE = 200_000
+"""Above this many accesses stages 2-3 run on a block sample and only the finalists and baselines are replayed
+whole (each whole replay of a million accesses takes seconds)."""
+SAMPLE_ACCESSES = 50_000
+"""Accesses in that block sample, in SAMPLE_BLOCKS runs of consecutive accesses per rank."""
+SAMPLE_BLOCKS = 20
 FINALISTS = 6
 """Best candidates re-evaluated exactly at the end (stage 4), at least ``top``."""
 ESTIMATE_CHUNK_BYTES = 1 << 20
@@ -209,28 +216,44 @@ class CostModel:
     counted variables cached per layout.
     """
 
-    def __init__(self, ds: DatasetRecord, accesses: Sequence[AccessRecord], shape: Sequence[int],
+    def __init__(self, ds: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]", shape: Sequence[int],
                  profile: SystemProfile, procs: int = 1, warm: bool = False,
-                 calibration: dict[str, TraceCalibration] | None = None):
+                 calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None, comm=None):
         self.work = Workload(ds, accesses, shape, procs, warm)
         self.calibration = calibration
         """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
+        self.jobs = default_jobs() if jobs is None else jobs
+        self.comm = comm
         self.ds, self.shape, self.profile, self.warm = ds, self.work.shape, profile, warm
         self.procs = self.work.procs
         self.maxshape = ds.maxshape if ds.library == "hdf5" else None
         self.n_replays = 0
         self.notes: list[str] = []
         self._vars: dict[Layout, list[Variables]] = {}
-        self.writes = [a for a in self.work.accesses if a.op == WRITE]
-        self.read_bytes = sum(a.nbytes for a in self.work.accesses if a.op != WRITE)
-        self.n_accesses = len(self.work.accesses)
+        cols = self.work.columns
+        self.writes = cols.take(cols.write)
+        self.read_bytes = cols.total_bytes(~cols.write)
+        self.n_accesses = cols.n_access
 
     def subsample(self, n: int) -> "CostModel":
-        """The same model on every k-th access (order kept) so that at most about ``n`` remain: for screening."""
+        """The same model on every k-th access of each rank (order kept) so that at most about ``n`` remain:
+        for screening."""
         k = -(-self.n_accesses // n)
-        accs = [a for acc in self.work.by_rank for a in acc[::k]]
+        accs = AccessColumns.concat([acc.every(k) for acc in self.work.by_rank])
         return CostModel(self.ds, accs, self.shape, self.profile, procs=self.procs, warm=self.warm,
-                         calibration=self.calibration)
+                         calibration=self.calibration, jobs=1)
+
+    def blocks(self, n: int, count: int = SAMPLE_BLOCKS) -> "CostModel":
+        """The same model on ``count`` evenly spaced runs of consecutive accesses of each rank, about ``n``
+        accesses in all: the caches see real reuse within each block (every k-th access would destroy it)."""
+        parts = []
+        for acc in self.work.by_rank:
+            total = acc.n_access
+            length = max(1, n // (count * len(self.work.by_rank)))
+            starts = np.linspace(0, max(total - length, 0), count).astype(np.int64)
+            parts += [acc.window(int(a), int(a) + length) for a in np.unique(starts)]
+        return CostModel(self.ds, AccessColumns.concat(parts), self.shape, self.profile, procs=self.procs,
+                         warm=self.warm, calibration=self.calibration, jobs=self.jobs, comm=self.comm)
 
     def layout(self, cand: Candidate, ratio: float = 1.0) -> Layout:
         return cand.layout(self.shape, self.ds.itemsize, maxshape=self.maxshape, ratio=ratio)
@@ -238,11 +261,38 @@ class CostModel:
     def variables(self, layout: Layout) -> list[Variables]:
         """Counted variables per rank (cached)."""
         if layout not in self._vars:
-            self._vars[layout] = self.work.variables(layout, self.profile.page_cache_bytes,
-                                                     cache_curve=self.profile.page_cache_curve,
-                                                     zarr_overlap=self.profile.zarr_overlap)
-            self.n_replays += 1
+            self.prefetch([layout])
         return self._vars[layout]
+
+    def prefetch(self, layouts: Sequence[Layout]) -> None:
+        """Count the variables of these layouts at once: spread over ``comm``'s ranks when it has several
+        (each rank takes a share, every rank gets all), else over ``jobs`` threads (the compiled replay
+        releases the GIL). Layouts sharing a chunk walk stay together."""
+        todo = list(dict.fromkeys(lay for lay in layouts if lay not in self._vars))
+        if not todo:
+            return
+        size = self.comm.Get_size() if self.comm is not None else 1
+        if size > 1:
+            shares = _split(todo, size, size)
+            mine = self._count(shares[self.comm.Get_rank()], 1)
+            for got in self.comm.allgather(mine):
+                self._vars.update(got)
+        else:
+            self._vars.update(self._count(todo, self.jobs))
+        self.n_replays += len(todo)
+
+    def _count(self, layouts: list[Layout], jobs: int) -> dict:
+        pcb = self.profile.page_cache_bytes
+        kw = dict(cache_curve=self.profile.page_cache_curve, zarr_overlap=self.profile.zarr_overlap)
+        tasks = _split(layouts, jobs, len(layouts))
+        tasks = [t for t in tasks if t]
+        if len(tasks) <= 1:
+            return dict(zip(layouts, self.work.variables_many(layouts, pcb, **kw)))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(tasks), thread_name_prefix="ioadvisor-eval") as ex:
+            results = list(ex.map(lambda t: self.work.variables_many(t, pcb, **kw), tasks))
+        return {lay: v for t, r in zip(tasks, results) for lay, v in zip(t, r)}
 
     def io_terms(self, v: Variables, library: str, codec: CodecCost | None = None) -> dict[str, float]:
         """The I/O model's terms; its own codec term is left out when the compression model prices the codec."""
@@ -281,7 +331,7 @@ class CostModel:
             "read_amplification": (v.s_rdisk + v.s_cache) / self.read_bytes if self.read_bytes else 0.0,
             "nchunks": layout.nchunks,
         }
-        if self.writes:
+        if self.writes.rows:
             vis = trace_visits(self.writes, layout)
             out["partial_writes"] = float(np.mean(~vis.full)) if len(vis) else 0.0
         return out
@@ -328,6 +378,38 @@ class CostModel:
             variables=v.as_features(), facts=self.facts(layout, v) if with_facts else {},
             exact=exact or cand.compressor is None, notes=all_notes, model_seconds=float(model),
         )
+
+
+def default_jobs() -> int:
+    """Workers for candidate evaluation: ``IOADVISOR_JOBS``, else the cores this process may use."""
+    env = os.environ.get("IOADVISOR_JOBS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _split(layouts: list[Layout], parts: int, max_parts: int) -> list[list[Layout]]:
+    """``layouts`` in ``parts`` shares (deterministic: every MPI rank computes the same split).
+
+    Layouts that share a chunk walk (``visits_key``) go together; when there are fewer such groups than
+    shares, the largest groups are halved (their walk is then done twice, their replays in parallel)."""
+    from iomodel.chunks import visits_key
+
+    groups: dict[tuple, list[Layout]] = {}
+    for lay in layouts:
+        groups.setdefault(visits_key(lay), []).append(lay)
+    tasks = list(groups.values())
+    while len(tasks) < min(parts, max_parts) and max(map(len, tasks)) > 1:
+        big = max(range(len(tasks)), key=lambda i: len(tasks[i]))
+        g = tasks.pop(big)
+        tasks += [g[: len(g) // 2], g[len(g) // 2:]]
+    shares: list[list[Layout]] = [[] for _ in range(parts)]
+    for t in sorted(tasks, key=len, reverse=True):  # longest first, to the least loaded share
+        min(shares, key=len).extend(t)
+    return shares
 
 
 # ---------------------------------------------------------------------------- objective
@@ -394,21 +476,44 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
     def codec_cost(c: Candidate) -> CodecCost | None | str:
         if c.compressor is None:
             return None
-        cost, why = data.cost(CodecChoice(c.compressor, c.error_bound), c.chunks, c.library)
+        comm = model.comm if model.comm is not None and model.comm.Get_size() > 1 else None
+        if comm is None or comm.Get_rank() == 0:
+            cost, why = data.cost(CodecChoice(c.compressor, c.error_bound), c.chunks, c.library)
+        if comm is not None:  # estimates include timings: rank 0's are everyone's, so all ranks search alike
+            cost, why = comm.bcast((cost, why) if comm.Get_rank() == 0 else None, root=0)
         if cost is None:
             refused.setdefault(f"{c.compressor}({c.error_bound})" if c.error_bound else c.compressor, why)
             return "refused"
         return cost
 
-    def run(c: Candidate, exact: bool = True) -> Recommendation | None:
-        if c in evaluated and (evaluated[c].exact or not exact):
-            return evaluated[c]
+    # long traces: stages 2-3 on a block sample (``staged``), the finalists then replayed whole (``evaluated``)
+    sample = model.blocks(SAMPLE_ACCESSES) if model.n_accesses > LARGE_TRACE and not exhaustive else None
+    staged: dict[Candidate, Recommendation] = {} if sample is not None else evaluated
+    stage_model = sample if sample is not None else model
+
+    def run(c: Candidate, exact: bool = True, m: CostModel = model, store=evaluated) -> Recommendation | None:
+        if c in store and (store[c].exact or not exact):
+            return store[c]
         cost = codec_cost(c)
         if cost == "refused":
             return None
-        evaluated[c] = model.evaluate(c, cost, exact=exact)
-        return evaluated[c]
+        store[c] = m.evaluate(c, cost, exact=exact)
+        return store[c]
 
+    def prefetch(cands, exact: bool = True, m: CostModel = model, store=evaluated) -> None:
+        """Count the variables of these candidates' layouts together (in parallel) before ``run`` uses them."""
+        lays = []
+        for c in cands:
+            if c in store and (store[c].exact or not exact):
+                continue
+            cost = codec_cost(c)
+            if cost == "refused":
+                continue
+            ratio = cost.ratio if cost is not None else 1.0
+            lays.append(m.layout(c, 1.0 / ratio if exact or c.compressor is None else 1.0))
+        m.prefetch(lays)
+
+    prefetch(baselines.values())
     base_recs = {}
     for name, c in baselines.items():
         r = run(c)
@@ -419,6 +524,7 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
     plain = [c for c in candidates if c.compressor is None]
     coded = [c for c in candidates if c.compressor is not None]
     if exhaustive:
+        prefetch(plain + coded)
         for c in plain + coded:
             run(c)
     else:
@@ -428,18 +534,22 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
             groups.setdefault((c.library, c.chunks), []).append(c)
         if model.n_accesses > SCREEN_ACCESSES:
             sub = model.subsample(SCREEN_ACCESSES)
+            sub.prefetch([sub.layout(_primary(v)) for v in groups.values()])
             screened = {k: sub.evaluate(_primary(v)) for k, v in groups.items()}
         else:
+            prefetch([_primary(v) for v in groups.values()])
             screened = {k: run(_primary(v)) for k, v in groups.items()}
         # 2. every variant of the best shapes per library
-        for lib in {k[0] for k in groups}:
+        kept = []
+        for lib in sorted({k[0] for k in groups}):
             best = sorted((k for k in groups if k[0] == lib), key=lambda k: objective.key(screened[k]))
-            for k in best[:SHAPES_KEPT]:
-                for c in groups[k]:
-                    run(c)
+            kept += [c for k in best[:SHAPES_KEPT] for c in groups[k]]
+        prefetch(kept, m=stage_model, store=staged)
+        for c in kept:
+            run(c, m=stage_model, store=staged)
         # 3. compressors on the best uncompressed layouts (distinct chunk shapes) per library
-        for lib in {c.library for c in coded}:
-            mine = sorted((r for c, r in evaluated.items() if c.library == lib and c.compressor is None
+        for lib in sorted({c.library for c in coded}):
+            mine = sorted((r for c, r in staged.items() if c.library == lib and c.compressor is None
                            and c.chunks is not None), key=objective.key)
             keep, shapes = [], set()
             for r in mine:
@@ -448,20 +558,26 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
                     keep.append(r.candidate)
                 if len(keep) == CODEC_LAYOUTS:
                     break
-            for c in coded:
-                if any(c.with_codec(None, None) == k for k in keep):
-                    run(c, exact=False)
-        # 4. the finalists exactly
-        order = sorted(evaluated.values(), key=objective.key)
-        for r in order[:max(FINALISTS, top)]:
-            if not r.exact:
-                run(r.candidate, exact=True)
-        n_pruned = len(set(candidates)) - len([c for c in set(candidates) if c in evaluated])
+            mine = [c for c in coded if any(c.with_codec(None, None) == k for k in keep)]
+            prefetch(mine, exact=False, m=stage_model, store=staged)
+            for c in mine:
+                run(c, exact=False, m=stage_model, store=staged)
+        # 4. the finalists exactly (on a long trace: whole, as the sample only ranked them)
+        order = sorted(staged.values(), key=objective.key)
+        finalists = [r.candidate for r in order[:max(FINALISTS, top)] if sample is not None or not r.exact]
+        prefetch(finalists)
+        for c in finalists:
+            run(c, exact=True)
+        n_pruned = len(set(candidates)) - len([c for c in set(candidates) if c in evaluated or c in staged])
+        if sample is not None:
+            notes.append(f"{model.n_accesses} accesses: {len(staged)} candidates ranked on a sample of "
+                         f"{sample.n_accesses} accesses in {SAMPLE_BLOCKS} blocks per rank; the best "
+                         f"{len(finalists)} and the baselines replayed on every access")
         if n_pruned:
             notes.append(f"{n_pruned} of {len(set(candidates))} candidates pruned: cache/shard variants kept for "
                          f"the best {SHAPES_KEPT} chunk shapes per library, compressors tried on the best "
                          f"{CODEC_LAYOUTS} uncompressed layouts per library")
-    notes += model.notes
+    notes += model.notes + (sample.notes if sample is not None else [])
     for name, why in refused.items():
         notes.append(f"compressor {name} not used: {why}")
     ranked, seen = [], set()
@@ -475,7 +591,8 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
     for i, r in enumerate(ranked[:top]):
         ranked[i] = _with_facts(model, r)
     base_recs = {k: _with_facts(model, r) for k, r in base_recs.items()}
-    return SearchResult(ranked, base_recs, len(set(candidates) | set(baselines.values())), len(evaluated), notes)
+    return SearchResult(ranked, base_recs, len(set(candidates) | set(baselines.values())),
+                        len(set(evaluated) | set(staged)), notes)
 
 
 def _cache_distance(c: Candidate) -> float:
@@ -491,4 +608,5 @@ def _with_facts(model: CostModel, r: Recommendation) -> Recommendation:
     return replace(r, facts=model.facts(layout, v))
 
 
-__all__ = ["CodecCost", "CostModel", "DataSource", "Objective", "SearchResult", "scale_bytes", "search"]
+__all__ = ["CodecCost", "CostModel", "DataSource", "Objective", "SearchResult", "default_jobs", "scale_bytes",
+           "search"]

@@ -25,7 +25,7 @@ with ``Tracer.flush()``, so the formatting and writing of its records is
 counted; entering and leaving the tracer (file creation, a thread start/join,
 once per trace) is not.
 
-    python benchmarks/tracing_overhead.py [--quick] [--json out.json] [--below-only]
+    python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only]
 """
 from __future__ import annotations
 
@@ -260,6 +260,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
+    ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
+                    help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
     q = args.quick
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
@@ -273,7 +275,7 @@ def main(argv=None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
         tmp = Path(tmp)
-        trace_path = tmp / "t.jsonl"
+        trace_path = tmp / f"t.{args.format}"
         with h5py.File(tmp / "small.h5", "w") as f:
             ds = f.create_dataset("x", data=np.zeros((100, 100), "f4"), chunks=(10, 10))
             rows = [per_call("h5py ds[0:1, 0:1]", lambda: ds[0:1, 0:1], 1000 if q else 5000, 5 if q else 21,
@@ -305,7 +307,8 @@ def main(argv=None) -> int:
     print_below(below)
     if args.json:
         args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "below": below,
-                                         "date": time.strftime("%Y-%m-%d"), "quick": q}, indent=2))
+                                         "date": time.strftime("%Y-%m-%d"), "quick": q, "format": args.format},
+                                        indent=2))
     return 0
 
 

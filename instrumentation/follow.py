@@ -231,7 +231,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     from dataclasses import replace
 
     from .records import ProcessInfo
-    from .tracefile import TraceError, load_trace, merge_traces, write_trace
+    from .tracefile import TraceError, load_trace, merge_traces, replace_trace, write_trace
 
     own = load_trace(path)
     states = wait_for_parts(parts_dir, since_ns)
@@ -251,7 +251,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
                           f"{PART_WAIT:g} s of the end of the run: its latest accesses may be missing")
             state = "running"
         missed += [f"process {h.pid}: {m}" for m in h.missed]
-        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, len(part.accesses), state))
+        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, part.n_access, state))
         parts.append(part)
     if not parts:
         return missed
@@ -259,14 +259,14 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     if own.header.rank:
         merged.accesses = [replace(a, rank=own.header.rank) for a in merged.accesses]
         merged.resizes = [replace(r, rank=own.header.rank) for r in merged.resizes]
-    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, len(own.accesses), "exited")
+    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, own.n_access, "exited")
     processes.sort(key=lambda p: p.pid)
     merged.headers = [replace(own.header, processes=(me, *processes),
                               missed=own.header.missed + tuple(missed))]
     merged.complete = own.complete
-    tmp = path.with_name(f".{path.name}.merging")
+    tmp = path.with_name(f".merging.{path.name}")  # the same suffix: the same trace format
     write_trace(merged, tmp)
-    os.replace(tmp, path)
+    replace_trace(tmp, path)
     for part_path in states:
         part_path.unlink(missing_ok=True)
     return missed

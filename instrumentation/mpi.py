@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .tracefile import TraceError, load_trace, merge_traces, write_trace
+from .tracefile import TraceError, is_jsonl, load_trace, merge_traces, write_trace
 
 _LAUNCHER_ENV = (
     ("PMI_RANK", "PMI_SIZE"),  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
@@ -87,6 +87,8 @@ def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
 
 def _file_done(path: Path) -> bool:
     """Is the trace at ``path`` closed (its last line the end record, which may list what was missed)?"""
+    if path.is_dir():  # a columnar trace: its records file ends with the end record
+        path = path / "_meta.jsonl"
     try:
         with open(path, "rb") as fh:
             fh.seek(max(0, os.path.getsize(path) - 65536))
@@ -164,6 +166,8 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     no warning, which a strict warnings filter would turn into an exception in the program.
     """
     path = Path(path)
+    if not is_jsonl(path):
+        return _merge_columnar(path, size)
     traces, missed = [], []
     for r in range(size):
         rp = rank_path(path, r, size)
@@ -181,6 +185,27 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     first = merged.headers[0]
     merged.headers[0] = replace(first, missed=first.missed + tuple(missed))
     write_trace(merged, path)
+    return missed
+
+
+def _merge_columnar(path: Path, size: int) -> list[str]:
+    """Columnar rank traces merged batch by batch: rank 0 never holds all ranks' accesses."""
+    from .columnar import merge_trace_files, read_meta
+
+    ok, missed = [], []
+    for r in range(size):
+        rp = rank_path(path, r, size)
+        try:
+            complete = read_meta(rp, True)[3] if rp.is_dir() else load_trace(rp, allow_truncated=True).complete
+        except TraceError as exc:
+            missed.append(f"rank {r} trace left out of the merge: {exc}")
+            continue
+        if not complete:
+            missed.append(f"rank {r} trace {rp} is truncated; merged its readable prefix")
+        ok.append(rp)
+    if not ok:
+        raise TraceError(f"{path}: no rank trace could be read, nothing merged")
+    merge_trace_files(ok, path, allow_truncated=True, missed=tuple(missed))
     return missed
 
 

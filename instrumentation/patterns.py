@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import READ, WRITE, AccessRecord, DatasetRecord
-from .tracefile import Trace
+from .columns import POINTS, AccessColumns, as_columns
+from .records import DatasetRecord
+from .tracefile import Trace, extent
 
 CLASSES = ("full", "rows", "columns", "boxes", "strided", "points")
 """Access classes, in the order their codes are numbered."""
@@ -86,43 +87,30 @@ class AccessPattern:
         return cls(config["kind"], tuple(PatternClass.from_config(c) for c in config["classes"]))
 
 
-def _geometry(accesses: list[AccessRecord], ndim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per access and dimension: elements selected n, bounding-box extent e; and a points flag."""
-    n = np.ones((len(accesses), ndim), dtype=np.int64)
-    e = np.ones((len(accesses), ndim), dtype=np.int64)
-    is_points = np.zeros(len(accesses), dtype=bool)
-    slab_rows, slabs, other = [], [], []
-    for i, a in enumerate(accesses):
-        s = a.selection
-        if s.points is None and s.indices is None and s.ndim == ndim:
-            slab_rows.append(i)
-            slabs.append((s.count, s.stride, s.block))
-        else:
-            other.append(i)
-    if slabs:
-        c, t, b = np.asarray(slabs, dtype=np.int64).reshape(len(slabs), 3, ndim).transpose(1, 0, 2)
-        n[slab_rows] = c * b
-        e[slab_rows] = np.where(c > 0, t * (c - 1) + b, 0)
-    for i in other:  # coordinate lists and index lists are rare next to slabs; loop over them
-        s = accesses[i].selection
+def _geometry(cols: AccessColumns, ndim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and dimension: elements selected n, bounding-box extent e; and a points flag."""
+    if cols.width < ndim:
+        cols = cols.widen(ndim)
+    c, t, b = cols.count[:, :ndim], cols.stride[:, :ndim], cols.block[:, :ndim]
+    n = c * b
+    e = np.where(c > 0, t * (c - 1) + b, 0)
+    is_points = cols.kind == POINTS
+    for i, s in cols.irregular.items():  # coordinate lists and index lists are rare next to slabs
         if s.points is not None:
-            is_points[i] = True
             n[i] = 1 if len(s.points) else 0
             continue
         for d in range(min(ndim, s.ndim)):
             ix = s.indices[d]
-            if ix is None:
-                c, t, b = s.count[d], s.stride[d], s.block[d]
-                n[i, d], e[i, d] = c * b, (t * (c - 1) + b if c else 0)
-            else:
+            if ix is not None:
                 n[i, d] = len(set(ix))
                 e[i, d] = max(ix) - min(ix) + 1 if ix else 0
     return n, e, is_points
 
 
-def classify_accesses(accesses: list[AccessRecord], shape: tuple[int, ...]) -> np.ndarray:
-    """Class code (index into CLASSES, or EMPTY) of each access of an array of this shape."""
-    return _codes(*_geometry(accesses, len(shape)), shape)
+def classify_accesses(accesses, shape: tuple[int, ...]) -> np.ndarray:
+    """Class code (index into CLASSES, or EMPTY) of each access of an array of this shape (runs unrolled)."""
+    cols = as_columns(accesses)
+    return np.repeat(_codes(*_geometry(cols, len(shape)), shape), cols.rep)
 
 
 def _codes(n: np.ndarray, e: np.ndarray, is_points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -142,20 +130,35 @@ def _codes(n: np.ndarray, e: np.ndarray, is_points: np.ndarray, shape: tuple[int
     return code
 
 
-def classify(accesses: list[AccessRecord], shape: tuple[int, ...]) -> AccessPattern:
-    """The access pattern of these accesses to an array of this shape (see the module docstring)."""
-    if not accesses:
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per column, ``np.median`` of the values each repeated ``weights`` times (without repeating them)."""
+    out = np.empty(values.shape[1])
+    total = int(weights.sum())
+    for d in range(values.shape[1]):
+        order = np.argsort(values[:, d], kind="stable")
+        v, cw = values[order, d], np.cumsum(weights[order])
+        lo = v[np.searchsorted(cw, (total - 1) // 2, side="right")]
+        hi = v[np.searchsorted(cw, total // 2, side="right")]
+        out[d] = (lo + hi) / 2
+    return out
+
+
+def classify(accesses, shape: tuple[int, ...]) -> AccessPattern:
+    """The access pattern of these accesses (AccessColumns or AccessRecords) to an array of this shape."""
+    cols = as_columns(accesses)
+    if not cols.rows:
         return AccessPattern("none", ())
-    n, e, is_points = _geometry(accesses, len(shape))
+    n, e, is_points = _geometry(cols, len(shape))
     code = _codes(n, e, is_points, shape)
-    nbytes = np.fromiter((a.nbytes for a in accesses), dtype=np.int64, count=len(accesses))
+    rep = cols.rep
+    nbytes = cols.nbytes * rep
     classes = []
     for k in np.unique(code[code != EMPTY]):
         m = code == k
         classes.append(PatternClass(
-            CLASSES[k], int(m.sum()), int(nbytes[m].sum()),
-            tuple(int(v) for v in np.round(np.median(n[m], axis=0))),
-            tuple(int(v) for v in np.round(np.median(e[m], axis=0))),
+            CLASSES[k], int(rep[m].sum()), int(nbytes[m].sum()),
+            tuple(int(v) for v in np.round(_weighted_median(n[m], rep[m]))),
+            tuple(int(v) for v in np.round(_weighted_median(e[m], rep[m]))),
         ))
     if not classes:
         return AccessPattern("none", ())
@@ -198,26 +201,26 @@ class DatasetUsage:
 
 def summarize(trace: Trace) -> list[DatasetUsage]:
     """One usage summary per dataset of the trace, in dataset-id order."""
-    by_ds: dict[int, list[AccessRecord]] = {i: [] for i in trace.datasets}
-    for a in trace.accesses:
-        by_ds[a.dataset].append(a)
+    cols = trace.columns
+    order = np.argsort(cols.ds, kind="stable")
+    bounds = np.searchsorted(cols.ds[order], np.asarray(sorted(trace.datasets), np.int64))
+    bounds = np.append(bounds, len(order))
     out = []
-    for i, ds in sorted(trace.datasets.items()):
-        accs = by_ds[i]
-        reads = [a for a in accs if a.op == READ]
-        writes = [a for a in accs if a.op == WRITE]
-        shape = trace.extent(i)
+    for j, (i, ds) in enumerate(sorted(trace.datasets.items())):
+        mine = cols.take(order[bounds[j]:bounds[j + 1]])
+        w = mine.write
+        shape = extent(ds, mine, [r.shape for r in trace.resizes if r.dataset == i])
         out.append(DatasetUsage(
             dataset=ds,
-            n_reads=len(reads),
-            n_writes=len(writes),
-            bytes_read=sum(a.nbytes for a in reads),
-            bytes_written=sum(a.nbytes for a in writes),
-            read_seconds=float(sum(a.duration for a in reads)),
-            write_seconds=float(sum(a.duration for a in writes)),
-            ranks=tuple(sorted({a.rank for a in accs})),
-            reads=classify(reads, shape),
-            writes=classify(writes, shape),
+            n_reads=int(mine.rep[~w].sum()),
+            n_writes=int(mine.rep[w].sum()),
+            bytes_read=mine.total_bytes(~w),
+            bytes_written=mine.total_bytes(w),
+            read_seconds=float(mine.dt[~w].sum()),
+            write_seconds=float(mine.dt[w].sum()),
+            ranks=tuple(int(r) for r in mine.ranks()),
+            reads=classify(mine.take(~w), shape),
+            writes=classify(mine.take(w), shape),
         ))
     return out
 

@@ -1,9 +1,11 @@
-"""Reading and writing trace files (JSON Lines, see docs/trace-format.md).
+"""Reading and writing traces (docs/trace-format.md): JSON Lines files and columnar trace directories.
 
-The writer streams: records are buffered briefly and flushed in batches, so
-memory stays bounded and a process killed mid-run leaves a readable prefix
-(at worst a truncated last line, which ``load_trace(..., allow_truncated=True)``
-skips). The reader validates every line and names file and line on error.
+``*.jsonl`` paths are JSON Lines (schema 1); every other path is a columnar
+trace (``instrumentation.columnar``). Both writers stream: records are
+buffered briefly and flushed in batches, so memory stays bounded and a
+process killed mid-run leaves a readable prefix (``load_trace(...,
+allow_truncated=True)``). The reader validates every record and names file and
+line on error. Loaded traces hold their accesses as ``AccessColumns``.
 """
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
+from .columns import AccessColumns, as_columns
 from .records import (
     SCHEMA_VERSION,
     AccessRecord,
@@ -54,10 +58,39 @@ def _ilist(values) -> str:
     return "[" + ",".join(map(str, values)) + "]"
 
 
+def is_jsonl(path: str | os.PathLike) -> bool:
+    """Trace files named ``*.jsonl`` are JSON Lines (schema 1); any other name is a columnar trace."""
+    return str(path).endswith(".jsonl")
+
+
 class TraceWriter:
-    """Append-only writer of one trace file; thread-safe."""
+    """Append-only writer of one trace; thread-safe.
+
+    ``TraceWriter(path, header)`` writes JSON Lines when ``path`` ends in
+    ``.jsonl`` and the columnar format (``instrumentation.columnar``) otherwise.
+    """
+
+    def __new__(cls, path: str | os.PathLike, header: TraceHeader):
+        if cls is TraceWriter:
+            if is_jsonl(path):
+                cls = JsonlTraceWriter
+            else:
+                from .columnar import ColumnarTraceWriter as cls
+        return super().__new__(cls)
+
+
+def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
+    """The JSON Lines access line of a hyperslab up to its t0 value, as a %-template of start."""
+    start = "[" + ",".join(["%d"] * ndim) + "]"
+    return (f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{start},"count":{_ilist(count)},'
+            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},"t0":')
+
+
+class JsonlTraceWriter(TraceWriter):
+    """The JSON Lines writer (schema 1)."""
 
     def __init__(self, path: str | os.PathLike, header: TraceHeader):
+        self._templates: dict = {}
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "w", encoding="utf-8")
@@ -108,10 +141,25 @@ class TraceWriter:
             self.n_access += len(lines)
             self._buf.extend(lines)
 
+    def hyperslab_rows(self, rows: list[tuple]) -> None:
+        """Many hyperslab accesses at once: (ds, is_write, start, count, stride, block, n, nbytes, t0, dt)."""
+        templates = self._templates
+        lines = []
+        for ds, write, start, count, stride, block, n, nbytes, t0, dt in rows:
+            key = (ds, write, len(start), count, stride, block, n, nbytes)
+            head = templates.get(key)
+            if head is None:
+                if len(templates) > 4096:
+                    templates.clear()
+                head = templates[key] = hyperslab_head(ds, "write" if write else "read", len(start), count,
+                                                       stride, block, n, nbytes)
+            lines.append(f'{head % tuple(start)}{t0!r},"dt":{dt!r}}}')
+        self.access_lines(lines)
+
     def resize(self, rec: ResizeRecord) -> None:
         self._push(_dumps({"t": "r", **rec.get_config()}))
 
-    def flush(self) -> None:
+    def flush(self, force: bool = True) -> None:
         with self._lock:
             self._flush_locked(time.perf_counter())
 
@@ -128,20 +176,55 @@ class TraceWriter:
             self._fh.close()
 
 
-@dataclass
+@dataclass(init=False, eq=False)
 class Trace:
-    """A loaded trace: header, datasets by id, accesses and resizes in file order.
+    """A loaded trace: header(s), datasets by id, accesses as columns, resizes.
 
-    A merged multi-rank trace has one header per rank (``headers``), datasets
-    renumbered so that one key has one id, and ``rank`` set on each record.
+    ``columns`` (``AccessColumns``) is what the models read; ``accesses``, one
+    AccessRecord per access, is made on first use for code that replays
+    accesses one by one. A merged multi-rank trace has one header per rank
+    (``headers``), datasets renumbered so that one key has one id, and a rank
+    on each access. ``Trace(headers, datasets, accesses, ...)`` takes
+    AccessColumns or a list of AccessRecords.
     """
 
-    headers: list[TraceHeader]
-    datasets: dict[int, DatasetRecord]
-    accesses: list[AccessRecord]
-    resizes: list[ResizeRecord] = field(default_factory=list)
-    complete: bool = True
-    source: str = ""
+    headers: list
+    datasets: dict
+    accesses: list  # the property below: dataclasses.replace(trace, accesses=...) works
+    resizes: list
+    complete: bool
+    source: str
+
+    def __init__(self, headers: list[TraceHeader], datasets: dict[int, DatasetRecord],
+                 accesses: "AccessColumns | Sequence[AccessRecord]" = (), resizes=(), complete: bool = True,
+                 source: str = ""):
+        self.headers = list(headers)
+        self.datasets = datasets
+        self.resizes = list(resizes)
+        self.complete = complete
+        self.source = source
+        if accesses is None:
+            accesses = ()
+        if isinstance(accesses, AccessColumns):
+            self.columns, self._records = accesses, None
+        else:
+            self._records = list(accesses)
+            self.columns = AccessColumns.from_records(self._records)
+
+    @property
+    def accesses(self) -> list[AccessRecord]:
+        if self._records is None:
+            self._records = self.columns.records()
+        return self._records
+
+    @accesses.setter
+    def accesses(self, records: Sequence[AccessRecord]) -> None:
+        self._records = list(records)
+        self.columns = AccessColumns.from_records(self._records)
+
+    @property
+    def n_access(self) -> int:
+        return self.columns.n_access
 
     @property
     def header(self) -> TraceHeader:
@@ -165,33 +248,36 @@ class Trace:
     def accesses_of(self, dataset_id: int) -> list[AccessRecord]:
         return [a for a in self.accesses if a.dataset == dataset_id]
 
+    def columns_of(self, dataset_id: int) -> AccessColumns:
+        cols = self.columns
+        mine = cols.ds == dataset_id
+        return cols if mine.all() else cols.take(mine)
+
     def accessed(self) -> list[DatasetRecord]:
         """Datasets with at least one access, in id order."""
-        used = {a.dataset for a in self.accesses}
+        used = set(np.unique(self.columns.ds).tolist())
         return [d for i, d in sorted(self.datasets.items()) if i in used]
 
     def extent(self, dataset_id: int) -> tuple[int, ...]:
         """Largest extent the dataset reaches in the trace (see ``extent``)."""
-        return extent(self.datasets[dataset_id], self.accesses_of(dataset_id),
+        return extent(self.datasets[dataset_id], self.columns_of(dataset_id),
                       [r.shape for r in self.resizes if r.dataset == dataset_id])
 
 
-def extent(dataset: DatasetRecord, accesses: list[AccessRecord], resized=()) -> tuple[int, ...]:
-    """Largest extent an array reaches: its recorded shape, resizes, and every selection's upper corner."""
+def extent(dataset: DatasetRecord, accesses, resized=()) -> tuple[int, ...]:
+    """Largest extent an array reaches: its recorded shape, resizes, and every selection's upper corner.
+
+    ``accesses``: AccessColumns or AccessRecords of this dataset."""
     ndim = len(dataset.shape)
-    if ndim == 0:  # a scalar: nothing to grow
+    if not ndim:
         return ()
-    tops = [np.asarray(dataset.shape, np.int64).reshape(1, ndim)]
-    tops += [np.asarray([s], np.int64) for s in resized if len(s) == ndim]
-    slabs = [a.selection for a in accesses if a.selection.kind == "hyperslab" and a.selection.ndim == ndim]
-    if slabs:  # vectorized: start + stride * (count - 1) + block, where anything is selected
-        start, count, stride, block = (np.asarray([getattr(s, k) for s in slabs], np.int64).reshape(-1, ndim)
-                                       for k in ("start", "count", "stride", "block"))
-        some = (count > 0) & (block > 0)
-        tops.append(np.where(some, start + stride * (count - 1) + block, start))
-    tops += [np.asarray([a.selection.bounds()[1]], np.int64) for a in accesses
-             if a.selection.kind != "hyperslab" and len(a.selection.bounds()[1]) == ndim]
-    return tuple(int(v) for v in np.concatenate(tops).max(axis=0))
+    cols = as_columns(accesses)
+    tops = [np.asarray(dataset.shape, np.int64)]
+    tops += [np.asarray(s, np.int64) for s in resized if len(s) == ndim]
+    top = cols.upper_corner(ndim) if cols.width >= ndim else None
+    if top is not None:
+        tops.append(top)
+    return tuple(int(v) for v in np.max(np.stack(tops), axis=0))
 
 
 def _parse_line(text: str, where: str, rank: int):
@@ -218,19 +304,9 @@ def _parse_line(text: str, where: str, rank: int):
     raise TraceError(f"{where}: unknown record type {kind!r:.20}")
 
 
-def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Trace:
-    """Read and validate one trace file.
-
-    With ``allow_truncated`` a last line that is cut short (a killed process)
-    is skipped and the trace is marked incomplete; any other bad line is an
-    error.
-    """
-    path = str(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read trace ({exc.strerror})") from None
+def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | None):
+    """Header(s), datasets, resizes and completeness of JSON Lines records (``accesses`` collects access records;
+    None: access lines are an error, as in a columnar trace's ``_meta.jsonl``)."""
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")
     if ends_clean:
@@ -240,9 +316,9 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
     header = None
     other_headers: list[TraceHeader] = []
     datasets: dict[int, DatasetRecord] = {}
-    accesses: list[AccessRecord] = []
     resizes: list[ResizeRecord] = []
     complete = False
+    n_end = None
     rank = 0
     for i, bline in enumerate(lines, start=1):
         where = f"{path}:{i}"
@@ -265,6 +341,8 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
             rank = header.rank
             continue
         if kind == "a":
+            if accesses is None:
+                raise TraceError(f"{where}: access record in the metadata of a columnar trace")
             if rec.dataset not in datasets:
                 raise TraceError(f"{where}: access refers to unknown dataset id {rec.dataset}")
             accesses.append(rec)
@@ -278,6 +356,7 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
             complete = True
             if rec.get("missed"):  # learnt while the process ran, after its header was written
                 header = replace(header, missed=header.missed + tuple(map(str, rec["missed"])))
+            n_end = rec.get("n_access")
         elif header.size > 1 and rec.rank not in {h.rank for h in [header, *other_headers]}:
             other_headers.append(rec)  # a merged trace keeps every rank's header
         else:
@@ -287,45 +366,119 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False) -> Tra
             f"{path}:{len(lines)}: trace has no end record (the traced process did not finish): "
             "pass allow_truncated / --allow-truncated to use the prefix"
         )
-    return Trace([header, *other_headers], datasets, accesses, resizes, complete, path)
+    return [header, *other_headers], datasets, resizes, complete, n_end
 
 
-def merge_traces(traces: list[Trace]) -> Trace:
-    """One view of several ranks' traces: datasets unified by key, records keep their rank."""
-    if not traces:
-        raise ValueError("no traces to merge")
-    by_key: dict[str, DatasetRecord] = {}
-    origin = min(h.t_origin_unix for tr in traces for h in tr.headers)
+def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False,
+               times: Sequence[str] = ("t0", "dt", "t_step")) -> Trace:
+    """Read and validate one trace (JSON Lines file or columnar trace directory).
+
+    With ``allow_truncated`` what a killed process left is used: JSON Lines
+    skip a cut-off last line, columnar traces keep their complete batches; the
+    trace is marked incomplete. Any other bad record is an error.
+    ``times``: the timing columns of a columnar trace to read (``trace show`` needs ``dt`` only, ``advise``
+    none); the others are 0.
+    """
+    path = str(path)
+    if os.path.isdir(path):
+        from .columnar import load_columnar
+
+        return load_columnar(path, allow_truncated=allow_truncated, times=times)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read trace ({exc.strerror})") from None
     accesses: list[AccessRecord] = []
-    resizes: list[ResizeRecord] = []
+    headers, datasets, resizes, complete, _ = _read_records(path, raw, allow_truncated, accesses)
+    return Trace(headers, datasets, accesses, resizes, complete, path)
+
+
+def _unify(traces: list[Trace]):
+    """Datasets unified by key (ids renumbered in order of first sight) and each trace's id map."""
+    by_key: dict[str, DatasetRecord] = {}
+    remaps = []
     for tr in traces:
         remap = {}
         for ds in tr.datasets.values():
             if ds.key not in by_key:
                 by_key[ds.key] = replace(ds, id=len(by_key))
             remap[ds.id] = by_key[ds.key].id
-        # one clock per process: align on its own wall-clock origin (process parts share a rank)
-        shift = {h.rank: h.t_origin_unix - origin for h in tr.headers}
-        accesses += [replace(a, dataset=remap[a.dataset], t_start=a.t_start + shift.get(a.rank, 0.0))
-                     for a in tr.accesses]
+        remaps.append(remap)
+    return by_key, remaps
+
+
+def remap_columns(cols: AccessColumns, remap: dict[int, int], shift: float, rank: int | None) -> AccessColumns:
+    """Dataset ids mapped, times shifted by ``shift`` seconds, rank set (None: kept)."""
+    if not cols.rows:
+        return cols
+    lut = np.zeros(max(max(remap, default=0), int(cols.ds.max())) + 1, np.int32)
+    for old, new in remap.items():
+        lut[old] = new
+    changes = {"ds": lut[cols.ds], "t0": cols.t0 + shift}
+    if rank is not None:
+        changes["rank"] = np.full(cols.rows, rank, np.int32)
+    return cols._with(**changes)
+
+
+def clock_shift(cols: AccessColumns, headers: list[TraceHeader], origin: float) -> AccessColumns:
+    """Times moved onto a clock starting at ``origin``: each process's accesses by its own header's origin
+    (one header per rank; process parts of one rank each have their own trace)."""
+    if not cols.rows:
+        return cols
+    by_rank = np.zeros(max(int(cols.rank.max()), max(h.rank for h in headers)) + 1)
+    for h in headers:
+        by_rank[h.rank] = h.t_origin_unix - origin
+    return cols._with(t0=cols.t0 + by_rank[cols.rank])
+
+
+def merge_traces(traces: list[Trace]) -> Trace:
+    """One view of several ranks' traces: datasets unified by key, accesses keep their rank, in time order.
+
+    Holds every rank in memory; ``merge_trace_files`` streams rank files into a columnar trace instead."""
+    if not traces:
+        raise ValueError("no traces to merge")
+    by_key, remaps = _unify(traces)
+    origin = min(h.t_origin_unix for tr in traces for h in tr.headers)
+    parts, resizes = [], []
+    for tr, remap in zip(traces, remaps):
+        own = tr.header.rank if len(tr.headers) == 1 else None  # one process's own file: its accesses are its rank's
+        parts.append(clock_shift(remap_columns(tr.columns, remap, 0.0, own), tr.headers, origin))
         resizes += [replace(r, dataset=remap[r.dataset]) for r in tr.resizes]
-    accesses.sort(key=lambda a: a.t_start)
+    cols = AccessColumns.concat(parts)
+    if cols.rows:
+        cols = cols.take(np.argsort(cols.t0, kind="stable"))
     return Trace(
         headers=sorted((h for tr in traces for h in tr.headers), key=lambda h: h.rank),
         datasets={d.id: d for d in by_key.values()},
-        accesses=accesses,
+        accesses=cols,
         resizes=resizes,
         complete=all(tr.complete for tr in traces),
         source=",".join(tr.source for tr in traces),
     )
 
 
+def replace_trace(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Move the trace ``src`` to ``dst``, replacing it: atomic for files, a directory is removed first."""
+    dst = Path(dst)
+    if dst.is_dir():
+        import shutil
+
+        shutil.rmtree(dst)
+    os.replace(src, dst)
+
+
 def write_trace(trace: Trace, path: str | os.PathLike) -> None:
-    """Write a loaded (possibly merged) trace back out.
+    """Write a loaded (possibly merged) trace out: JSON Lines for ``*.jsonl``, else columnar.
 
     A merged trace starts with rank 0's header, ``size`` set to the number of
-    ranks, followed by the other ranks' headers; each record names its rank.
+    ranks, followed by the other ranks' headers; each access names its rank.
     """
+    if not is_jsonl(path):
+        from .columnar import write_columnar
+
+        write_columnar(trace, path)
+        return
     size = trace.nprocs
     with open(path, "w", encoding="utf-8") as fh:
         for h in trace.headers:
@@ -336,7 +489,7 @@ def write_trace(trace: Trace, path: str | os.PathLike) -> None:
             fh.write(_dumps({"t": "a", **a.get_config()}) + "\n")
         for r in trace.resizes:
             fh.write(_dumps({"t": "r", **r.get_config()}) + "\n")
-        fh.write(_dumps({"t": "end", "n_access": len(trace.accesses)}) + "\n")
+        fh.write(_dumps({"t": "end", "n_access": trace.n_access}) + "\n")
 
 
 __all__ = [
@@ -345,7 +498,9 @@ __all__ = [
     "TraceError",
     "TraceWriter",
     "extent",
+    "is_jsonl",
     "load_trace",
     "merge_traces",
+    "replace_trace",
     "write_trace",
 ]

@@ -51,8 +51,8 @@ from pathlib import Path
 
 from . import follow, interpose
 from .selection import fast_hyperslab
-from .records import SCHEMA_VERSION, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
-from .tracefile import Trace, TraceError, TraceWriter, _ilist, load_trace
+from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
+from .tracefile import Trace, TraceError, TraceWriter, hyperslab_head, load_trace
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
@@ -235,7 +235,7 @@ class _Hub:
             for tr in self.active:
                 started = time.time_ns()
                 try:
-                    tr._drain()
+                    tr._drain(force=False)
                     if tr._is_part:  # tells the run's tracer that everything queued before `started` is written
                         os.utime(tr._own, ns=(started, started))
                 except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
@@ -365,19 +365,8 @@ os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_
 atexit.register(follow.close_all)
 
 
-def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
-    """The line ``TraceWriter.hyperslab_access`` writes, up to its t0 value, as a %-template of start."""
-    start = "[" + ",".join(["%d"] * ndim) + "]"
-    return (f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{start},"count":{_ilist(count)},'
-            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},"t0":')
-
-
 def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
-    """The whole line as a %-template of (*start, t0, dt) (tested against the writer).
-
-    ``Tracer._drain`` fills the same line in two steps: ``hyperslab_head(...) % start``
-    (cached while the index repeats), then ``f'{t0!r},"dt":{dt!r}}}'``.
-    """
+    """A JSON Lines access line as a %-template of (*start, t0, dt) (tested against the writer)."""
     return hyperslab_head(ds, op, ndim, count, stride, block, n, nbytes) + '%r,"dt":%r}'
 
 
@@ -429,7 +418,6 @@ class Tracer:
         self._key_ids: dict[str, int] = {}
         self._lock = threading.Lock()
         self._queue: deque = deque()  # hook -> writer hand-over; append/popleft are atomic
-        self._templates: dict = {}
         self._drain_lock = threading.Lock()
         self._origin = 0.0
         self._state = "new"
@@ -564,16 +552,14 @@ class Tracer:
         """(path the user gets, this rank's own file)."""
         from_comm = self._requested is None and self.size > 1 and self._comm is not None
         if self._requested is None and not from_comm:
-            fd, name = tempfile.mkstemp(prefix="ioadvisor-", suffix=".jsonl")
-            os.close(fd)
+            name = tempfile.mkdtemp(prefix="ioadvisor-", suffix=".parquet")
             # without a communicator the ranks cannot agree on one name: each keeps its own file
             self._merge = False
             return Path(name), Path(name)
         if from_comm:
             name = None
             if self.rank == 0:
-                fd, name = tempfile.mkstemp(prefix="ioadvisor-", suffix=".jsonl")
-                os.close(fd)
+                name = tempfile.mkdtemp(prefix="ioadvisor-", suffix=".parquet")
             path = Path(self._comm.bcast(name, root=0))
         else:
             path = Path(self._requested).absolute()
@@ -612,11 +598,12 @@ class Tracer:
             return tid
 
     def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
-        # formatted now into a str (not kept as numbers: the queue must hold only what is final)
-        key = (info, op, count, stride, block, nbytes // n if n else nbytes)
-        head = self._templates.get(key) or self._template(key, info, len(start), n)
+        tid = self._ids.get(info)
+        if tid is None:
+            tid = self._register(info)
         queue = self._queue
-        queue.append(f'{head % tuple(start)}{t0 - self._origin!r},"dt":{dt!r}}}')
+        queue.append([tid, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block), n, nbytes,
+                      t0 - self._origin, dt])  # a list: the writer's row, final as queued
         if len(queue) > MAX_PENDING:
             self._drain()
 
@@ -633,15 +620,15 @@ class Tracer:
             tid = self._register(info)
         self._queue.append(ResizeRecord(tid, info.shape, t0 - self._origin))
 
-    def _drain(self) -> None:
-        """Write what the hooks queued (the flusher thread, a full queue, or exit)."""
+    def _drain(self, force: bool = True) -> None:
+        """Hand what the hooks queued to the writer (the flusher thread, a full queue, or exit)."""
         writer, queue, origin = self._writer, self._queue, self._origin
-        # the line head of the previous int/slice access: a loop re-reading one index (equal
-        # ints/slices, same dataset, extent, op and item size) skips normalizing and formatting it
-        last = last_args = prefix = None
+        # the normalized selection of the previous int/slice access: a loop re-reading one index (equal
+        # ints/slices, same dataset, extent, op and item size) skips normalizing it
+        last = last_args = slab = None
         with self._drain_lock:
-            lines = []
-            append = lines.append
+            rows = []
+            append = rows.append
             while queue:
                 item = queue.popleft()
                 kind = type(item)
@@ -652,36 +639,27 @@ class Tracer:
                     try:
                         if args != last_args or last != (info, op, shape, itemsize):
                             start, count, stride, block, n = fast_hyperslab(args, shape)
-                            key = (info, op, count, stride, block, itemsize)
-                            head = self._templates.get(key) or self._template(key, info, len(start), n)
-                            prefix = head % start
+                            tid = self._ids.get(info)
+                            if tid is None:
+                                tid = self._register(info)
+                            slab = (tid, op == WRITE, start, count, stride, block, n, n * itemsize)
                             last, last_args = (info, op, shape, itemsize), args
-                        # the tail of hyperslab_template: repr is the exact, shortest float
-                        append(f'{prefix}{t0 - origin!r},"dt":{dt!r}}}')
+                        append((*slab, t0 - origin, dt))
                     except Exception as exc:  # noqa: BLE001 - the program already has its data
                         HUB.error(exc, (self,))
                     continue
-                if kind is str:
-                    append(item)
+                if kind is list:
+                    append(tuple(item))
                     continue
-                writer.access_lines(lines)  # keep file order = call order (it copies the lines)
-                lines.clear()
+                writer.hyperslab_rows(rows)  # keep file order = call order
+                rows = []
+                append = rows.append
                 if kind is AccessRecord:
                     writer.access(item)
                 else:
                     writer.resize(item)
-            writer.access_lines(lines)
-            writer.flush()
-
-    def _template(self, key, info, ndim: int, n: int) -> str:
-        _, op, count, stride, block, itemsize = key
-        tid = self._ids.get(info)
-        if tid is None:
-            tid = self._register(info)
-        if len(self._templates) > 4096:
-            self._templates.clear()
-        head = self._templates[key] = hyperslab_head(tid, op, ndim, count, stride, block, n, n * itemsize)
-        return head
+            writer.hyperslab_rows(rows)
+            writer.flush(force)
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:

@@ -21,11 +21,11 @@ compiled code; orthogonal index lists and point selections go through numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 
 import numba
 import numpy as np
 
+from instrumentation.columns import SLAB, AccessColumns, as_columns
 from instrumentation.records import AccessRecord, Selection
 
 from .layout import Layout
@@ -106,10 +106,14 @@ def _grow(a, cap):
     return out
 
 
-@numba.njit(cache=True)
-def _hyperslab_visits(starts, strides, counts, blocks, chunk, shape, zarr_rule):
-    """Chunk visits of many regular hyperslabs (rows of the (n, ndim) inputs)."""
-    n_acc, nd = starts.shape
+@numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
+def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, shape, zarr_rule):
+    """Chunk visits of many regular hyperslabs: row i stands for reps[i] accesses starting at
+    row_starts[i] + k * steps[i] (k < reps[i]); offsets are per access."""
+    n_rows, nd = row_starts.shape
+    n_acc = 0
+    for i in range(n_rows):
+        n_acc += reps[i]
     grid = np.empty(nd, np.int64)
     for d in range(nd):
         grid[d] = max(1, -(-max(shape[d], 1) // chunk[d]))
@@ -118,7 +122,7 @@ def _hyperslab_visits(starts, strides, counts, blocks, chunk, shape, zarr_rule):
     for d in range(nd - 2, -1, -1):
         gstride[d] = gstride[d + 1] * grid[d + 1]
         cstride[d] = cstride[d + 1] * chunk[d + 1]
-    cap = 1024
+    cap = max(1024, n_acc)  # one visit per access is the common case: no growth, no doubled buffer
     out = np.empty((6, cap), np.int64)
     full_out = np.empty(cap, np.bool_)
     offsets = np.zeros(n_acc + 1, np.int64)
@@ -126,83 +130,90 @@ def _hyperslab_visits(starts, strides, counts, blocks, chunk, shape, zarr_rule):
     seg = np.empty((nd, 5, scap), np.int64)
     nseg = np.empty(nd, np.int64)
     dtotal = np.empty(nd, np.int64)
+    st = np.empty(nd, np.int64)
     m = 0
-    for a in range(n_acc):
-        need = 0
-        for d in range(nd):
-            b, n = _normalize(strides[a, d], counts[a, d], blocks[a, d])
-            need = max(need, n * ((b - 1) // chunk[d] + 2))
-            dtotal[d] = n * b
-        if need > scap:
-            scap = max(need, 2 * scap)
-            seg = np.empty((nd, 5, scap), np.int64)
-        total = 1
-        for d in range(nd):
-            nseg[d] = _dim_segments(starts[a, d], strides[a, d], counts[a, d], blocks[a, d], chunk[d], seg, d)
-            total *= nseg[d]
-        if total == 0:
+    a = -1
+    for row in range(n_rows):
+        for rep in range(reps[row]):
+            a += 1
+            for d in range(nd):
+                st[d] = row_starts[row, d] + rep * steps[row, d]
+            need = 0
+            for d in range(nd):
+                b, n = _normalize(strides[row, d], counts[row, d], blocks[row, d])
+                need = max(need, n * ((b - 1) // chunk[d] + 2))
+                dtotal[d] = n * b
+            if need > scap:
+                scap = max(need, 2 * scap)
+                seg = np.empty((nd, 5, scap), np.int64)
+            total = 1
+            for d in range(nd):
+                nseg[d] = _dim_segments(st[d], strides[row, d], counts[row, d], blocks[row, d], chunk[d],
+                                        seg, d)
+                total *= nseg[d]
+            if total == 0:
+                offsets[a + 1] = m
+                continue
+            if m + total > cap:
+                while m + total > cap:
+                    cap = cap * 3 // 2
+                o2 = np.empty((6, cap), np.int64)
+                o2[:, :m] = out[:, :m]
+                out = o2
+                full_out = _grow(full_out, cap)
+            pos = np.zeros(nd, np.int64)
+            for _ in range(total):
+                cid = 0
+                nsel = 1
+                lo = 0
+                hi = 0
+                runs = 1
+                fruns = 1
+                merging = True
+                fmerging = True
+                full = True
+                for d in range(nd - 1, -1, -1):
+                    p = pos[d]
+                    c = seg[d, _CNT, p]
+                    coord = seg[d, _COORD, p]
+                    cid += coord * gstride[d]
+                    nsel *= c
+                    lo += seg[d, _LO, p] * cstride[d]
+                    hi += (seg[d, _HI, p] - 1) * cstride[d]
+                    whole = c == chunk[d]
+                    # runs merge across an inner dimension only when it is whole in the chunk
+                    # and (for the user buffer) the selection along it lies in this chunk alone
+                    if fmerging:
+                        if not whole:
+                            fruns = seg[d, _GRP, p]
+                            fmerging = False
+                    else:
+                        fruns *= c
+                    if merging:
+                        if not (whole and c == dtotal[d]):
+                            runs = seg[d, _GRP, p]
+                            merging = False
+                    else:
+                        runs *= c
+                    if zarr_rule:
+                        full = full and c == min(chunk[d], shape[d] - coord * chunk[d])
+                    else:
+                        full = full and whole
+                out[0, m] = cid
+                out[1, m] = nsel
+                out[2, m] = runs
+                out[3, m] = fruns
+                out[4, m] = lo
+                out[5, m] = hi + 1
+                full_out[m] = full
+                m += 1
+                # odometer over the per-dimension chunk coordinates, last dimension fastest
+                for d in range(nd - 1, -1, -1):
+                    pos[d] += 1
+                    if pos[d] < nseg[d]:
+                        break
+                    pos[d] = 0
             offsets[a + 1] = m
-            continue
-        if m + total > cap:
-            while m + total > cap:
-                cap *= 2
-            o2 = np.empty((6, cap), np.int64)
-            o2[:, :m] = out[:, :m]
-            out = o2
-            full_out = _grow(full_out, cap)
-        pos = np.zeros(nd, np.int64)
-        for _ in range(total):
-            cid = 0
-            nsel = 1
-            lo = 0
-            hi = 0
-            runs = 1
-            fruns = 1
-            merging = True
-            fmerging = True
-            full = True
-            for d in range(nd - 1, -1, -1):
-                p = pos[d]
-                c = seg[d, _CNT, p]
-                coord = seg[d, _COORD, p]
-                cid += coord * gstride[d]
-                nsel *= c
-                lo += seg[d, _LO, p] * cstride[d]
-                hi += (seg[d, _HI, p] - 1) * cstride[d]
-                whole = c == chunk[d]
-                # runs merge across an inner dimension only when it is whole in the chunk
-                # and (for the user buffer) the selection along it lies in this chunk alone
-                if fmerging:
-                    if not whole:
-                        fruns = seg[d, _GRP, p]
-                        fmerging = False
-                else:
-                    fruns *= c
-                if merging:
-                    if not (whole and c == dtotal[d]):
-                        runs = seg[d, _GRP, p]
-                        merging = False
-                else:
-                    runs *= c
-                if zarr_rule:
-                    full = full and c == min(chunk[d], shape[d] - coord * chunk[d])
-                else:
-                    full = full and whole
-            out[0, m] = cid
-            out[1, m] = nsel
-            out[2, m] = runs
-            out[3, m] = fruns
-            out[4, m] = lo
-            out[5, m] = hi + 1
-            full_out[m] = full
-            m += 1
-            # odometer over the per-dimension chunk coordinates, last dimension fastest
-            for d in range(nd - 1, -1, -1):
-                pos[d] += 1
-                if pos[d] < nseg[d]:
-                    break
-                pos[d] = 0
-        offsets[a + 1] = m
     return out[:, :m], full_out[:m], offsets
 
 
@@ -288,50 +299,64 @@ def chunk_visits(selection: Selection, layout: Layout) -> ChunkVisits:
     return trace_visits([selection], layout)
 
 
-def trace_visits(selections: list[Selection] | list[AccessRecord], layout: Layout) -> ChunkVisits:
-    """Chunk visits of many selections (or accesses), flattened in order."""
-    sels = [s.selection if isinstance(s, AccessRecord) else s for s in selections]
-    n = len(sels)
+def visits_key(layout: Layout) -> tuple:
+    """What chunk visits depend on: layouts with equal keys (cache or shard variants) share them."""
+    return (layout.library == "zarr", layout.chunk_shape, layout.shape, layout.itemsize)
+
+
+def trace_visits(accesses, layout: Layout) -> ChunkVisits:
+    """Chunk visits of many accesses (AccessColumns, AccessRecords or Selections), flattened in order."""
+    if isinstance(accesses, AccessColumns):
+        cols = accesses
+    else:
+        sels = list(accesses)
+        cols = (as_columns(sels) if not sels or isinstance(sels[0], AccessRecord)
+                else as_columns([AccessRecord(0, "read", s, 0, 0, 0.0, 0.0) for s in sels]))
+    n = cols.n_access
     if n == 0:
         return _empty()
     nd = layout.ndim
-    is_slab = np.fromiter((s.indices is None and s.points is None or s.kind == "hyperslab" for s in sels), bool, n)
-    slab_ix = np.flatnonzero(is_slab)
-    counts = np.zeros(n, np.int64)
+    if nd == 0:
+        raise ValueError("scalar datasets have no chunks to model")
+    if cols.width < nd:
+        cols = cols.widen(nd)
+    slab = cols.kind == SLAB
+    first = np.cumsum(cols.rep) - cols.rep  # access index of each row's first access
+    slab_rows = np.flatnonzero(slab)
     parts_slab = None
-    if len(slab_ix):
-        arr = np.fromiter(
-            chain.from_iterable(s.start + s.stride + s.count + s.block for s in (sels[i] for i in slab_ix)),
-            np.int64, len(slab_ix) * 4 * nd,
-        ).reshape(len(slab_ix), 4, nd)
-        if nd == 0:
-            raise ValueError("scalar datasets have no chunks to model")
-        cols, full, offs = _hyperslab_visits(
-            np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1]),
-            np.ascontiguousarray(arr[:, 2]), np.ascontiguousarray(arr[:, 3]),
+    if len(slab_rows):
+        sub = cols if len(slab_rows) == cols.rows else cols.take(slab_rows)
+        cols_out, full, offs = _hyperslab_visits(
+            *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("start", "step")), sub.rep,
+            *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("stride", "count", "block")),
             np.asarray(layout.chunk_shape, np.int64), np.asarray(layout.shape, np.int64),
             layout.library == "zarr",
         )
-        cols[4] *= layout.itemsize
-        cols[5] *= layout.itemsize
-        parts_slab = (cols, full, offs)
-        counts[slab_ix] = np.diff(offs)
+        cols_out[4] *= layout.itemsize
+        cols_out[5] *= layout.itemsize
+        parts_slab = (cols_out, full, offs)
+        if len(slab_rows) == cols.rows:
+            return ChunkVisits(*cols_out, full, offs)
+    counts = np.zeros(n, np.int64)
+    if parts_slab is not None:
+        slab_acc = np.repeat(first[slab_rows], cols.rep[slab_rows])
+        slab_acc += np.arange(len(slab_acc)) - np.repeat(np.cumsum(cols.rep[slab_rows]) - cols.rep[slab_rows],
+                                                          cols.rep[slab_rows])
+        counts[slab_acc] = np.diff(parts_slab[2])
     other = {}
-    for i in np.flatnonzero(~is_slab):
-        other[i] = _numpy_visits(sels[i], layout)
+    for row in np.flatnonzero(~slab).tolist():
+        i = int(first[row])
+        other[i] = _numpy_visits(cols.irregular[row], layout)
         counts[i] = len(other[i][0])
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
-    if not other:
-        cols, full, _ = parts_slab
-        return ChunkVisits(*cols, full, offsets)
     out = np.empty((6, total), np.int64)
     full_all = np.empty(total, bool)
     if parts_slab is not None:
-        cols, full, offs = parts_slab
-        dest = np.repeat(offsets[slab_ix] - offs[:-1], np.diff(offs)) + np.arange(offs[-1])
-        out[:, dest] = cols
+        vis, full, offs = parts_slab
+        dest = np.repeat(offsets[slab_acc] - offs[:-1], np.diff(offs)) + np.arange(offs[-1])
+        out[:, dest] = vis
         full_all[dest] = full
     for i, vis in other.items():
         a, b = offsets[i], offsets[i + 1]

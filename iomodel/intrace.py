@@ -38,6 +38,7 @@ from typing import Callable, Collection, Sequence
 
 import numpy as np
 
+from instrumentation.columns import as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace
 
@@ -63,21 +64,22 @@ MIN_RESOLUTION = 0.10
 """Relative difference the calibrated model cannot resolve even when the fit leaves nothing unexplained."""
 
 
-def traced_seconds(accesses: Sequence[AccessRecord]) -> float:
+def traced_seconds(accesses) -> float:
     """Measured time of the calls: the time the slowest rank spent inside at least one call (the union of the
-    calls' intervals: threads' overlapping calls, such as dask's reads waiting on HDF5's lock, count once)."""
-    per_rank: dict[int, list[tuple[float, float]]] = {}
-    for a in accesses:
-        per_rank.setdefault(a.rank, []).append((a.t_start, a.t_start + a.duration))
+    calls' intervals: threads' overlapping calls, such as dask's reads waiting on HDF5's lock, count once).
+
+    ``accesses``: AccessColumns or AccessRecords. A run of accesses (one thread's consecutive calls) is busy
+    for its total duration within its span."""
+    cols = as_columns(accesses)
     best = 0.0
-    for spans in per_rank.values():
-        spans.sort()
-        total, end = 0.0, -np.inf
-        for b, e in spans:
-            if e > end:
-                total += e - max(b, end)
-                end = e
-        best = max(best, total)
+    for r in np.unique(cols.rank):
+        m = cols.rank == r
+        b, busy, rep = cols.t0[m], cols.dt[m], cols.rep[m]
+        e = b + cols.t_step[m] * (rep - 1) + busy / rep
+        order = np.argsort(b, kind="stable")
+        b, e, busy = b[order], e[order], busy[order]
+        before = np.maximum.accumulate(np.concatenate([[-np.inf], e[:-1]]))  # latest end of the earlier calls
+        best = max(best, float(np.minimum(np.clip(e - np.maximum(b, before), 0.0, None), busy).sum()))
     return best
 
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from instrumentation.records import WRITE, AccessRecord, DatasetRecord
+import numpy as np
+
+from instrumentation.columns import as_columns
+from instrumentation.records import AccessRecord, DatasetRecord
 
 from .cost import DISK_TERMS, METADATA_TERMS
 
@@ -58,6 +61,7 @@ def mpio_uncached(library: str, procs: int, accesses: Sequence[AccessRecord],
         return dataset.driver == "mpio" and dataset.mode != "r"
     if procs < 2:
         return False
-    writers = {a.rank for a in accesses if a.op == WRITE}
-    recorded = {a.rank for a in accesses}
-    return bool(writers) and len(writers) >= min(2, len(recorded))
+    cols = as_columns(accesses)
+    writers = np.unique(cols.rank[cols.write])
+    recorded = np.unique(cols.rank)
+    return bool(len(writers)) and len(writers) >= min(2, len(recorded))

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Sequence
 
+import numpy as np
 
+from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace, extent
 
 from .cost import term_seconds
+from .chunks import trace_visits, visits_key
 from .layout import Layout
 from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
@@ -23,10 +25,12 @@ def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecor
     if not trace.datasets:
         raise ValueError(f"{trace.source or 'trace'}: no datasets recorded")
     if dataset is None:
-        counts = Counter(a.dataset for a in trace.accesses)
-        if not counts:
+        cols = trace.columns
+        if not cols.rows:
             raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
-        arrays = [i for i, _ in counts.most_common() if (shape := trace.extent(i)) and math.prod(shape)]
+        counts = np.bincount(cols.ds, weights=cols.rep)
+        order = np.argsort(-counts, kind="stable")  # most accessed first; ties: the lowest id
+        arrays = [int(i) for i in order if counts[i] and (shape := trace.extent(int(i))) and math.prod(shape)]
         if not arrays:
             raise ValueError(f"{trace.source or 'trace'}: only scalar or empty datasets accessed: nothing to chunk")
         return trace.datasets[arrays[0]]
@@ -49,26 +53,47 @@ class Workload:
     ``warm``: the array starts in the page cache (see ``count_variables``).
     """
 
-    def __init__(self, dataset: DatasetRecord, accesses: Sequence[AccessRecord],
+    def __init__(self, dataset: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]",
                  shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False):
         if procs < 1:
             raise ValueError(f"procs must be >= 1, got {procs}")
         self.dataset, self.warm = dataset, warm
-        self.accesses = [a for a in accesses if a.dataset == dataset.id]
-        self.shape = tuple(shape) if shape is not None else extent(dataset, self.accesses)
-        ranks = sorted({a.rank for a in self.accesses}) or [0]
-        self.by_rank = [[a for a in self.accesses if a.rank == r] for r in ranks]
+        cols = as_columns(accesses)
+        self.columns = cols if not (cols.ds != dataset.id).any() else cols.of_dataset(dataset.id)
+        self.shape = tuple(shape) if shape is not None else extent(dataset, self.columns)
+        ranks = np.unique(self.columns.rank).tolist() or [0]
+        self.by_rank = ([self.columns] if len(ranks) == 1
+                        else [self.columns.take(self.columns.rank == r) for r in ranks])
         self.procs = max(procs, len(ranks))
+
+    @property
+    def accesses(self) -> list[AccessRecord]:
+        """One AccessRecord per access (made on demand: the models read ``columns``)."""
+        return self.columns.records()
 
     def variables(self, layout: Layout, page_cache_bytes: int, *, cache_curve: PageCacheCurve | None = None,
                   zarr_overlap: float = 1.0) -> list[Variables]:
-        """Counted variables of each recorded rank (``cache_curve``, ``zarr_overlap``: the profile's)."""
-        if layout.shape != self.shape:
-            layout = layout.with_shape(self.shape)
-        parallel = mpio_uncached(layout.library, self.procs, self.accesses, self.dataset)
-        return [count_variables(acc, self.dataset, layout, page_cache_bytes, parallel=parallel, warm=self.warm,
-                                cache_curve=cache_curve, zarr_overlap=zarr_overlap)
-                for acc in self.by_rank]
+        """Counted variables of each recorded rank."""
+        return self.variables_many([layout], page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap)[0]
+
+    def variables_many(self, layouts: Sequence[Layout], page_cache_bytes: int, *,
+                       cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0) -> list[list[Variables]]:
+        """``variables`` of several layouts; layouts that differ only in cache or shards share one chunk walk."""
+        layouts = [lay if lay.shape == self.shape else lay.with_shape(self.shape) for lay in layouts]
+        out: list = [None] * len(layouts)
+        groups: dict[tuple, list[int]] = {}
+        for i, lay in enumerate(layouts):
+            groups.setdefault(visits_key(lay), []).append(i)
+        for idx in groups.values():
+            walks = [trace_visits(acc, layouts[idx[0]]) for acc in self.by_rank]
+            for i in idx:
+                lay = layouts[i]
+                parallel = mpio_uncached(lay.library, self.procs, self.columns, self.dataset)
+                out[i] = [count_variables(acc, self.dataset, lay, page_cache_bytes, parallel=parallel,
+                                          warm=self.warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap,
+                                          visits=vis)
+                          for acc, vis in zip(self.by_rank, walks)]
+        return out
 
     def terms(self, v: Variables, library: str, profile: SystemProfile, servers: int | None = None) -> dict[str, float]:
         """One rank's seconds per term among ``procs`` processes (formulas 1-10)."""
@@ -108,13 +133,14 @@ def predict(
     """
     if isinstance(trace_or_accesses, Trace):
         ds = dataset if isinstance(dataset, DatasetRecord) else pick_dataset(trace_or_accesses, dataset)
-        accesses = [a for a in trace_or_accesses.accesses if a.dataset == ds.id]
+        accesses = trace_or_accesses.columns_of(ds.id)
         resized = [r.shape for r in trace_or_accesses.resizes if r.dataset == ds.id]
     else:
         if not isinstance(dataset, DatasetRecord):
             raise ValueError("predict(accesses, ...) needs dataset= the DatasetRecord they refer to")
         ds = dataset
-        accesses = [a for a in trace_or_accesses if a.dataset == ds.id]
+        accesses = as_columns(trace_or_accesses)
+        accesses = accesses.of_dataset(ds.id)
         resized = []
     work = Workload(ds, accesses, extent(ds, accesses, resized), procs, warm)
     return work.predict(layout, profile, servers)

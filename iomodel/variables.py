@@ -32,10 +32,11 @@ import numpy as np
 from numba import types
 from numba.typed import Dict
 
-from instrumentation.records import WRITE, AccessRecord, DatasetRecord
+from instrumentation.columns import AccessColumns, as_columns
+from instrumentation.records import AccessRecord, DatasetRecord
 
 from .cache import cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
-from .chunks import trace_visits
+from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
 
@@ -256,7 +257,7 @@ def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi
     return rd_end, wr_end, next_off
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
 def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll,
               is_zarr, itemsize, csize, stored, chunk_elems, grid, bits,
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
@@ -518,7 +519,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
 
 
 def count_variables(
-    accesses: Sequence[AccessRecord],
+    accesses: "AccessColumns | Sequence[AccessRecord]",
     dataset: DatasetRecord,
     layout: Layout,
     page_cache_bytes: int,
@@ -527,6 +528,7 @@ def count_variables(
     warm: bool = False,
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
+    visits: ChunkVisits | None = None,
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
 
@@ -539,11 +541,14 @@ def count_variables(
     ``cache_curve``: the profile's page-cache copy time by request size (``x_cache``
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
     overlap on the device (the profile's, measured by calibration).
+    ``visits``: ``trace_visits(accesses, layout)`` when already computed (shared by cache variants).
     """
-    accesses = [a for a in accesses if a.dataset == dataset.id]
-    vis = trace_visits(accesses, layout)
-    ops = np.fromiter((a.op == WRITE for a in accesses), np.int64, len(accesses))
-    coll = np.fromiter((a.collective for a in accesses), np.bool_, len(accesses))
+    cols = as_columns(accesses)
+    if (cols.ds != dataset.id).any():
+        cols = cols.of_dataset(dataset.id)
+    vis = trace_visits(cols, layout) if visits is None else visits
+    ops = cols.op_codes()
+    coll = np.repeat(cols.collective, cols.rep)
     chunked = layout.chunks is not None
     alloc = Dict.empty(key_type=types.int64, value_type=types.int64)
     prealloc = 0 if dataset.created else 1
@@ -567,8 +572,7 @@ def count_variables(
     csize = layout.chunk_nbytes
     stored = layout.stored_chunk_nbytes
     # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request
-    spans = (vis.hi - vis.lo) // layout.sieve_bytes + 2 if len(vis) else np.zeros(0, np.int64)
-    bound = int(spans.sum() + 2 * len(vis) + 16)
+    bound = int(((vis.hi - vis.lo) // layout.sieve_bytes).sum()) + 4 * len(vis) + 16
     if warm:
         bound += layout.nchunks * (layout.chunk_nbytes // layout.sieve_bytes + 2)
     min_entry = max(1, min(stored, layout.sieve_bytes, index_bytes or stored))

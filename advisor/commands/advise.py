@@ -8,7 +8,7 @@ from . import add_profile_option
 
 def register(sub) -> None:
     p = sub.add_parser("advise", help="recommend a layout (library, chunks, cache/shards, codec) from a trace")
-    p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
+    p.add_argument("trace", help="trace (columnar directory or JSON Lines file) from `ioadvisor run` / advisor.trace()")
     add_profile_option(p)
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
     p.add_argument("--top", type=int, default=5, metavar="K", help="candidates listed per dataset (default 5)")
@@ -23,6 +23,9 @@ def register(sub) -> None:
                         "plus sz3,zfp with --max-error); 'none' = no compression")
     p.add_argument("--libraries", default="hdf5,zarr", metavar="LIST", help="hdf5,zarr (default both)")
     p.add_argument("--procs", type=int, metavar="P", help="processes for the parallel model (default: trace's)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="threads evaluating candidates (default: the usable cores); under mpiexec the "
+                        "candidates are split over the ranks instead and rank 0 prints")
     p.add_argument("--no-data", action="store_true", help="do not read the traced files (no compression)")
     p.add_argument("--no-calibrate", action="store_true",
                    help="the profile's predictions as they are, not fitted to the trace's own call timings")
@@ -30,6 +33,17 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
     p.set_defaults(func=run)
+
+
+def _world_comm():
+    """MPI_COMM_WORLD when this process is one of several ranks of an MPI launcher, else None."""
+    from instrumentation.mpi import rank_size
+
+    if rank_size()[1] <= 1:
+        return None
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
 
 
 def run(args) -> int:
@@ -42,6 +56,9 @@ def run(args) -> int:
         raise ValueError(f"--top must be >= 1, got {args.top}")
     if args.procs is not None and args.procs < 1:
         raise ValueError(f"--procs must be >= 1, got {args.procs}")
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    comm = _world_comm()
     compressors = None
     if args.compressors is not None:
         compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
@@ -52,8 +69,10 @@ def run(args) -> int:
         max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
         libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
         allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
-        calibrate=not args.no_calibrate,
+        calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
     )
+    if comm is not None and comm.Get_rank() != 0:
+        return 0  # every rank holds the same advice; rank 0 reports it
     if args.html:
         from advisor.report import write_report
 

@@ -79,7 +79,7 @@ def run(args) -> int:
         print(json.dumps([{**p.to_json_obj(), **(g or {})} for p, g in zip(preds, grounded or [None] * len(preds))]))
     else:
         print(f"{trace.source}: dataset {ds.key} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
-              f"{sum(a.dataset == ds.id for a in trace.accesses)} accesses")
+              f"{trace.columns_of(ds.id).n_access} accesses")
         print(_format(preds, grounded))
         if note_cal:
             print(note_cal)

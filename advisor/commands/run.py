@@ -28,7 +28,7 @@ from pathlib import Path
 from instrumentation import interpose
 from instrumentation.mpi import FileSync, rank_path
 
-DEFAULT_TRACE = "ioadvisor-trace.jsonl"
+DEFAULT_TRACE = "ioadvisor-trace.parquet"
 
 _PYTHON = re.compile(r"python[0-9.]*$")
 _RUNNER_MODULES = {__name__, runpy.__name__}
@@ -158,22 +158,28 @@ def exit_status(exc: BaseException | None) -> int:
 def summary_line(tracer) -> str:
     """``ioadvisor: trace PATH: N datasets, M accesses (R reads, W writes), P ranks, Q processes``.
 
-    Counted by scanning lines, not by loading records: the trace may hold millions of accesses.
+    Counted by scanning lines or reading two columns, not by loading records: the trace may hold
+    millions of accesses.
     """
     path = Path(tracer.path)
     if not path.exists() and tracer.size > 1:
         own = rank_path(path, tracer.rank, tracer.size)
         return (f"ioadvisor: no merged trace; per-rank traces like {own} are kept "
                 f"(merge them: ioadvisor trace merge -o {path} {path.stem}.rank*{path.suffix})")
-    n_ds = n_acc = n_read = 0
-    with open(path, "rb") as fh:  # every record line starts with its type: {"t":"a",...
-        head = json.loads(fh.readline() or b"{}")
-        for line in fh:
-            if line.startswith(b'{"t":"a"'):
-                n_acc += 1
-                n_read += b'"op":"read"' in line
-            elif line.startswith(b'{"t":"d"'):
-                n_ds += 1
+    if path.is_dir():
+        from instrumentation.columnar import count_accesses
+
+        head, n_ds, n_acc, n_read = count_accesses(path)
+    else:
+        n_ds = n_acc = n_read = 0
+        with open(path, "rb") as fh:  # every record line starts with its type: {"t":"a",...
+            head = json.loads(fh.readline() or b"{}")
+            for line in fh:
+                if line.startswith(b'{"t":"a"'):
+                    n_acc += 1
+                    n_read += b'"op":"read"' in line
+                elif line.startswith(b'{"t":"d"'):
+                    n_ds += 1
     ranks = f", {head['size']} ranks" if head.get("size", 1) > 1 else ""
     procs = f", {len(head['processes'])} processes" if len(head.get("processes") or ()) > 1 else ""
     return (f"ioadvisor: trace {path}: {n_ds} datasets, {n_acc} accesses "

@@ -1,4 +1,4 @@
-"""``ioadvisor trace show|merge``: inspect a trace, merge per-rank traces."""
+"""``ioadvisor trace show|merge|convert``: inspect a trace, merge per-rank traces, change its format."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 from instrumentation.formats import untraced_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.records import ProcessInfo
-from instrumentation.tracefile import Trace, load_trace, merge_traces, write_trace
+from instrumentation.tracefile import Trace, is_jsonl, load_trace, merge_traces, write_trace
 
 
 def _size(nbytes: float) -> str:
@@ -111,8 +111,9 @@ def format_trace(trace: Trace, usages: list[DatasetUsage]) -> str:
     else:
         state = "complete"
     n_read = sum(u.n_reads for u in usages)
-    head = (f"{trace.source}: {len(trace.datasets)} datasets, {len(trace.accesses)} accesses "
-            f"({n_read} reads, {len(trace.accesses) - n_read} writes), {trace.nprocs} rank(s), "
+    n = trace.n_access
+    head = (f"{trace.source}: {len(trace.datasets)} datasets, {n} accesses "
+            f"({n_read} reads, {n - n_read} writes), {trace.nprocs} rank(s), "
             f"host {trace.header.host} ({state})")
     facts = trace.header.facts if trace.header.synthetic else ()
     lines = [head] + format_capture(trace)
@@ -142,10 +143,17 @@ def register(sub) -> None:
     merge.add_argument("--allow-truncated", action="store_true",
                        help="merge the readable prefix of traces whose process did not finish")
     merge.set_defaults(func=run_merge)
+    convert = actions.add_parser(
+        "convert", help="convert a trace: OUT ending in .jsonl gives JSON Lines, any other name a columnar trace")
+    convert.add_argument("input", metavar="IN")
+    convert.add_argument("output", metavar="OUT")
+    convert.add_argument("--allow-truncated", action="store_true",
+                         help="convert the readable prefix of a trace whose process did not finish")
+    convert.set_defaults(func=run_convert)
 
 
 def run_show(args) -> int:
-    trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",))
     usages = summarize(trace)
     if args.json:
         json.dump({"trace": trace.source, "complete": trace.complete and not trace.missed,
@@ -161,9 +169,24 @@ def run_show(args) -> int:
 
 
 def run_merge(args) -> int:
-    traces = [load_trace(p, allow_truncated=args.allow_truncated) for p in args.traces]
-    merged = merge_traces(traces)
-    write_trace(merged, args.output)
-    print(f"ioadvisor: merged {len(traces)} traces ({len(merged.accesses)} accesses, "
-          f"{len(merged.datasets)} datasets) into {args.output}", file=sys.stderr)
+    if is_jsonl(args.output):
+        traces = [load_trace(p, allow_truncated=args.allow_truncated) for p in args.traces]
+        merged = merge_traces(traces)
+        write_trace(merged, args.output)
+        n_traces, n_access, n_ds = len(traces), merged.n_access, len(merged.datasets)
+    else:  # batch by batch: the ranks' accesses never sit in memory together
+        from instrumentation.columnar import merge_trace_files
+
+        n_traces, n_access, n_ds = merge_trace_files(args.traces, args.output,
+                                                     allow_truncated=args.allow_truncated)
+    print(f"ioadvisor: merged {n_traces} traces ({n_access} accesses, "
+          f"{n_ds} datasets) into {args.output}", file=sys.stderr)
+    return 0
+
+
+def run_convert(args) -> int:
+    trace = load_trace(args.input, allow_truncated=args.allow_truncated)
+    write_trace(trace, args.output)
+    print(f"ioadvisor: wrote {args.output} ({trace.n_access} accesses, {len(trace.datasets)} datasets, "
+          f"{'JSON Lines' if is_jsonl(args.output) else 'columnar'})", file=sys.stderr)
     return 0

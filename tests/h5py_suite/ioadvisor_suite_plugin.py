@@ -37,19 +37,19 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    path = _DIR["path"] / "test.jsonl"
-    tracer = advisor.trace(path, overwrite=True)  # one file, reused test after test
+    path = _DIR["path"] / "test.parquet"
+    tracer = advisor.trace(path, overwrite=True)  # one trace (the default, columnar), reused test after test
     with tracer:
         result = yield
     _STATS["tests"] += 1
     _STATS["record_errors"] += tracer.record_errors
     try:
         trace = load_trace(path)
-        _STATS["accesses"] += len(trace.accesses)
+        _STATS["accesses"] += trace.n_access
         _STATS["datasets"] += len(trace.datasets)
     except TraceError:
         _STATS["bad_traces"] += 1
-    path.unlink(missing_ok=True)
+    shutil.rmtree(path, ignore_errors=True)
     return result
 
 

@@ -1,5 +1,6 @@
 """The tracer itself: patch lifetime, scope (nesting, threads, imports), failure containment, killed runs."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def test_header_and_temporary_path(ds):
         with pytest.raises(RuntimeError):
             t.load()
     try:
-        assert t.path.name.startswith("ioadvisor-") and t.path.suffix == ".jsonl"
+        assert t.path.name.startswith("ioadvisor-") and t.path.suffix == ".parquet" and t.path.is_dir()
         tr = t.load()
         h = tr.header
         assert (h.rank, h.size, h.pid) == (0, 1, os.getpid())
@@ -74,7 +75,7 @@ def test_header_and_temporary_path(ds):
         assert h.versions["hdf5"] == h5py.version.hdf5_version
         assert abs(h.t_origin_unix - time.time()) < 60
     finally:
-        os.unlink(t.path)
+        shutil.rmtree(t.path)
     with pytest.raises(RuntimeError):
         t.__enter__()  # single use
 

@@ -1,0 +1,565 @@
+"""Columnar traces: a directory of Parquet batches plus the records file (docs/trace-format.md).
+
+    run.parquet/
+        _meta.jsonl            header(s), dataset and resize records, end: JSON Lines, as in schema 1
+        part-000000.parquet    accesses, one self-contained batch per file (zstd; integers delta-coded)
+        part-000001.parquet    ...
+
+Each batch is written to a hidden temporary name and renamed into place, so a
+killed process leaves only whole batches; ``_meta.jsonl`` is appended and
+flushed like a JSON Lines trace (a cut-off last line is skipped with
+``allow_truncated``). On a clean close small batches are rewritten as one
+``parts-FIRST-LAST.parquet`` (readers skip ``part-`` files it covers, in case a
+crash left both). Parquet and the leading underscore make the directory a
+dataset that pandas, pyarrow and DuckDB read directly
+(``pandas.read_parquet("run.parquet")``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .columns import ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs
+from .records import READ, WRITE, AccessRecord, RecordError, Selection, TraceHeader
+from .tracefile import (
+    Trace,
+    TraceError,
+    TraceWriter,
+    _dumps,
+    _read_records,
+    clock_shift,
+    _unify,
+    is_jsonl,
+    load_trace,
+    remap_columns,
+)
+
+META = "_meta.jsonl"
+FORMAT_KEY = b"ioadvisor.columns"
+FORMAT_VERSION = b"1"
+"""Version of the access-column layout, in every part's Parquet metadata."""
+BATCH_ROWS = 1 << 16
+"""Accesses buffered before a batch is written; also written at least every BATCH_SECONDS."""
+BATCH_SECONDS = 1.0
+READ_ROWS = 1 << 18
+"""Rows per Parquet row group, converted at a time when reading: memory holds the result plus one of them."""
+COMPACT_ROWS = 4 << 20
+"""At close, batches are rewritten as one file when they hold at most this many rows in all."""
+
+_PART = re.compile(r"^part-(\d{6,})\.parquet$")
+_PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
+_DIMS = ("start", "count", "stride", "block", "step")
+TIMES = ("t0", "dt", "t_step")
+"""The timing columns (stored as ``NAME_ns``)."""
+_NS = 1e9
+
+
+# ---------------------------------------------------------------------------- columns <-> Arrow
+
+def to_table(cols: AccessColumns) -> pa.Table:
+    """The Parquet batch of these accesses (schema in docs/trace-format.md)."""
+    data = {
+        "ds": pa.array(cols.ds, pa.int32()),
+        "op": pa.array(cols.write.astype(np.int8), pa.int8()),
+        "rank": pa.array(cols.rank, pa.int32()),
+        "t0_ns": pa.array(np.round(cols.t0 * _NS).astype(np.int64)),
+        "dt_ns": pa.array(np.round(cols.dt * _NS).astype(np.int64)),
+        "t_step_ns": pa.array(np.round(cols.t_step * _NS).astype(np.int64)),
+        "n": pa.array(cols.n, pa.int64()),
+        "bytes": pa.array(cols.nbytes, pa.int64()),
+        "rep": pa.array(cols.rep, pa.int64()),
+        "kind": pa.array(cols.kind, pa.int8()),
+        "ndim": pa.array(cols.ndim, pa.int8()),
+        "coll": pa.array(cols.collective.astype(np.int8), pa.int8()),
+    }
+    for name in _DIMS:
+        arr = getattr(cols, name)
+        for d in range(cols.width):
+            data[f"{name}_{d}"] = pa.array(np.ascontiguousarray(arr[:, d]))
+    if cols.irregular:
+        idx, lens = [None] * cols.rows, [None] * cols.rows
+        for i, s in cols.irregular.items():
+            if s.points is not None:
+                lens[i] = [len(s.points)]
+                idx[i] = s.points.ravel().tolist()
+            else:
+                lens[i] = [-1 if ix is None else len(ix) for ix in s.indices]
+                idx[i] = [v for ix in s.indices if ix is not None for v in ix]
+        data["idx_len"] = pa.array(lens, pa.list_(pa.int64()))
+        data["idx"] = pa.array(idx, pa.list_(pa.int64()))
+    return pa.table(data).replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    """Write one batch atomically: a hidden temporary file renamed into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
+    pq.write_table(table, tmp, compression="zstd", use_dictionary=False, write_statistics=False,
+                   column_encoding={c: "DELTA_BINARY_PACKED" for c in ints}, row_group_size=READ_ROWS)
+    os.replace(tmp, path)
+
+
+def from_table(table: pa.Table, where: str) -> AccessColumns:
+    """AccessColumns of one batch; ``where`` names it in errors."""
+    meta = table.schema.metadata or {}
+    if meta.get(FORMAT_KEY) != FORMAT_VERSION:
+        got = meta.get(FORMAT_KEY, b"none").decode(errors="replace")
+        raise TraceError(f"{where}: unknown access-column version {got} (this ioadvisor reads "
+                         f"{FORMAT_VERSION.decode()})")
+    names = set(table.column_names)
+    for need in ("ds", "op", "n", "bytes", "rep", "kind", "ndim"):
+        if need not in names:
+            raise TraceError(f"{where}: missing column '{need}'")
+    m = table.num_rows
+
+    def col(name, dtype, default=0):
+        if name not in names:
+            return np.full(m, default, dtype)
+        return table.column(name).to_numpy().astype(dtype, copy=False)
+
+    width = 0
+    while f"start_{width}" in names:
+        width += 1
+    dims = {}
+    for name in _DIMS:
+        fill = 1 if name in ("count", "stride", "block") else 0
+        dims[name] = (np.stack([col(f"{name}_{d}", np.int64, fill) for d in range(width)], axis=1) if width
+                      else np.zeros((m, 0), np.int64))
+    cols = AccessColumns(
+        ds=col("ds", np.int32), write=col("op", np.int8).astype(bool), rank=col("rank", np.int32),
+        t0=col("t0_ns", np.int64) / _NS, dt=col("dt_ns", np.int64) / _NS, t_step=col("t_step_ns", np.int64) / _NS,
+        n=col("n", np.int64), nbytes=col("bytes", np.int64), rep=col("rep", np.int64),
+        kind=col("kind", np.int8), ndim=col("ndim", np.int8), **dims,
+        collective=col("coll", np.int8).astype(bool),
+    )
+    if (cols.rep < 1).any():
+        raise TraceError(f"{where}: row {int(np.argmax(cols.rep < 1))}: field 'rep' must be >= 1")
+    odd = np.flatnonzero(cols.kind != SLAB)
+    if len(odd):
+        if "idx" not in names or "idx_len" not in names:
+            raise TraceError(f"{where}: index-list selections without the 'idx'/'idx_len' columns")
+        idx, lens = table.column("idx"), table.column("idx_len")
+        for i in odd.tolist():
+            cols.irregular[i] = _selection(cols, i, idx[i].as_py(), lens[i].as_py(), where)
+    return cols
+
+
+def _selection(cols: AccessColumns, i: int, idx, lens, where: str) -> Selection:
+    nd = int(cols.ndim[i])
+    try:
+        if cols.kind[i] == POINTS:
+            pts = np.asarray(idx, np.int64).reshape(int(lens[0]), nd)
+            z = tuple([0] * nd)
+            return Selection(z, z, tuple([1] * nd), z, points=pts)
+        if cols.kind[i] != ORTHOGONAL or len(lens) != nd:
+            raise ValueError
+        indices, pos = [], 0
+        for k in lens:
+            indices.append(None if k < 0 else tuple(idx[pos:pos + k]))
+            pos += max(k, 0)
+        return Selection(*(tuple(getattr(cols, name)[i, :nd].tolist()) for name in _DIMS[:4]),
+                         indices=tuple(indices))
+    except (TypeError, ValueError):
+        raise TraceError(f"{where}: row {i}: 'idx'/'idx_len' do not describe a selection") from None
+
+
+# ---------------------------------------------------------------------------- the directory
+
+def _prepare(path: Path) -> None:
+    """An empty trace directory at ``path`` (an earlier trace there is replaced)."""
+    if path.is_dir():
+        for f in path.iterdir():
+            if f.name == META or _PART.match(f.name) or _PARTS.match(f.name) or f.name.endswith(".parquet.tmp"):
+                f.unlink()
+        if any(path.iterdir()):
+            raise OSError(f"{path} is a directory with other files in it, not a trace")
+    else:
+        if path.exists():
+            path.unlink()
+        path.mkdir(parents=True)
+
+
+def part_files(path: str | os.PathLike) -> list[Path]:
+    """The batch files of a trace directory, in order (parts a compacted file covers left out)."""
+    path = Path(path)
+    singles, ranges = {}, []
+    for f in path.iterdir():
+        m = _PART.match(f.name)
+        if m:
+            singles[int(m.group(1))] = f
+            continue
+        m = _PARTS.match(f.name)
+        if m:
+            ranges.append((int(m.group(1)), int(m.group(2)), f))
+    out = [(a, f) for a, _, f in ranges]
+    out += [(i, f) for i, f in singles.items() if not any(a <= i <= b for a, b, _ in ranges)]
+    return [f for _, f in sorted(out)]
+
+
+class ColumnarTraceWriter(TraceWriter):
+    """Writer of a columnar trace directory (see the module docstring); thread-safe.
+
+    Accesses are buffered as tuples and written as one Parquet batch every
+    BATCH_ROWS accesses or BATCH_SECONDS (``flush(force=False)``, what the
+    tracer's flusher calls), or at once (``flush()``). Runs of regular
+    accesses are folded (``compact_runs``) batch by batch.
+    """
+
+    def __init__(self, path: str | os.PathLike, header: TraceHeader):
+        self.path = Path(path)
+        _prepare(self.path)
+        self._lock = threading.Lock()
+        self._rows: list[tuple] = []
+        self._irregular: dict[int, Selection] = {}
+        self._collective: list[int] = []
+        self._since = time.perf_counter()
+        self._rank = header.rank
+        self._next_part = 0
+        self._parts: list[Path] = []
+        self._part_rows = 0
+        self.n_access = 0
+        self._meta = open(self.path / META, "w", encoding="utf-8")
+        self._meta.write(_dumps({"t": "h", **header.get_config()}) + "\n")
+        self._meta.flush()
+
+    # -- records --
+    def _meta_line(self, obj: dict) -> None:
+        with self._lock:
+            if not self._meta.closed:
+                self._meta.write(_dumps(obj) + "\n")
+                self._meta.flush()
+
+    def dataset(self, rec) -> None:
+        self._meta_line({"t": "d", **rec.get_config()})  # at once: accesses that follow refer to it
+
+    def resize(self, rec) -> None:
+        self._meta_line({"t": "r", **rec.get_config()})
+
+    def access(self, rec: AccessRecord) -> None:
+        s = rec.selection
+        with self._lock:
+            if s.kind != "hyperslab":
+                lo, hi = s.bounds()
+                self._irregular[len(self._rows)] = s
+                if s.points is not None:
+                    start, count, stride, block = lo, (1,) * len(lo), (1,) * len(lo), tuple(np.subtract(hi, lo))
+                else:
+                    start, count, stride, block = s.start, s.count, s.stride, s.block
+            else:
+                start, count, stride, block = s.start, s.count, s.stride, s.block
+            if rec.collective:
+                self._collective.append(len(self._rows))
+            self._rows.append((rec.dataset, rec.op == WRITE, tuple(start), tuple(count), tuple(stride),
+                               tuple(block), rec.nelements, rec.nbytes, rec.t_start, rec.duration))
+            self.n_access += 1
+        self.flush(force=False)
+
+    def hyperslab_access(self, ds: int, op: str, start, count, stride, block,
+                         nelements: int, nbytes: int, t0: float, dt: float) -> None:
+        self.hyperslab_rows([(ds, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block),
+                              nelements, nbytes, t0, dt)])
+
+    def hyperslab_rows(self, rows: list[tuple]) -> None:
+        """Many hyperslab accesses: (ds, is_write, start, count, stride, block, n, nbytes, t0, dt) tuples."""
+        with self._lock:
+            self._rows.extend(rows)
+            self.n_access += len(rows)
+        self.flush(force=False)
+
+    def access_lines(self, lines: list[str]) -> None:
+        """Access records formatted as JSON Lines (``{"t":"a",...}``), for writers of schema-1 lines."""
+        for line in lines:
+            obj = json.loads(line)
+            obj.pop("t", None)
+            try:
+                self.access(AccessRecord.from_config(obj, self._rank))
+            except RecordError as exc:
+                raise ValueError(f"{self.path}: bad access line: {exc}") from None
+
+    # -- batches --
+    def flush(self, force: bool = True) -> None:
+        with self._lock:
+            if not self._rows or self._meta.closed:
+                return
+            if not force and len(self._rows) < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
+                return
+            rows, irregular, coll = self._rows, self._irregular, self._collective
+            self._rows, self._irregular, self._collective = [], {}, []
+            self._since = time.perf_counter()
+            cols = rows_to_columns(rows, irregular, self._rank)
+            cols.collective[coll] = True
+            cols = compact_runs(cols)
+            part = self.path / f"part-{self._next_part:06d}.parquet"
+            self._next_part += 1
+            write_table(to_table(cols), part)
+            self._parts.append(part)
+            self._part_rows += cols.rows
+
+    def close(self, missed: tuple[str, ...] = ()) -> None:
+        """End the trace; ``missed`` says what is known not to be in it (read back into ``TraceHeader.missed``)."""
+        self.flush()
+        with self._lock:
+            if self._meta.closed:
+                return
+            if len(self._parts) > 1 and self._part_rows <= COMPACT_ROWS:
+                self._compact()
+            end = {"t": "end", "n_access": self.n_access}
+            if missed:
+                end["missed"] = list(missed)
+            self._meta.write(_dumps(end) + "\n")
+            self._meta.close()
+
+    def _compact(self) -> None:
+        tables = [pq.read_table(p) for p in self._parts]
+        table = pa.concat_tables(tables, promote_options="default").combine_chunks()
+        # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
+        for name in table.column_names:
+            m = re.match(r"^(count|stride|block)_\d+$", name)
+            if m and table.column(name).null_count:
+                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
+            elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
+                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
+        table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
+        first = _PART.match(self._parts[0].name).group(1)
+        last = _PART.match(self._parts[-1].name).group(1)
+        write_table(table, self.path / f"parts-{first}-{last}.parquet")
+        for p in self._parts:
+            p.unlink()
+
+
+def rows_to_columns(rows: list[tuple], irregular: dict[int, Selection], rank: int) -> AccessColumns:
+    """AccessColumns of writer tuples (ds, is_write, start, count, stride, block, n, nbytes, t0, dt)."""
+    m = len(rows)
+    ds, write, start, count, stride, block, n, nbytes, t0, dt = zip(*rows)
+    ndim = np.fromiter(map(len, start), np.int8, m)
+    width = int(ndim.max()) if m else 0
+    if (ndim == width).all():
+        dims = [np.array(x, np.int64).reshape(m, width) for x in (start, count, stride, block)]
+    else:  # datasets of different ranks in one batch: pad
+        dims = []
+        for x, fill in ((start, 0), (count, 1), (stride, 1), (block, 1)):
+            arr = np.full((m, width), fill, np.int64)
+            for i, v in enumerate(x):
+                arr[i, : len(v)] = v
+            dims.append(arr)
+    kind = np.zeros(m, np.int8)
+    for i, s in irregular.items():
+        kind[i] = POINTS if s.points is not None else ORTHOGONAL
+        ndim[i] = s.points.shape[1] if s.points is not None else s.ndim
+    return AccessColumns(
+        ds=np.array(ds, np.int32), write=np.array(write, bool), rank=np.full(m, rank, np.int32),
+        t0=np.array(t0, float), dt=np.array(dt, float), t_step=np.zeros(m),
+        n=np.array(n, np.int64), nbytes=np.array(nbytes, np.int64), rep=np.ones(m, np.int64),
+        kind=kind, ndim=ndim, start=dims[0], count=dims[1], stride=dims[2], block=dims[3],
+        step=np.zeros((m, width), np.int64), irregular=dict(irregular),
+    )
+
+
+# ---------------------------------------------------------------------------- reading
+
+def read_meta(path: str | os.PathLike, allow_truncated: bool):
+    """(headers, datasets, resizes, complete, n_access at end) of a trace directory."""
+    meta = Path(path) / META
+    try:
+        raw = meta.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"{meta}: cannot read trace ({exc.strerror})") from None
+    return _read_records(str(meta), raw, allow_truncated, None)
+
+
+def _open_part(part: Path):
+    try:
+        pf = pq.ParquetFile(part)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
+    meta = pf.schema_arrow.metadata or {}
+    if meta.get(FORMAT_KEY) != FORMAT_VERSION:
+        got = meta.get(FORMAT_KEY, b"none").decode(errors="replace")
+        raise TraceError(f"{part}: unknown access-column version {got} (this ioadvisor reads "
+                         f"{FORMAT_VERSION.decode()})")
+    return pf
+
+
+def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
+    """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
+    (names among TIMES) are read, the others are 0."""
+    known = np.fromiter(datasets, np.int64, len(datasets))
+    for part in part_files(path):
+        pf = _open_part(part)
+        skip = {f"{t}_ns" for t in TIMES if t not in times}
+        names = [c for c in pf.schema_arrow.names if c not in skip]
+        base = 0
+        try:
+            for batch in pf.iter_batches(batch_size=READ_ROWS, columns=names):
+                table = pa.Table.from_batches([batch]).replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
+                out = from_table(table, str(part))
+                bad = ~np.isin(out.ds, known)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    raise TraceError(f"{part}: row {base + i}: access refers to unknown dataset id {int(out.ds[i])}")
+                base += out.rows
+                yield out
+        except (OSError, pa.ArrowException) as exc:
+            raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
+
+
+def _allocate(rows: int, width: int) -> AccessColumns:
+    zeros = np.zeros  # calloc: untouched timing columns cost no memory
+    return AccessColumns(
+        ds=np.empty(rows, np.int32), write=np.empty(rows, bool), rank=np.empty(rows, np.int32),
+        t0=zeros(rows), dt=zeros(rows), t_step=zeros(rows),
+        n=np.empty(rows, np.int64), nbytes=np.empty(rows, np.int64), rep=np.empty(rows, np.int64),
+        kind=np.empty(rows, np.int8), ndim=np.empty(rows, np.int8),
+        start=zeros((rows, width), np.int64), count=np.ones((rows, width), np.int64),
+        stride=np.ones((rows, width), np.int64), block=np.ones((rows, width), np.int64),
+        step=zeros((rows, width), np.int64), collective=np.zeros(rows, bool),
+    )
+
+
+def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
+    headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
+    parts = [_open_part(p) for p in part_files(path)]
+    rows = sum(pf.metadata.num_rows for pf in parts)
+    width = max([sum(n.startswith("start_") for n in pf.schema_arrow.names) for pf in parts], default=0)
+    cols = _allocate(rows, width)
+    pos = 0
+    for piece in read_parts(path, datasets, times=times):  # filled in place: no second copy of the trace
+        end = pos + piece.rows
+        for name in ("ds", "write", "rank", "n", "nbytes", "rep", "kind", "ndim", "collective") + tuple(times):
+            getattr(cols, name)[pos:end] = getattr(piece, name)
+        for name in _DIMS:
+            getattr(cols, name)[pos:end, : piece.width] = getattr(piece, name)
+        cols.irregular.update({pos + i: sel for i, sel in piece.irregular.items()})
+        pos = end
+    if complete and n_end is not None and cols.n_access != n_end:
+        raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
+                         f"{cols.n_access}")
+    return Trace(headers, datasets, cols, resizes, complete, str(path))
+
+
+def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
+    """(first header as JSON, datasets, accesses, reads) from the records file and the op/rep columns only."""
+    path = Path(path)
+    with open(path / META, "rb") as fh:
+        head = json.loads(fh.readline() or b"{}")
+        n_ds = sum(line.startswith(b'{"t":"d"') for line in fh)
+    n_acc = n_read = 0
+    for part in part_files(path):
+        t = pq.read_table(part, columns=["op", "rep"])
+        rep = t.column("rep").to_numpy()
+        n_acc += int(rep.sum())
+        n_read += int(rep[t.column("op").to_numpy() == 0].sum())
+    return head, n_ds, n_acc, n_read
+
+
+# ---------------------------------------------------------------------------- writing whole traces
+
+class _DirectoryOut:
+    """A trace directory written from whole records and batches (conversion, merging)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        _prepare(self.path)
+        self.meta = open(self.path / META, "w", encoding="utf-8")
+        self.n_part = 0
+        self.n_access = 0
+
+    def record(self, t: str, config: dict) -> None:
+        self.meta.write(_dumps({"t": t, **config}) + "\n")
+
+    def batch(self, cols: AccessColumns) -> None:
+        if not cols.rows:
+            return
+        for lo in range(0, cols.rows, BATCH_ROWS * 16):
+            chunk = cols.take(np.arange(lo, min(lo + BATCH_ROWS * 16, cols.rows)))
+            write_table(to_table(chunk), self.path / f"part-{self.n_part:06d}.parquet")
+            self.n_part += 1
+        self.n_access += cols.n_access
+
+    def close(self) -> None:
+        self.record("end", {"n_access": self.n_access})
+        self.meta.close()
+
+
+def _compacted(cols: AccessColumns) -> AccessColumns:
+    """Runs folded per rank (accesses of one rank stay in order; ranks follow each other)."""
+    if not cols.rows:
+        return cols
+    order = np.argsort(cols.rank, kind="stable")
+    return compact_runs(cols.take(order).expanded())
+
+
+def write_columnar(trace: Trace, path: str | os.PathLike) -> None:
+    """``trace`` as a columnar trace directory (accesses in rank order, runs folded)."""
+    from dataclasses import replace
+
+    out = _DirectoryOut(path)
+    size = trace.nprocs
+    for h in trace.headers:
+        out.record("h", replace(h, size=size).get_config())
+    for d in trace.datasets.values():
+        out.record("d", d.get_config())
+    for r in trace.resizes:
+        out.record("r", r.get_config())
+    out.batch(_compacted(trace.columns))
+    out.close()
+
+
+def merge_trace_files(paths: list[str | os.PathLike], output: str | os.PathLike, *,
+                      allow_truncated: bool = False, missed: tuple[str, ...] = ()) -> tuple[int, int, int]:
+    """Merge per-rank traces into one columnar trace, one rank's batch in memory at a time; ``missed``
+    (what the merge left out) goes into the first header.
+
+    Returns (traces merged, accesses, datasets)."""
+    from dataclasses import replace
+
+    metas = []
+    for p in paths:
+        if os.path.isdir(p):
+            headers, datasets, resizes, complete, _ = read_meta(p, allow_truncated)
+            metas.append((p, Trace(headers, datasets, None, resizes, complete, str(p))))
+        else:
+            metas.append((p, load_trace(p, allow_truncated=allow_truncated)))
+    traces = [t for _, t in metas]
+    by_key, remaps = _unify(traces)
+    headers = sorted((h for t in traces for h in t.headers), key=lambda h: h.rank)
+    origin = min(h.t_origin_unix for h in headers)
+    out = _DirectoryOut(output)
+    size = max(h.size for h in headers)
+    for i, h in enumerate(headers):
+        out.record("h", replace(h, size=size, missed=h.missed + (missed if i == 0 else ())).get_config())
+    for d in by_key.values():
+        out.record("d", d.get_config())
+    for t, remap in zip(traces, remaps):
+        for r in t.resizes:
+            out.record("r", replace(r, dataset=remap[r.dataset]).get_config())
+    for (p, t), remap in zip(metas, remaps):
+        own = t.header.rank if len(t.headers) == 1 else None
+        batches = read_parts(p, t.datasets) if os.path.isdir(p) else [t.columns]
+        for cols in batches:
+            cols = clock_shift(remap_columns(cols, remap, 0.0, own), t.headers, origin)
+            out.batch(cols if own is not None else _compacted(cols))
+    out.close()
+    return len(traces), out.n_access, len(by_key)
+
+
+def remove_trace(path: str | os.PathLike) -> None:
+    """Delete a trace file or directory."""
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+__all__ = ["ColumnarTraceWriter", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
+           "is_jsonl", "remove_trace", "BATCH_ROWS", "BATCH_SECONDS"]

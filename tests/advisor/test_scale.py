@@ -1,0 +1,136 @@
+"""Advice at scale: the same recommendations from JSON Lines and columnar traces, on threads and MPI ranks."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import advisor
+import advisor.search as search
+from advisor.api import advise
+from instrumentation import load_trace, write_trace
+from instrumentation.tracefile import Trace
+from test_search import profile
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+WORKLOADS = REPO / "benchmarks" / "workloads"
+
+
+def _env(**extra):
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+def _rounded(x):
+    if isinstance(x, float):
+        return float(f"{x:.6g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
+
+
+SPREAD = ("seconds_ci", "band", "notes", "explanation")
+"""What a folded run cannot keep: one duration per access (a run stores its mean), so the in-trace
+calibration's unexplained band, the intervals it widens and the notes quoting it may differ."""
+
+
+def _without(x, keys):
+    if isinstance(x, dict):
+        return {k: _without(v, keys) for k, v in x.items() if k not in keys}
+    if isinstance(x, list):
+        return [_without(v, keys) for v in x]
+    return x
+
+
+def comparable(adv, keys=()) -> dict:
+    """The advice as JSON without the wall time it took, numbers to 6 digits (a columnar trace keeps the
+    traced times in integer nanoseconds, which the in-trace calibration reads)."""
+    out = json.loads(adv.to_json())
+    out.pop("seconds")
+    out.pop("source")
+    return _rounded(_without(out, keys))
+
+
+@pytest.fixture(scope="module")
+def workload_traces(tmp_path_factory):
+    """Traces of benchmark workloads (regret benchmark), traced by `ioadvisor run` at a fifth of their size."""
+    tmp = tmp_path_factory.mktemp("workloads")
+    env = _env(WORKLOAD_SCALE="0.2")
+    out = {}
+    for name in ("w01_rows_h5", "w06_append_zarr", "w07_append_h5"):
+        data = tmp / name
+        data.mkdir()
+        prog = WORKLOADS / f"{name}.py"
+        subprocess.run([sys.executable, str(prog), "prepare", str(data)], env=env, check=True, capture_output=True)
+        trace = tmp / f"{name}.jsonl"
+        subprocess.run([str(BIN / "ioadvisor"), "run", "-o", str(trace), "--", sys.executable, str(prog), "run",
+                        str(data)], env=env, check=True, capture_output=True, cwd=tmp)
+        out[name] = trace
+    return out
+
+
+@pytest.mark.parametrize("name", ["w01_rows_h5", "w06_append_zarr", "w07_append_h5"])
+def test_recommendations_unchanged_by_the_columnar_trace(workload_traces, name, tmp_path):
+    jsonl = load_trace(workload_traces[name])
+    records = Trace(jsonl.headers, jsonl.datasets, jsonl.accesses, jsonl.resizes, jsonl.complete)  # one row each
+    assert (records.columns.rep == 1).all()
+    write_trace(jsonl, tmp_path / "t.parquet")
+    columnar = load_trace(tmp_path / "t.parquet")
+    assert columnar.n_access == records.n_access
+    kw = dict(profile=profile(), read_data=False)
+    ref = advise(records, jobs=1, **kw)
+    assert comparable(advise(tmp_path / "t.parquet", jobs=1, **kw), SPREAD) == comparable(ref, SPREAD)
+    assert comparable(advise(columnar, jobs=2, **kw), SPREAD) == comparable(ref, SPREAD)
+    unfolded = load_trace(workload_traces[name])  # the same accesses, one row each: identical to the last digit
+    assert comparable(advise(unfolded, jobs=2, **kw)) == comparable(ref)
+    if name.startswith("w07"):  # appends: a regular run, stored as few rows
+        assert columnar.columns.rows < records.columns.rows / 10
+
+
+def _loader_trace(path: Path, n: int, tmp: Path) -> Path:
+    """A loader-like run: random single-row reads plus a strided scan, traced in this process."""
+    with h5py.File(tmp / "d.h5", "w") as f:
+        f.create_dataset("x", data=np.zeros((20000, 16), "f4"), chunks=(512, 16))
+    with h5py.File(tmp / "d.h5", "r") as f, advisor.trace(path):
+        x = f["x"]
+        for i in np.random.default_rng(0).integers(0, 20000, n // 2).tolist():
+            x[i]
+        for i in range(n // 2):
+            x[(7 * i) % 20000]
+    return path
+
+
+def test_parallel_evaluation_matches_serial_also_on_the_block_sample(tmp_path, monkeypatch):
+    path = _loader_trace(tmp_path / "t.parquet", 6000, tmp_path)
+    kw = dict(profile=profile(), read_data=False)
+    serial = advise(path, jobs=1, **kw)
+    assert comparable(advise(path, jobs=3, **kw)) == comparable(serial)
+    monkeypatch.setattr(search, "LARGE_TRACE", 2000)  # rank on a block sample, replay the finalists whole
+    monkeypatch.setattr(search, "SAMPLE_ACCESSES", 1000)
+    sampled = advise(path, jobs=1, **kw)
+    assert any("ranked on a sample of 1000 accesses" in n for n in sampled.datasets[0].notes)
+    assert comparable(advise(path, jobs=2, **kw)) == comparable(sampled)
+    whole = {r.candidate: r.seconds for r in serial.datasets[0].candidates}
+    for r in sampled.datasets[0].candidates:  # what the sampled search reports is the whole-trace figure
+        assert r.exact and (r.candidate not in whole or r.seconds == pytest.approx(whole[r.candidate]))
+
+
+@pytest.mark.skipif(shutil.which("mpiexec", path=str(BIN)) is None, reason="needs mpiexec (mpich wheel)")
+def test_mpiexec_advise_splits_candidates_and_matches_the_serial_run(tmp_path):
+    path = _loader_trace(tmp_path / "t.parquet", 3000, tmp_path)
+    cmd = [str(BIN / "ioadvisor"), "advise", "--no-data", "--json", str(path)]
+    serial = subprocess.run(cmd + ["--jobs", "1"], env=_env(), capture_output=True, text=True, check=True)
+    ranks = subprocess.run([str(BIN / "mpiexec"), "-n", "3"] + cmd, env=_env(), capture_output=True, text=True,
+                           timeout=600)
+    assert ranks.returncode == 0, ranks.stderr[-2000:]
+    one, many = json.loads(serial.stdout), json.loads(ranks.stdout)  # only rank 0 prints
+    one.pop("seconds")
+    many.pop("seconds")
+    assert _rounded(many) == _rounded(one)

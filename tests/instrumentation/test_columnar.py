@@ -1,0 +1,185 @@
+"""Columnar traces: round trips with JSON Lines, compact runs, crash safety, streaming merge, bad input."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.cli import main
+from instrumentation import AccessRecord, Selection, TraceError, load_trace, merge_traces
+from instrumentation.columnar import merge_trace_files, part_files
+from instrumentation.columns import AccessColumns, compact_runs
+from instrumentation.patterns import classify
+from iomodel.layout import Layout
+from iomodel.variables import count_variables
+
+from test_tracefile import dataset, write_sample
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def same_accesses(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert (x.dataset, x.op, x.selection, x.nelements, x.nbytes, x.rank) == \
+               (y.dataset, y.op, y.selection, y.nelements, y.nbytes, y.rank)
+        if x.selection.points is not None:
+            assert np.array_equal(x.selection.points, y.selection.points)
+        assert abs(x.t_start - y.t_start) < 1e-9 and abs(x.duration - y.duration) < 1e-9
+
+
+def test_columnar_round_trip_matches_json_lines(tmp_path):
+    write_sample(tmp_path / "t.jsonl")
+    write_sample(tmp_path / "t.parquet")
+    j, c = load_trace(tmp_path / "t.jsonl"), load_trace(tmp_path / "t.parquet")
+    assert (tmp_path / "t.parquet").is_dir() and c.complete
+    assert c.header == j.header and c.datasets == j.datasets and c.resizes == j.resizes
+    assert np.array_equal(c.datasets[0].chunk_offsets, dataset().chunk_offsets)
+    same_accesses(c.accesses, j.accesses)
+
+
+def test_convert_both_ways_keeps_every_record(tmp_path, capsys):
+    src = tmp_path / "a.jsonl"
+    write_sample(src, n=50)
+    assert main(["trace", "convert", str(src), str(tmp_path / "b.parquet")]) == 0
+    assert main(["trace", "convert", str(tmp_path / "b.parquet"), str(tmp_path / "c.jsonl")]) == 0
+    a, b, c = (load_trace(tmp_path / n) for n in ("a.jsonl", "b.parquet", "c.jsonl"))
+    assert b.columns.rows < a.columns.rows  # the 50 consecutive row reads became one run
+    same_accesses(b.accesses, a.accesses)
+    same_accesses(c.accesses, a.accesses)
+    assert (tmp_path / "c.jsonl").read_text().count('"t":"a"') == 52
+    # pandas reads the batches as a Parquet dataset directly
+    import pandas as pd
+
+    df = pd.read_parquet(tmp_path / "b.parquet")
+    assert int(df["rep"].sum()) == 52 and "start_0" in df
+
+
+def test_compact_runs_folds_constant_offsets_only():
+    recs = [AccessRecord(0, "read", Selection.box((10 * i, 0), (10, 8)), 80, 320, 0.1 * i, 1e-3) for i in range(100)]
+    recs += [AccessRecord(0, "read", Selection.box((i, 0), (1, 8)), 8, 32, 20.0 + i, 1e-3)
+             for i in (5, 90, 3, 71, 72, 73, 74, 11)]
+    recs += [AccessRecord(0, "write", Selection.box((0, 4 * i), (100, 4)), 400, 1600, 30.0 + i, 2e-3) for i in range(2)]
+    cols = AccessColumns.from_records(recs)
+    packed = compact_runs(cols)
+    assert packed.rep.tolist() == [100, 1, 1, 1, 4, 1, 1, 1]  # runs need >= 3 accesses
+    assert packed.n_access == len(recs)
+    same_accesses(packed.records(), recs)
+    every = packed.every(7)
+    same_accesses(every.records(), recs[::7])
+
+
+def test_models_see_the_same_accesses_folded_or_not():
+    recs = [AccessRecord(0, "write" if i % 50 == 49 else "read", Selection((3 * i, 0), (1, 2), (1, 4), (2, 3)),
+                         12, 48, float(i), 1e-4) for i in range(600)]
+    recs += [AccessRecord(0, "read", Selection.from_config({"points": [[1, 2], [7, 0]]}), 2, 8, 700.0, 1e-4)]
+    cols = AccessColumns.from_records(recs)
+    packed = compact_runs(cols)
+    assert packed.rows < 30
+    ds = dataset()
+    lay = Layout("hdf5", (2000, 8), 4, chunks=(64, 8))
+    assert count_variables(packed, ds, lay, 1 << 30) == count_variables(recs, ds, lay, 1 << 30)
+    assert classify(packed, (2000, 8)) == classify(recs, (2000, 8))
+
+
+def _bad_trace(tmp_path, edit):
+    p = tmp_path / "t.parquet"
+    write_sample(p)
+    edit(p)
+    return p
+
+
+def test_bad_batches_give_one_line_errors(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = _bad_trace(tmp_path, lambda p: part_files(p)[0].write_bytes(b"PAR1 garbage"))
+    with pytest.raises(TraceError, match=r"part-000000\.parquet: not a readable Parquet batch") as err:
+        load_trace(p)
+    assert "\n" not in str(err.value)
+
+    def other_id(p):
+        f = part_files(p)[0]
+        t = pq.read_table(f)
+        pq.write_table(t.set_column(0, "ds", pa.array(t.column("ds").to_numpy() + 7)), f)
+    with pytest.raises(TraceError, match=r"row 0: access refers to unknown dataset id 7"):
+        load_trace(_bad_trace(tmp_path, other_id))
+
+    def version(p):
+        f = part_files(p)[0]
+        pq.write_table(pq.read_table(f).replace_schema_metadata({b"ioadvisor.columns": b"9"}), f)
+    with pytest.raises(TraceError, match=r"unknown access-column version 9"):
+        load_trace(_bad_trace(tmp_path, version))
+
+    assert main(["trace", "show", str(_bad_trace(tmp_path, lambda p: (p / "_meta.jsonl").write_text("{")))]) == 2
+
+
+def test_merge_streams_rank_files_into_one_columnar_trace(tmp_path):
+    paths = []
+    for r in range(3):
+        paths.append(tmp_path / f"t.rank{r}.parquet")
+        write_sample(paths[-1], n=20, rank=r, size=3, t=1000.0 + r)
+    n_traces, n_access, n_ds = merge_trace_files(paths, tmp_path / "m.parquet")
+    assert (n_traces, n_access, n_ds) == (3, 66, 1)
+    m = load_trace(tmp_path / "m.parquet")
+    ref = merge_traces([load_trace(p) for p in paths])
+    assert m.nprocs == 3 and [h.rank for h in m.headers] == [0, 1, 2]
+    key = lambda a: (a.rank, a.t_start)  # noqa: E731 - the merged file is in rank order, the in-memory one in time order
+    same_accesses(sorted(m.accesses, key=key), sorted(ref.accesses, key=key))
+
+
+SCAN = """
+import sys, time, h5py, numpy as np
+import advisor
+path, n = sys.argv[1], int(sys.argv[2])
+with h5py.File(sys.argv[3], "w") as f:
+    f.create_dataset("x", data=np.zeros((max(n, 10), 16), "f4"), chunks=(256, 16))
+with h5py.File(sys.argv[3], "r") as f, advisor.trace(path):
+    x = f["x"]
+    for i in range(n):
+        x[i]
+    print("scanned", flush=True)
+    if len(sys.argv) > 4:
+        time.sleep(60)
+"""
+
+
+def _scan(tmp_path, n, *extra):
+    prog = tmp_path / "scan.py"
+    prog.write_text(textwrap.dedent(SCAN))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return [sys.executable, str(prog), str(tmp_path / f"scan{n}.parquet"), str(n), str(tmp_path / "d.h5"), *extra], env
+
+
+def test_regular_scan_costs_bytes_per_run_not_per_access(tmp_path):
+    sizes = {}
+    for n in (2000, 40000):
+        cmd, env = _scan(tmp_path, n)
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        p = tmp_path / f"scan{n}.parquet"
+        tr = load_trace(p)
+        assert tr.n_access == n and tr.columns.rows <= 1 + n // 10000  # one run per batch (a batch a second)
+        sizes[n] = sum(f.stat().st_size for f in p.iterdir())
+    assert sizes[40000] < 0.5 * 40000, sizes  # the fixed cost (records file, Parquet footer) dominates
+
+
+def test_sigkill_leaves_a_readable_prefix(tmp_path):
+    cmd, env = _scan(tmp_path, 3000, "sleep")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "scanned"
+    p = tmp_path / "scan3000.parquet"
+    deadline = time.monotonic() + 20
+    while not part_files(p) and time.monotonic() < deadline:  # a batch goes out every BATCH_SECONDS
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with pytest.raises(TraceError, match="no end record"):
+        load_trace(p)
+    tr = load_trace(p, allow_truncated=True)
+    assert not tr.complete and tr.n_access == 3000
+    assert [a.selection.start[0] for a in tr.accesses] == list(range(3000))
