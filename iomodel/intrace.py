@@ -146,10 +146,11 @@ class TraceCalibration:
                    float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)))
 
 
-def _segments(accesses: list[AccessRecord]) -> list[int]:
-    """End indices of up to SEGMENTS time-ordered segments of ``accesses`` (sorted by start time)."""
-    k = min(SEGMENTS, len(accesses))
-    ends = np.linspace(0, len(accesses), k + 1).astype(int)[1:]
+def _segments(accesses) -> list[int]:
+    """End indices (access numbers) of up to SEGMENTS time-ordered segments of ``accesses`` (sorted by start)."""
+    n = len(accesses)
+    k = min(SEGMENTS, n)
+    ends = np.linspace(0, n, k + 1).astype(int)[1:]
     return sorted(set(int(e) for e in ends if e > 0))
 
 
@@ -219,25 +220,23 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     procs = procs if procs is not None else trace.nprocs
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
-    by_ds: dict[int, list[AccessRecord]] = {}
-    for a in trace.accesses:
-        by_ds.setdefault(a.dataset, []).append(a)
-    for ds_id, accs in by_ds.items():
+    for ds_id in np.unique(trace.columns.ds).tolist():
+        accs = trace.columns_of(ds_id)
         ds = trace.datasets[ds_id]
         if library is not None and ds.library != library or datasets is not None and ds_id not in datasets:
             continue
         shape = trace.extent(ds_id)
         layout = layout_of(ds).with_shape(shape)
         g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
-        accs = sorted(accs, key=lambda a: a.t_start)
+        accs = accs.take(np.argsort(accs.t0, kind="stable"))  # in time order (a run: by its first access)
         # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and
         # the page cache carry over as they did in the run
         before, start = np.zeros(len(names)), 0
         for end in _segments(accs):
-            p = Workload(ds, accs[:end], shape, procs).predict(layout, profile)
+            p = Workload(ds, accs.window(0, end), shape, procs).predict(layout, profile)
             upto = np.array([p.terms.get(n, 0.0) for n in names])
             g_terms.append(np.maximum(upto - before, 0.0))
-            g_traced.append(traced_seconds(accs[start:end]))
+            g_traced.append(traced_seconds(accs.window(start, end)))
             before, start = upto, end
         w_terms.append(before)
         w_traced.append(traced_seconds(accs))
