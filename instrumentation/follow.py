@@ -21,10 +21,15 @@ How a child gets traced:
 A part is closed when its process exits: at interpreter exit (atexit), at the
 end of a multiprocessing ``Process._bootstrap`` (fork and forkserver children
 leave with ``os._exit``, which skips atexit), and on SIGTERM (``Pool.terminate``)
-when the program has not set a handler of its own.
+when the program has not set a handler of its own. The SIGTERM close runs in a
+thread of its own and the process ends at most SIGTERM_WAIT seconds later
+whatever happened to it: the handler interrupts code that may hold the locks the
+close needs (the tracer's own, mid-flush), and a process that outlives SIGTERM
+hangs the pool that waits for it.
 """
 from __future__ import annotations
 
+import _thread
 import functools
 import os
 import signal
@@ -62,6 +67,8 @@ PTH_LINE = f"import os; exec({_PTH_CODE!r}, {{'os': os}}) if os.environ.get({ENV
 PART_WAIT = float(os.environ.get("IOADVISOR_PART_WAIT", "10"))
 """Longest wait at the end of a run for a live child to flush what it recorded before the end."""
 POLL = 0.02
+SIGTERM_WAIT = float(os.environ.get("IOADVISOR_SIGTERM_WAIT", "5"))
+"""Longest a child killed by SIGTERM spends closing its part before it ends (the part is then lost, and said so)."""
 
 
 def child_environment(parts_dirs: list[str]) -> dict[str, str]:
@@ -112,8 +119,7 @@ def start_part() -> None:
 _ending = {"closing": False, "terminated": False}
 
 
-def close_all() -> None:
-    """End every tracer still active in this process (also the exit paths that skip atexit)."""
+def _close_tracers() -> None:
     from .tracer import HUB
 
     if _ending["closing"]:
@@ -127,14 +133,40 @@ def close_all() -> None:
                 pass
     finally:
         _ending["closing"] = False
-    if _ending["terminated"]:  # the process still ends the way SIGTERM ends it
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def close_all() -> None:
+    """End every tracer still active in this process (also the exit paths that skip atexit)."""
+    _close_tracers()
+    if _ending["terminated"]:
+        _end_by_sigterm()
+
+
+def _end_by_sigterm() -> None:
+    """The process still ends the way SIGTERM ends it (exit status, the parent's view)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _on_sigterm(signum, frame) -> None:
     _ending["terminated"] = True
-    close_all()  # or, when a close is under way (Process._bootstrap ending), that close ends the process
+    if _ending["closing"]:
+        return  # the close under way (Process._bootstrap ending) ends the process when it is done
+    # Not closing in this frame: the code it interrupted may hold a lock the close takes (a flush
+    # holds the tracer's drain lock), and waiting here would wait for ourselves forever. A raw
+    # thread, since threading's own locks may be the ones held.
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def close():
+        try:
+            _close_tracers()
+        finally:
+            done.release()
+
+    _thread.start_new_thread(close, ())
+    done.acquire(timeout=SIGTERM_WAIT)
+    _end_by_sigterm()
 
 
 def install_sigterm() -> None:

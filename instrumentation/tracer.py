@@ -65,6 +65,8 @@ FLUSH_INTERVAL = 0.2
 """Seconds between writes of queued records: a killed process loses at most this much."""
 MAX_PENDING = 65536
 """Queued records beyond which the recording thread writes them itself (bounded memory)."""
+FLUSHER_WAIT = 5.0
+"""Longest the last tracer's exit waits for the flusher thread to stop."""
 
 
 class _TLS(threading.local):

@@ -230,3 +230,44 @@ def test_program_output_and_exit_status_unchanged_with_workers(tmp_path, data, m
     err = traced.stderr.splitlines()
     assert err[0] == "bye" and err[1].startswith("ioadvisor: trace ") and len(err) == 2
     assert len(load_trace(tmp_path / "t.jsonl").accesses) == 20
+
+
+def test_sigterm_mid_flush_still_ends_the_child(tmp_path, data):
+    """SIGTERM (``Pool.terminate``) lands while a followed child's main thread is flushing a tracer.
+
+    The close must not wait on the drain lock the interrupted flush holds: the child ends
+    by SIGTERM within the bounded close, or a pool waiting for it hangs for ever.
+    """
+    import signal
+    import time
+
+    code = ("import sys, h5py, advisor\n"
+            f"x = h5py.File({str(data)!r}, 'r')['x']\n"
+            "with advisor.trace(sys.argv[1]) as t:\n"
+            "    x[0]; t.flush(); print('ready', flush=True)\n"
+            "    while True:\n"  # most of each turn is spent inside flush, holding its lock
+            "        for i in range(20):\n"
+            "            x[i]\n"
+            "        t.flush()\n")
+    with advisor.trace(tmp_path / "t.jsonl") as t:
+        env = {**os.environ, "IOADVISOR_SIGTERM_WAIT": "2",  # os.environ now says "follow me"
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        children = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / f"own{k}.jsonl")], env=env,
+                                     stdout=subprocess.PIPE, text=True) for k in range(6)]
+        for child in children:
+            assert child.stdout.readline() == "ready\n"
+        for k, child in enumerate(children):
+            time.sleep(0.05 * k)
+            child.send_signal(signal.SIGTERM)
+        hung = []
+        for child in children:
+            try:
+                child.wait(30)
+            except subprocess.TimeoutExpired:
+                hung.append(child.pid)
+                child.kill()
+                child.wait()
+            child.stdout.close()
+    assert not hung, f"children {hung} outlived SIGTERM"
+    assert all(child.returncode == -signal.SIGTERM for child in children)
+    assert {p.pid for p in t.load().header.processes[1:]} == {child.pid for child in children}
