@@ -149,6 +149,8 @@ def _end_by_sigterm() -> None:
 
 
 def _on_sigterm(signum, frame) -> None:
+    if _ending["terminated"]:
+        return  # the watcher's repeat of a SIGTERM this handler already has
     _ending["terminated"] = True
     if _ending["closing"]:
         return  # the close under way (Process._bootstrap ending) ends the process when it is done
@@ -164,15 +166,70 @@ def _on_sigterm(signum, frame) -> None:
         finally:
             done.release()
 
-    _thread.start_new_thread(close, ())
-    done.acquire(timeout=SIGTERM_WAIT)
+    try:
+        _thread.start_new_thread(close, ())
+    except RuntimeError:  # no new thread while the interpreter shuts down: end without closing
+        pass
+    else:
+        done.acquire(timeout=SIGTERM_WAIT)
     _end_by_sigterm()
 
 
 def install_sigterm() -> None:
     if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_sigterm):
         signal.signal(signal.SIGTERM, _on_sigterm)
+        _watch_sigterm()
+
+
+_wakeup = {"r": -1, "w": -1}
+
+
+def _watch_sigterm() -> None:
+    """Repeat a SIGTERM to the main thread until its handler runs.
+
+    A Python handler runs only when the main thread returns to the interpreter. A
+    SIGTERM that arrives while it is on its way into a blocking wait (a pool worker
+    woken on the queue lock, the lock taken by the terminating parent, glibc waiting
+    again) is recorded and never handled: the worker outlives ``Pool.terminate``, which
+    waits for it for ever. SIG_DFL would have ended it; the repeat, aimed at the main
+    thread, interrupts the wait. Only when the program uses no wakeup fd of its own.
+    """
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:
+        old = None
+    if old not in (-1, _wakeup["w"]):  # the program's own (asyncio): leave it
+        if old is not None:
+            signal.set_wakeup_fd(old)
+        os.close(r)
+        os.close(w)
+        return
+    for fd in (_wakeup["r"], _wakeup["w"]):  # inherited over a fork: the parent's pipe
+        if fd != -1:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    _wakeup.update(r=r, w=w)
+    main = threading.main_thread().ident
+
+    def watch():
+        while True:
+            try:
+                got = os.read(r, 64)
+            except OSError:
+                return
+            if not got:
+                return
+            if signal.SIGTERM in got:
+                while True:  # until the handler ends the process
+                    time.sleep(0.5)
+                    signal.pthread_kill(main, signal.SIGTERM)
+
+    _thread.start_new_thread(watch, ())
 
 
 def _traced_bootstrap(original):
