@@ -271,3 +271,28 @@ def test_sigterm_mid_flush_still_ends_the_child(tmp_path, data):
     assert not hung, f"children {hung} outlived SIGTERM"
     assert all(child.returncode == -signal.SIGTERM for child in children)
     assert {p.pid for p in t.load().header.processes[1:]} == {child.pid for child in children}
+
+
+def test_sigterm_taken_by_another_thread_still_ends_the_child(tmp_path):
+    """A SIGTERM whose handler the main thread never gets to run (it is blocked in a lock wait
+    and the signal was taken elsewhere: the way a pool worker parked on the queue lock missed it
+    under load) ends a followed child as it ends an untraced one."""
+    import signal
+
+    code = ("import signal, sys, threading, time\n"
+            "held = threading.Lock(); held.acquire()\n"
+            "other = threading.Thread(target=time.sleep, args=(60,), daemon=True); other.start()\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), signal.pthread_kill(other.ident, signal.SIGTERM)),"
+            " daemon=True).start()\n"
+            "held.acquire()\n")  # the main thread waits for ever; only SIGTERM ends the program
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    plain = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+    with advisor.trace(tmp_path / "t.jsonl") as t:
+        env["IOADVISOR_FOLLOW"] = os.environ["IOADVISOR_FOLLOW"]
+        try:
+            traced = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the traced child outlived its SIGTERM")
+    assert plain.returncode == traced.returncode == -signal.SIGTERM
+    (child,) = t.load().header.processes[1:]
+    assert child.state == "exited"
