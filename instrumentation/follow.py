@@ -201,18 +201,12 @@ def _watch_sigterm() -> None:
         old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     except ValueError:
         old = None
-    if old not in (-1, _wakeup["w"]):  # the program's own (asyncio): leave it
+    if old != -1:  # the program's own (asyncio): leave it
         if old is not None:
             signal.set_wakeup_fd(old)
         os.close(r)
         os.close(w)
         return
-    for fd in (_wakeup["r"], _wakeup["w"]):  # inherited over a fork: the parent's pipe
-        if fd != -1:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
     _wakeup.update(r=r, w=w)
     main = threading.main_thread().ident
 
@@ -225,11 +219,39 @@ def _watch_sigterm() -> None:
             if not got:
                 return
             if signal.SIGTERM in got:
-                while True:  # until the handler ends the process
+                time.sleep(0.5)
+                # until the handler runs (it then ends the process, bounded); never once the
+                # program has a SIGTERM handler of its own
+                while signal.getsignal(signal.SIGTERM) is _on_sigterm and not _ending["terminated"]:
+                    try:
+                        signal.pthread_kill(main, signal.SIGTERM)
+                    except OSError:  # the main thread has ended
+                        return
                     time.sleep(0.5)
-                    signal.pthread_kill(main, signal.SIGTERM)
 
     _thread.start_new_thread(watch, ())
+
+
+def _forget_watcher_in_child() -> None:
+    """A forked child has the parent's pipe as its wakeup fd, not the watcher (threads do not
+    survive a fork): its signals would reach the parent's watcher. install_sigterm makes its own."""
+    if _wakeup["w"] == -1:
+        return
+    try:
+        old = signal.set_wakeup_fd(-1)
+        if old != _wakeup["w"]:
+            signal.set_wakeup_fd(old)
+    except ValueError:
+        pass
+    for fd in (_wakeup["r"], _wakeup["w"]):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _wakeup.update(r=-1, w=-1)
+
+
+os.register_at_fork(after_in_child=_forget_watcher_in_child)  # before the tracer's own fork hook
 
 
 def _traced_bootstrap(original):
