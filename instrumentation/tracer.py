@@ -299,7 +299,9 @@ class _Hub:
     def _uninstall(self) -> None:
         self._stop.set()
         if self._flusher is not None and self._flusher is not threading.current_thread():
-            self._flusher.join()
+            # bounded: a flusher stuck on a lock the exiting code holds must not hang the exit
+            # (the exit drains again under the drain lock anyway)
+            self._flusher.join(FLUSHER_WAIT)
         self._flusher = None
         if self._finder is not None:
             try:
