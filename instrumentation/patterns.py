@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import POINTS, AccessColumns, as_columns
+from .columns import POINTS as POINT_SELECTION, AccessColumns, as_columns
 from .records import DatasetRecord
 from .tracefile import Trace, extent
 
@@ -94,7 +94,7 @@ def _geometry(cols: AccessColumns, ndim: int) -> tuple[np.ndarray, np.ndarray, n
     c, t, b = cols.count[:, :ndim], cols.stride[:, :ndim], cols.block[:, :ndim]
     n = c * b
     e = np.where(c > 0, t * (c - 1) + b, 0)
-    is_points = cols.kind == POINTS
+    is_points = cols.kind == POINT_SELECTION
     for i, s in cols.irregular.items():  # coordinate lists and index lists are rare next to slabs
         if s.points is not None:
             n[i] = 1 if len(s.points) else 0
