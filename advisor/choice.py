@@ -15,7 +15,6 @@ evaluated and how one of them is chosen change independently.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np

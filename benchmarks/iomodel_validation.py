@@ -341,7 +341,7 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
         f"{ok(m['spearman_wide_ge_0.8'] == m['spearman_wide_groups'])} |",
         f"| median absolute relative error of the total time | {m['median_rel_error']:.1%} | <= 20% | "
         f"{ok(m['median_rel_error'] <= 0.20)} |",
-        f"| median absolute relative error, worst library | "
+        "| median absolute relative error, worst library | "
         + ", ".join(f"{k} {v:.1%}" for k, v in m["median_rel_error_per_library"].items())
         + f" | <= 25% each | {ok(max(m['median_rel_error_per_library'].values()) <= 0.25)} |",
         f"| cases within {WITHIN:g}x of measured | {m['within_share']:.1%} | >= 90% | {ok(m['within_share'] >= 0.9)} |",
@@ -476,7 +476,7 @@ def main(argv=None) -> int:
     if mt is not None:
         print(f"with {args.transfer}: " + headline(mt))
     if mf is not None:
-        print(f"measurement floor (earlier measured times as the prediction): " + headline(mf))
+        print("measurement floor (earlier measured times as the prediction): " + headline(mf))
     print(f"measured in {t_meas:.0f}s, predicted in {t_pred:.1f}s; raw results {out}; figures "
           + ", ".join(str(p) for p in figs))
     if args.doc:

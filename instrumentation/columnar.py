@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .columns import ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs
-from .records import READ, WRITE, AccessRecord, RecordError, Selection, TraceHeader
+from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
 from .tracefile import (
     Trace,
     TraceError,

@@ -52,7 +52,7 @@ from pathlib import Path
 from . import follow, interpose
 from .selection import fast_hyperslab
 from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
-from .tracefile import Trace, TraceError, TraceWriter, hyperslab_head, load_trace
+from .tracefile import Trace, TraceError, TraceWriter, load_trace
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
@@ -367,11 +367,6 @@ os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_
                     after_in_child=HUB._after_fork_in_child)
 # a tracer entered by hand and never exited, or a child process's parts: still end the files cleanly
 atexit.register(follow.close_all)
-
-
-def hyperslab_template(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
-    """A JSON Lines access line as a %-template of (*start, t0, dt) (tested against the writer)."""
-    return hyperslab_head(ds, op, ndim, count, stride, block, n, nbytes) + '%r,"dt":%r}'
 
 
 def _versions() -> dict:

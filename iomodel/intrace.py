@@ -39,7 +39,7 @@ from typing import Callable, Collection, Sequence
 import numpy as np
 
 from instrumentation.columns import as_columns
-from instrumentation.records import AccessRecord, DatasetRecord
+from instrumentation.records import DatasetRecord
 from instrumentation.tracefile import Trace
 
 from .cost import TERMS

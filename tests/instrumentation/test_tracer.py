@@ -217,7 +217,11 @@ def test_tracer_is_a_context_manager_class():
 def test_template_lines_are_those_of_the_contract_writer(tmp_path):
     from instrumentation.records import TraceHeader
     from instrumentation.tracefile import TraceWriter
-    from instrumentation.tracer import hyperslab_head, hyperslab_template
+    from instrumentation.tracefile import hyperslab_head
+
+    def hyperslab_template(ds, op, ndim, count, stride, block, n, nbytes):
+        """A JSON Lines access line as a %-template of (*start, t0, dt)."""
+        return hyperslab_head(ds, op, ndim, count, stride, block, n, nbytes) + '%r,"dt":%r}'
 
     rng = np.random.default_rng(3)
     items = []
@@ -233,7 +237,7 @@ def test_template_lines_are_those_of_the_contract_writer(tmp_path):
         ref.hyperslab_access(*it)
     lines = [hyperslab_template(ds, op, len(st), c, s, b, n, nb) % (*st, t0, dt)
              for ds, op, st, c, s, b, n, nb, t0, dt in items]
-    # Tracer._drain fills the same line in two steps (a cached head, then the floats)
+    # TraceWriter.hyperslab_rows fills the same line in two steps (a cached head, then the floats)
     assert lines == [f'{hyperslab_head(ds, op, len(st), c, s, b, n, nb) % st}{t0!r},"dt":{dt!r}}}'
                      for ds, op, st, c, s, b, n, nb, t0, dt in items]
     fast.access_lines(lines[:77])
