@@ -464,7 +464,7 @@ class Tracer:
         self._libhdf5_before = interpose.mapped_libhdf5()  # a copy loaded while tracing, unseen, is missed
         if below is not None and below.control is None:
             if self._follow:
-                capture += (interpose.CAPTURE_LEVEL + ", child processes only",)
+                capture += (interpose.CAPTURE_LEVEL + " in child processes only",)
         elif below is not None:
             capture += (interpose.CAPTURE_LEVEL,)
             self._spans = deque()

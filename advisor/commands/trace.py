@@ -93,7 +93,7 @@ def format_capture(trace: Trace) -> list[str]:
     for h in trace.headers:
         rank = f"rank {h.rank}: " if len(trace.headers) > 1 else ""
         if h.capture:
-            lines.append(f"{rank}captured: {', '.join(h.capture)}")
+            lines.append(f"{rank}captured: {'; '.join(h.capture)}")
         if len(h.processes) > 1:
             lines.append(f"{rank}processes ({len(h.processes)}, by parent):")
             lines += _process_tree(h.processes)
