@@ -208,10 +208,11 @@ def part_files(path: str | os.PathLike) -> list[Path]:
 class ColumnarTraceWriter(TraceWriter):
     """Writer of a columnar trace directory (see the module docstring); thread-safe.
 
-    Accesses are buffered as tuples and written as one Parquet batch every
-    BATCH_ROWS accesses or BATCH_SECONDS (``flush(force=False)``, what the
-    tracer's flusher calls), or at once (``flush()``). Runs of regular
-    accesses are folded (``compact_runs``) batch by batch.
+    Accesses are buffered as tuples (or as columns, ``access_columns``) and
+    written as one Parquet batch every BATCH_ROWS accesses or BATCH_SECONDS
+    (``flush(force=False)``, what the tracer's flusher calls), or at once
+    (``flush()``). Runs of regular accesses are folded (``compact_runs``)
+    batch by batch.
     """
 
     def __init__(self, path: str | os.PathLike, header: TraceHeader):
@@ -221,6 +222,8 @@ class ColumnarTraceWriter(TraceWriter):
         self._rows: list[tuple] = []
         self._irregular: dict[int, Selection] = {}
         self._collective: list[int] = []
+        self._columns: list[AccessColumns] = []  # buffered before self._rows
+        self._column_rows = 0
         self._since = time.perf_counter()
         self._rank = header.rank
         self._next_part = 0
@@ -275,6 +278,19 @@ class ColumnarTraceWriter(TraceWriter):
             self.n_access += len(rows)
         self.flush(force=False)
 
+    def access_columns(self, cols: AccessColumns) -> None:
+        """Many accesses at once as columns (``ds`` this trace's ids, ``t0`` from its origin): the bulk path
+        of converters that hold arrays (the libhdf5 interposer's records), with no Python object per access."""
+        if not cols.rows:
+            return
+        with self._lock:
+            if self._rows:  # file order = call order
+                self._columns.append(self._take_rows())
+            self._columns.append(cols)
+            self._column_rows += cols.rows
+            self.n_access += cols.n_access
+        self.flush(force=False)
+
     def access_lines(self, lines: list[str]) -> None:
         """Access records formatted as JSON Lines (``{"t":"a",...}``), for writers of schema-1 lines."""
         for line in lines:
@@ -286,18 +302,25 @@ class ColumnarTraceWriter(TraceWriter):
                 raise ValueError(f"{self.path}: bad access line: {exc}") from None
 
     # -- batches --
+    def _take_rows(self) -> AccessColumns:
+        """The buffered tuples as columns, taken out of the buffer (lock held)."""
+        rows, irregular, coll = self._rows, self._irregular, self._collective
+        self._rows, self._irregular, self._collective = [], {}, []
+        cols = rows_to_columns(rows, irregular, self._rank)
+        cols.collective[coll] = True
+        return cols
+
     def flush(self, force: bool = True) -> None:
         with self._lock:
-            if not self._rows or self._meta.closed:
+            pending = len(self._rows) + self._column_rows
+            if not pending or self._meta.closed:
                 return
-            if not force and len(self._rows) < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
+            if not force and pending < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
                 return
-            rows, irregular, coll = self._rows, self._irregular, self._collective
-            self._rows, self._irregular, self._collective = [], {}, []
+            parts = self._columns + ([self._take_rows()] if self._rows else [])
+            self._columns, self._column_rows = [], 0
             self._since = time.perf_counter()
-            cols = rows_to_columns(rows, irregular, self._rank)
-            cols.collective[coll] = True
-            cols = compact_runs(cols)
+            cols = compact_runs(AccessColumns.concat(parts))
             part = self.path / f"part-{self._next_part:06d}.parquet"
             self._next_part += 1
             write_table(to_table(cols), part)

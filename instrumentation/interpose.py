@@ -5,8 +5,13 @@ loaded with ``LD_PRELOAD``; it sees every ``H5Dread``/``H5Dwrite`` of a
 process, whoever calls it: netCDF-C (netCDF4-python, xarray's default engine),
 PyTables, h5py's low-level calls, C/C++/Fortran programs. Each process writes
 ``h5-PID.meta`` (JSON lines) and ``h5-PID.acc`` (``ACCESS`` records) into a
-log directory; ``LibraryCapture`` reads them while the program runs and hands
-the accesses to the active tracers.
+log directory; ``LibraryCapture`` reads them while the program runs (every
+flush interval, on the tracer's flusher thread, never on the program's) and
+hands them to the active tracers in bulk: the records are read as a numpy
+structured array and become the trace writer's columns (``AccessColumns``)
+with no Python object per access, but for point and block lists (rare). A
+process's own records are flushed to its file at each poll, so a killed
+process's trace (``load_trace(..., allow_truncated=True)``) holds them.
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
@@ -26,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, Selection
+from .columns import POINTS, SLAB, AccessColumns
+from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
 
 MAXD = 8
@@ -179,14 +185,15 @@ def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
     )
 
 
-def canonical_hyperslabs(rec: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(start, count, stride, block) of ``rec``'s regular selections in the trace's canonical form.
+def canonical_hyperslabs(rec: np.ndarray, width: int = MAXD) -> tuple[np.ndarray, ...]:
+    """(start, count, stride, block) of ``rec``'s regular selections in the trace's canonical form, first
+    ``width`` dimensions.
 
     Per dimension (as ``selection._multiblock_dim``): nothing selected -> count 1, block 0; one block
     or touching blocks -> one run (count 1, stride 1); else count blocks of block, stride apart.
     """
-    start, stride = rec["start"].astype(np.int64), rec["stride"].astype(np.int64)
-    count, block = rec["count"].astype(np.int64), rec["block"].astype(np.int64)
+    start, stride, count, block = (rec[name][:, :width].astype(np.int64)
+                                   for name in ("start", "stride", "count", "block"))
     empty = (count == 0) | (block == 0)
     run = ~empty & ((count == 1) | (stride == block))
     block = np.where(empty, 0, np.where(run, count * block, block))
@@ -247,9 +254,14 @@ class ProcessLog:
             data = b""
         n = len(data) // ACCESS.itemsize
         self._acc_at += n * ACCESS.itemsize
-        rec = np.frombuffer(data[: n * ACCESS.itemsize], dtype=ACCESS)
+        rec = np.frombuffer(data, dtype=ACCESS, count=n)
         self.n_read += n
         return rec
+
+    def unread(self, n: int) -> None:
+        """Give back the last ``n`` access records read: the next ``read`` returns them again."""
+        self._acc_at -= n * ACCESS.itemsize
+        self.n_read -= n
 
     def _new_lines(self) -> list[bytes]:
         try:
@@ -276,7 +288,6 @@ class LibraryCapture:
         self.pid = os.getpid()
         self.logs: dict[int, ProcessLog] = {}
         self.infos: dict[tuple[int, int], object] = {}
-        self._pending: dict[int, np.ndarray] = {}
         self._cutoff = 0.0
         self.hooked: dict[str, str] = {}  # libhdf5 file -> its version, as the processes reported them
         self.unconverted = 0
@@ -307,7 +318,7 @@ class LibraryCapture:
     def poll(self, tracers, final: bool = False) -> None:
         """Convert what the processes recorded, up to one flush interval ago (everything when ``final``)."""
         now = time.perf_counter()
-        if self.control is not None and final:
+        if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
             self.control.ioadv_flush()
         cutoff = float("inf") if final else self._cutoff
         self._cutoff = now
@@ -318,19 +329,13 @@ class LibraryCapture:
                     self.logs[pid] = ProcessLog(self.log_dir, pid)
         for pid, log in self.logs.items():
             rec = log.read()
-            held = self._pending.pop(pid, None)
-            if held is not None:
-                rec = np.concatenate([held, rec])
-            if not len(rec):
-                continue
-            ready = rec["t0"] + rec["dt"] <= cutoff
-            if not ready.all():
-                self._pending[pid] = rec[~ready]
-                rec = rec[ready]
-                first = log.n_read - len(self._pending[pid]) - len(rec)
-            else:
-                first = log.n_read - len(rec)
-            self._deliver(log, rec, first, tracers)
+            # the records up to the first one that ended after the cutoff; the rest is read again next time
+            late = np.flatnonzero(rec["t0"] + rec["dt"] > cutoff)
+            if len(late):
+                log.unread(len(rec) - int(late[0]))
+                rec = rec[: late[0]]
+            if len(rec):
+                self._deliver(log, rec, log.n_read - len(rec), tracers)
 
     def _info(self, log: ProcessLog, num: int):
         from .tracer import DatasetInfo
@@ -350,50 +355,69 @@ class LibraryCapture:
         return info
 
     def _deliver(self, log: ProcessLog, rec: np.ndarray, first: int, tracers) -> None:
-        # one pass over plain Python lists: indexing numpy records one by one costs more than the rest
-        start, count, stride, block = (a.tolist() for a in canonical_hyperslabs(rec))
+        # in bulk, in call order, to each tracer's writer as columns: no Python object per access but
+        # for point and block lists (rare), whose selections are read from the metadata
+        infos = []
+        nums, which = np.unique(rec["ds"], return_inverse=True)
+        for num in nums.tolist():
+            infos.append(self._info(log, num))
+        live = np.array([info.shape is not None for info in infos], bool)[which]
+        kind, ndim = rec["kind"], rec["ndim"].astype(np.int64)
+        none = kind == KIND_NONE
+        slab = live & ((((kind == KIND_ALL) | (kind == KIND_REGULAR)) & (ndim <= MAXD)) | none)
+        irregular = {}
+        for i in np.flatnonzero(live & ~slab).tolist():
+            sel = log.selections.pop(first + i, None)
+            if sel is not None and "v" in sel:
+                nd = int(ndim[i])
+                irregular[i] = points_selection(np.asarray(sel["v"], np.int64).reshape(-1, nd)) \
+                    if sel["kind"] == "points" else _blocks_selection(sel["v"], nd)
+        converted = slab.copy()
+        converted[list(irregular)] = True
+        width = int(ndim[converted].max(initial=0))
+        start, count, stride, block = canonical_hyperslabs(rec, width)
+        # past a row's dimensions the record holds whatever the C stack held: the trace's fill instead
+        past = (np.arange(width) >= ndim[:, None]) | none[:, None]
+        start = np.where(past, 0, start)
+        count = np.where(past, 1, count)
+        stride = np.where(past, 1, stride)
+        block = np.where(past, np.where(none[:, None], 0, 1), block)
+        for i, sel in irregular.items():  # their bounding box, as the writers keep it
+            lo, hi = sel.bounds()
+            start[i, : len(lo)], block[i, : len(lo)] = lo, np.subtract(hi, lo)
+        t0 = rec["t0"]
         own = log.pid == self.pid
-        keep = {tr: (self._not_seen_above(tr, log, rec) if own else np.ones(len(rec), bool)).tolist()
+        keep = {tr: (self._not_seen_above(tr, log, rec) if own else np.ones(len(rec), bool)) & (t0 >= tr._origin)
                 for tr in tracers}
-        origins = [(tr, tr._origin, keep[tr]) for tr in tracers]
-        columns = (rec[k].tolist() for k in ("ds", "op", "kind", "ndim", "n", "nbytes", "t0", "dt"))
-        infos = {}
-        for i, (num, write, kind, ndim, n, nbytes, t0, dt) in enumerate(zip(*columns)):
-            seq = first + i
-            while log.resizes and log.resizes[0]["a"] <= seq:
-                ev = log.resizes.pop(0)
-                resized = self._info(log, ev["i"])
-                resized.shape = tuple(ev["dims"])
-                for tr, origin, _ in origins:
-                    if t0 >= origin:
-                        tr._resize(resized, t0)
-            info = infos.get(num) or infos.setdefault(num, self._info(log, num))
-            if info.shape is None:
+        for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
+            self.unconverted += int((keep[tr] & live & ~converted).sum())
+            for i in np.unique(which[keep[tr] & converted]).tolist():
+                if infos[i] not in tr._ids:
+                    tr._register(infos[i])
+        last = first + len(rec) - 1
+        while log.resizes and log.resizes[0]["a"] <= last:
+            ev = log.resizes.pop(0)
+            resized = self._info(log, ev["i"])
+            resized.shape = tuple(ev["dims"])
+            at = float(t0[max(ev["a"] - first, 0)])
+            for tr in tracers:
+                if at >= tr._origin:
+                    tr._resize(resized, at)
+        for tr in tracers:
+            rows = np.flatnonzero(keep[tr] & converted)
+            if not len(rows):
                 continue
-            op = WRITE if write else READ
-            selection = slab = None
-            if kind in (KIND_ALL, KIND_REGULAR) and ndim <= MAXD:
-                slab = (tuple(start[i][:ndim]), tuple(count[i][:ndim]), tuple(stride[i][:ndim]),
-                        tuple(block[i][:ndim]))
-            elif kind == KIND_NONE:
-                slab = ((0,) * ndim, (1,) * ndim, (1,) * ndim, (0,) * ndim)
-            else:
-                sel = log.selections.pop(seq, None)
-                if sel is not None and "v" in sel:
-                    values = sel["v"]
-                    if sel["kind"] == "points":
-                        selection = points_selection(np.asarray(values, np.int64).reshape(-1, ndim))
-                    else:
-                        selection = _blocks_selection(values, ndim)
-            for tr, origin, kept in origins:
-                if t0 < origin or not kept[i]:
-                    continue
-                if slab is not None:
-                    tr._hyperslab(info, op, *slab, n, nbytes, t0, dt)
-                elif selection is not None:
-                    tr._access(info, op, selection, n, nbytes, t0, dt)
-                else:
-                    self.unconverted += 1
+            tids = np.array([tr._ids.get(info, -1) for info in infos], np.int32)
+            m = len(rows)
+            at = {r: j for j, r in enumerate(rows.tolist())} if irregular else {}
+            tr._columns(AccessColumns(
+                ds=tids[which[rows]], write=rec["op"][rows] == 1, rank=np.full(m, tr.rank, np.int32),
+                t0=t0[rows] - tr._origin, dt=rec["dt"][rows], t_step=np.zeros(m),
+                n=rec["n"][rows].astype(np.int64), nbytes=rec["nbytes"][rows].astype(np.int64),
+                rep=np.ones(m, np.int64), kind=np.where(slab[rows], SLAB, POINTS).astype(np.int8),
+                ndim=ndim[rows].astype(np.int8), start=start[rows], count=count[rows], stride=stride[rows],
+                block=block[rows], step=np.zeros((m, width), np.int64),
+                irregular={at[i]: sel for i, sel in irregular.items() if i in at}))
 
     def _not_seen_above(self, tracer, log: ProcessLog, rec: np.ndarray) -> np.ndarray:
         """False where an h5py call recorded by ``tracer`` around the same dataset holds the libhdf5 call."""

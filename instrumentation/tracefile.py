@@ -156,6 +156,19 @@ class JsonlTraceWriter(TraceWriter):
             lines.append(f'{head % tuple(start)}{t0!r},"dt":{dt!r}}}')
         self.access_lines(lines)
 
+    def access_columns(self, cols) -> None:
+        """Many accesses as ``AccessColumns`` (``ds`` this trace's ids, ``t0`` from its origin); JSON Lines
+        is text per access, so each gets its line."""
+        if cols.irregular or (cols.rep != 1).any():
+            for rec in cols.records():
+                self.access(rec)
+            return
+        nd = cols.ndim.tolist()
+        dims = [[tuple(row[:k]) for row, k in zip(getattr(cols, name).tolist(), nd)]
+                for name in ("start", "count", "stride", "block")]
+        self.hyperslab_rows(list(zip(cols.ds.tolist(), cols.write.tolist(), *dims, cols.n.tolist(),
+                                     cols.nbytes.tolist(), cols.t0.tolist(), cols.dt.tolist())))
+
     def resize(self, rec: ResizeRecord) -> None:
         self._push(_dumps({"t": "r", **rec.get_config()}))
 

@@ -613,6 +613,12 @@ class Tracer:
         self._queue.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt,
                                         collective=collective))
 
+    def _columns(self, cols) -> None:
+        """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
+        self._drain(force=False)  # what the hooks queued before goes first
+        with self._drain_lock:
+            self._writer.access_columns(cols)
+
     def _resize(self, info, t0) -> None:
         tid = self._ids.get(info)
         if tid is None:

@@ -15,10 +15,13 @@ import pytest
 
 import advisor
 from instrumentation import interpose
-from instrumentation.records import Selection
+from instrumentation.columns import AccessColumns
+from instrumentation.records import AccessRecord, Selection
 from instrumentation.selection import _multiblock_dim
-from instrumentation.tracefile import load_trace
+from instrumentation.tracefile import TraceWriter, load_trace
 from instrumentation.tracer import HUB
+
+from test_tracefile import dataset, header
 
 ROOT = Path(__file__).resolve().parents[2]
 C_DIR = Path(__file__).parent / "c"
@@ -41,13 +44,13 @@ def _env() -> dict:
     return env
 
 
-def traced_run(tmp_path, *command, launcher=()) -> tuple[object, list[dict]]:
-    """``[launcher] ioadvisor run -o t.jsonl -- command``: (trace, the program's JSON lines)."""
-    res = subprocess.run([*launcher, str(IOADVISOR), "run", "-o", "t.jsonl", "--", *map(str, command)],
+def traced_run(tmp_path, *command, launcher=(), output="t.jsonl") -> tuple[object, list[dict]]:
+    """``[launcher] ioadvisor run -o OUTPUT -- command``: (trace, the program's JSON lines)."""
+    res = subprocess.run([*launcher, str(IOADVISOR), "run", "-o", output, "--", *map(str, command)],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
     assert res.returncode == 0, res.stderr[-3000:]
     truth = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-    return load_trace(tmp_path / "t.jsonl"), truth
+    return load_trace(tmp_path / output), truth
 
 
 def compile_c(tmp_path, source: str, dirs, cc="cc") -> Path:
@@ -80,9 +83,10 @@ def expected_selection(line: dict) -> Selection:
     return Selection(*(tuple(d[k] for d in dims) for k in range(1, 5)))
 
 
-def test_c_program_every_selection_with_its_op(tmp_path):
+@pytest.mark.parametrize("output", ["t.jsonl", "t.parquet"])
+def test_c_program_every_selection_with_its_op(tmp_path, output):
     exe = compile_c(tmp_path, "known_accesses.c", SERIAL)
-    trace, truth = traced_run(tmp_path, exe, tmp_path / "known.h5")
+    trace, truth = traced_run(tmp_path, exe, tmp_path / "known.h5", output=output)
     assert len(truth) == 12
     assert [a.op for a in trace.accesses] == [t["op"] for t in truth]
     (ds,) = trace.datasets.values()
@@ -169,6 +173,34 @@ def test_netcdf4_reads_with_strides_and_integer_indices(tmp_path):
                 got |= elements(a.selection, ds.shape)
         assert got == set(line["elements"])
         assert sum(a.nelements for a in acc if a.op == "read") == len(line["elements"])  # nothing read twice
+
+
+KILLED_PROGRAM = textwrap.dedent("""
+    import os, signal, sys, time
+    import netCDF4, numpy as np
+    with netCDF4.Dataset(sys.argv[1], "w") as nc:
+        nc.createDimension("t", 50)
+        nc.createDimension("x", 20)
+        nc.createVariable("v", "f4", ("t", "x"), chunksizes=(1, 20))[:] = np.zeros((50, 20), "f4")
+    nc = netCDF4.Dataset(sys.argv[1])
+    for t in range(50):
+        nc["v"][t, 2:7]
+    time.sleep(2.5)  # longer than the tracer's flush interval plus the trace writer's batch time
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_libhdf5_calls_before_a_sigkill_are_in_the_trace(tmp_path):
+    prog = tmp_path / "killed.py"
+    prog.write_text(KILLED_PROGRAM)
+    res = subprocess.run([str(IOADVISOR), "run", "-o", "t.parquet", "--", "python", str(prog), "f.nc"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+    assert res.returncode == -9, res.stderr[-3000:]
+    trace = load_trace(tmp_path / "t.parquet", allow_truncated=True)
+    assert not trace.complete
+    (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
+    reads = [(a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read"]
+    assert reads == [((t, 2), (1, 5)) for t in range(50)]
 
 
 XARRAY_PROGRAM = textwrap.dedent("""
@@ -346,3 +378,19 @@ def test_canonical_hyperslabs_match_the_python_normalizer():
                                                ((3, 7, 0, -1), "|S7"), ((6, 12, 0, -1), "|V12")])
 def test_hdf5_types_as_numpy_dtypes(hdf5_type, numpy):
     assert interpose.numpy_dtype(*hdf5_type) == numpy
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.parquet"])
+def test_writer_takes_columns_between_rows_in_call_order(tmp_path, name):
+    w = TraceWriter(tmp_path / name, header())
+    w.dataset(dataset())
+    w.hyperslab_access(0, "read", (0, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.1, 1e-5)
+    bulk = [AccessRecord(0, "write", Selection.box((2, 0), (3, 8)), 8, 32, 0.2, 1e-5),
+            AccessRecord(0, "read", Selection.from_config({"points": [[1, 2], [5, 3]]}), 2, 8, 0.3, 1e-6)]
+    w.access_columns(AccessColumns.from_records(bulk))
+    w.hyperslab_access(0, "read", (9, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.4, 1e-5)
+    w.close()
+    got = load_trace(tmp_path / name).accesses
+    assert [(a.op, a.t_start) for a in got] == [("read", 0.1), ("write", 0.2), ("read", 0.3), ("read", 0.4)]
+    assert got[1].selection == bulk[0].selection and got[1].nbytes == 32
+    assert got[2].selection.points.tolist() == [[1, 2], [5, 3]]
