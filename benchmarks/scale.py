@@ -178,6 +178,8 @@ def main(argv=None) -> int:
                     help="run the program untraced too (per-call overhead) up to this many accesses")
     ap.add_argument("--reuse", action="store_true", help="measure traces already in --workdir (no tracing)")
     ap.add_argument("--no-advise", action="store_true")
+    ap.add_argument("--trace-only", action="store_true",
+                    help="only make the traces (under the shared CPU lock), to measure later with --reuse")
     ap.add_argument("--overhead", action="store_true", help="also run benchmarks/tracing_overhead.py")
     ap.add_argument("--json", type=Path, help="append rows (one JSON object per line) here")
     args = ap.parse_args(argv)
@@ -197,6 +199,9 @@ def main(argv=None) -> int:
                     continue
             else:
                 row = trace(args.workdir, pattern, n, untraced=n <= args.untraced_max)
+                if args.trace_only:
+                    print(json.dumps(row), flush=True)
+                    continue
             row = measure(row, not args.no_advise)
             row["load_average"] = os.getloadavg()[0]
             rows.append(row)
@@ -204,7 +209,8 @@ def main(argv=None) -> int:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(row) + "\n")
-    print(table(rows))
+    if rows:
+        print(table(rows))
     if args.overhead:
         subprocess.run([sys.executable, str(REPO / "benchmarks" / "tracing_overhead.py")], env=_env(), check=True)
     return 0

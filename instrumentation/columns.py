@@ -205,12 +205,24 @@ class AccessColumns:
 
     def window(self, lo: int, hi: int) -> "AccessColumns":
         """Accesses lo..hi-1 (by access number, runs cut where the window cuts them)."""
+        return self._window(lo, hi, np.cumsum(self.rep))
+
+    def windows(self, size: int):
+        """Consecutive windows of ``size`` accesses (the last may be shorter), in order: bounded pieces of a
+        long trace whose runs stay folded."""
         ends = np.cumsum(self.rep)
+        total = int(ends[-1]) if self.rows else 0
+        for lo in range(0, total, size):
+            yield self._window(lo, lo + size, ends)
+
+    def _window(self, lo: int, hi: int, ends: np.ndarray) -> "AccessColumns":
         hi = min(hi, int(ends[-1]) if self.rows else 0)
         if lo >= hi:
             return self.take(np.zeros(0, np.int64))
         r0 = int(np.searchsorted(ends, lo, side="right"))
         r1 = int(np.searchsorted(ends, hi - 1, side="right"))
+        if r0 == 0 and r1 == self.rows - 1 and lo == 0 and hi == int(ends[-1]):
+            return self
         out = self.take(np.arange(r0, r1 + 1))
         skip = np.zeros(out.rows, np.int64)
         skip[0] = lo - (ends[r0] - self.rep[r0])

@@ -39,6 +39,20 @@ def new_page_cache(capacity: int, max_entries: int):
     return nodes, free, st, index
 
 
+def grow_page_cache(pc, max_entries: int):
+    """``pc`` with room for ``max_entries`` keys (same contents and LRU order): for a simulation fed in windows,
+    whose number of requests is known one window at a time."""
+    nodes, free, st, index = pc
+    n = nodes.shape[1]
+    if max_entries <= n:
+        return pc
+    grown = np.empty((4, max_entries), np.int64)
+    grown[:, :n] = nodes
+    more = np.empty(max_entries, np.int64)
+    more[:n] = free
+    return grown, more, st, index
+
+
 @numba.njit(cache=True)
 def pc_access(nodes, free, st, index, key, size):
     """Touch ``key`` (``size`` bytes): True if it was cached; it is cached (MRU) afterwards."""

@@ -16,7 +16,7 @@ from .layout import Layout
 from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
 from .profile import PageCacheCurve, SystemProfile
-from .variables import Variables, count_variables
+from .variables import WINDOW_ACCESSES, Replay, Variables
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
@@ -85,14 +85,19 @@ class Workload:
         for i, lay in enumerate(layouts):
             groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
-            walks = [trace_visits(acc, layouts[idx[0]]) for acc in self.by_rank]
-            for i in idx:
-                lay = layouts[i]
-                parallel = mpio_uncached(lay.library, self.procs, self.columns, self.dataset)
-                out[i] = [count_variables(acc, self.dataset, lay, page_cache_bytes, parallel=parallel,
-                                          warm=self.warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap,
-                                          visits=vis)
-                          for acc, vis in zip(self.by_rank, walks)]
+            per_rank = []
+            for acc in self.by_rank:
+                replays = [Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm, cache_curve=cache_curve,
+                                  zarr_overlap=zarr_overlap, parallel=mpio_uncached(layouts[i].library, self.procs,
+                                                                                    self.columns, self.dataset))
+                           for i in idx]
+                for window in acc.windows(WINDOW_ACCESSES):  # one walk per window, shared by the group
+                    vis = trace_visits(window, layouts[idx[0]])
+                    for r in replays:
+                        r.feed(window, vis)
+                per_rank.append([r.result() for r in replays])
+            for k, i in enumerate(idx):
+                out[i] = [rank[k] for rank in per_rank]
         return out
 
     def terms(self, v: Variables, library: str, profile: SystemProfile, servers: int | None = None) -> dict[str, float]:

@@ -35,7 +35,7 @@ from numba.typed import Dict
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
+from .cache import cc_access, cc_hit, cc_insert, grow_page_cache, hash_bits, hash_slot, new_page_cache, pc_access
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -257,50 +257,39 @@ def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi
     return rd_end, wr_end, next_off
 
 
+@numba.njit(cache=True, nogil=True)
+def _warm_up(pc, alloc, prealloc, nunits, sharded, shard_key0, shard_stored, piecewise, csize, stored, sieve, kmul):
+    """Every stored byte starts in the page cache, in file order (``warm``)."""
+    nodes, free, st, index = pc
+    for u in range(nunits):
+        if not _exists(u, alloc, prealloc):
+            continue
+        if sharded:
+            pc_access(nodes, free, st, index, (shard_key0 + u) * kmul, shard_stored)
+        elif piecewise:
+            for w in range((csize + sieve - 1) // sieve):
+                pc_access(nodes, free, st, index, u * kmul + 1 + w, min(sieve, csize - w * sieve))
+        else:
+            pc_access(nodes, free, st, index, u * kmul, stored)
+
+
 @numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
 def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll,
-              is_zarr, itemsize, csize, stored, chunk_elems, grid, bits,
+              is_zarr, itemsize, csize, stored, grid, bits,
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
-              prealloc, alloc, nchunks, pc, parallel, fill_alloc, warm, curve_b, curve_s, zarr_overlap):
-    out = np.zeros(19, np.float64)
+              prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap,
+              kmul, out, ent, cc, evicted, rtouched, wtouched, pos):
+    """Replay one window of accesses; the state (``out`` onwards; ``pos`` = device read end, write end, next
+    allocation offset) carries over to the next window."""
     nd = len(grid)
-    ent = np.full((6, max(1, nslots)), -1, np.int64)
-    cc = np.array([-1, -1, 0, 0, 0], np.int64)
-    evicted = np.empty(max(1, nslots) + 2, np.int64)
-    rtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
-    wtouched = Dict.empty(key_type=types.int64, value_type=types.int64)
-    # page-cache keys: unit * kmul (whole unit) or unit * kmul + 1 + window (piecewise)
-    kmul = (csize + sieve - 1) // sieve + 2
     shard_key0 = nchunks + 1
-    rd_end = -1
-    wr_end = -1
-    next_off = np.int64(0)
-    if prealloc == 1:
-        next_off = nchunks * stored
+    rd_end, wr_end, next_off = pos[0], pos[1], pos[2]
     use_cc = (not is_zarr) and chunked and (not parallel) and nslots > 0
     fits = use_cc and csize <= rdcc_nbytes
     n_acc = len(offsets) - 1
     sharded = n_inner > 0
     shard_stored = n_inner * stored + index_bytes
-    if warm:  # every stored byte starts in the page cache, in file order
-        nodes, free, st, index = pc
-        piecewise = (not is_zarr) and not (filtered or fits) and not parallel
-        nunits = nchunks
-        if sharded:
-            nunits = 1
-            for d in range(nd):
-                nunits *= shard_grid[d]
-        for u in range(nunits):
-            if not _exists(u, alloc, prealloc):
-                continue
-            if sharded:
-                pc_access(nodes, free, st, index, (shard_key0 + u) * kmul, shard_stored)
-            elif piecewise:
-                for w in range((csize + sieve - 1) // sieve):
-                    pc_access(nodes, free, st, index, u * kmul + 1 + w, min(sieve, csize - w * sieve))
-            else:
-                pc_access(nodes, free, st, index, u * kmul, stored)
     for a in range(n_acc):
         out[N_CALLS] += 1
         write = ops[a] == 1
@@ -501,7 +490,13 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 if vb not in wtouched:
                     wtouched[vb] = 1
                     out[N_WINDEX] += 1
-    # close: flush dirty chunks from the head of the list
+    pos[0], pos[1], pos[2] = rd_end, wr_end, next_off
+
+
+@numba.njit(cache=True, nogil=True)
+def _close(out, pc, ent, cc, alloc, prealloc, stored, kmul, filtered, csize, ibc, wtouched, pos):
+    """Close: flush dirty chunks from the head of the chunk cache's list."""
+    wr_end, next_off = pos[1], pos[2]
     s = cc[0]
     while s >= 0:
         if ent[5, s] == 1:
@@ -515,7 +510,110 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 wtouched[vb] = 1
                 out[N_WINDEX] += 1
         s = ent[2, s]
-    return out
+    pos[1], pos[2] = wr_end, next_off
+
+
+WINDOW_ACCESSES = 1 << 18
+"""Accesses walked and replayed at a time: bounds the chunk-visit arrays (about 49 bytes per visit) whatever
+the trace's length."""
+
+
+def _int64_dict():
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+class Replay:
+    """One rank's accesses of ``dataset`` replayed against ``layout``, fed window by window (``feed``): the
+    library's chunk cache, the page cache, the device positions and the allocation order carry over, so the
+    counts (``result``) equal one replay of the whole sequence. Arguments as ``count_variables``."""
+
+    def __init__(self, dataset: DatasetRecord, layout: Layout, page_cache_bytes: int, *, parallel: bool = False,
+                 warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0):
+        self.dataset, self.layout, self.parallel = dataset, layout, parallel
+        self._curve = (cache_curve or PageCacheCurve()).arrays()
+        self._zarr_overlap = float(zarr_overlap)
+        self._alloc = alloc = _int64_dict()
+        prealloc = 0 if dataset.created else 1
+        same_layout = (dataset.library == layout.library and dataset.chunks is not None
+                       and tuple(dataset.chunks) == layout.chunks and layout.shards is None)
+        if not dataset.created and dataset.chunk_offsets is not None and same_layout and len(dataset.chunk_offsets):
+            co = np.asarray(dataset.chunk_offsets, np.int64)
+            cid = np.ravel_multi_index(co[:, : layout.ndim].T, layout.grid, mode="clip")
+            for c, off in zip(cid.tolist(), co[:, layout.ndim].tolist()):
+                alloc[c] = off
+            prealloc = 2
+        self._prealloc = prealloc
+        cps = layout.chunks_per_shard
+        if cps is not None:
+            self._cps_grid = np.asarray(cps, np.int64)
+            self._shard_grid = np.asarray([-(-g // c) for g, c in zip(layout.grid, cps)], np.int64)
+            self._n_inner = int(np.prod(cps))
+            self._index_bytes = 16 * self._n_inner + 4
+        else:
+            self._cps_grid = self._shard_grid = np.ones(layout.ndim, np.int64)
+            self._n_inner = self._index_bytes = 0
+        csize, stored, sieve = layout.chunk_nbytes, layout.stored_chunk_nbytes, layout.sieve_bytes
+        # page-cache keys: unit * kmul (whole unit) or unit * kmul + 1 + window (piecewise)
+        self._kmul = (csize + sieve - 1) // sieve + 2
+        self._grid = np.asarray(layout.grid, np.int64)
+        self._bits = hash_bits(layout.grid)
+        nslots = layout.rdcc_nslots
+        self._ent = np.full((6, max(1, nslots)), -1, np.int64)
+        self._cc = np.array([-1, -1, 0, 0, 0], np.int64)
+        self._evicted = np.empty(max(1, nslots) + 2, np.int64)
+        self._rtouched, self._wtouched = _int64_dict(), _int64_dict()
+        self._pos = np.array([-1, -1, layout.nchunks * stored if prealloc == 1 else 0], np.int64)
+        self._out = np.zeros(len(FEATURES), np.float64)
+        # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request; the
+        # request bound grows window by window (``feed``)
+        self._bound = 16
+        if warm:
+            self._bound += layout.nchunks * (csize // sieve + 2)
+        min_entry = max(1, min(stored, sieve, self._index_bytes or stored))
+        self._max_entries = page_cache_bytes // min_entry + 2
+        self._pc = new_page_cache(page_cache_bytes, min(self._bound, self._max_entries))
+        self._closed = False
+        if warm:
+            sharded = self._n_inner > 0
+            nunits = int(np.prod(self._shard_grid)) if sharded else layout.nchunks
+            piecewise = layout.library != "zarr" and not (layout.filtered or self._fits) and not parallel
+            _warm_up(self._pc, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
+                     self._n_inner * stored + self._index_bytes, piecewise, csize, stored, sieve, self._kmul)
+
+    @property
+    def _fits(self) -> bool:
+        lay = self.layout
+        return (lay.library != "zarr" and lay.chunks is not None and not self.parallel and lay.rdcc_nslots > 0
+                and lay.chunk_nbytes <= lay.rdcc_nbytes)
+
+    def feed(self, cols: AccessColumns, visits: ChunkVisits | None = None) -> None:
+        """Replay the next accesses (``visits``: their ``trace_visits`` against this layout, if already walked)."""
+        if self._closed:
+            raise RuntimeError("replay already closed by result()")
+        if not cols.rows:
+            return
+        lay = self.layout
+        vis = trace_visits(cols, lay) if visits is None else visits
+        self._bound += int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis)
+        self._pc = grow_page_cache(self._pc, min(self._bound, self._max_entries))
+        _simulate(
+            vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, cols.op_codes(),
+            np.repeat(cols.collective, cols.rep), lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
+            lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
+            lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
+            self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
+            lay.nchunks, self._pc, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
+            self._kmul, self._out, self._ent, self._cc, self._evicted, self._rtouched, self._wtouched, self._pos,
+        )
+
+    def result(self) -> Variables:
+        """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
+        if not self._closed:
+            lay = self.layout
+            _close(self._out, self._pc, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
+                   self._kmul, lay.filtered, lay.chunk_nbytes, lay.index_block_chunks, self._wtouched, self._pos)
+            self._closed = True
+        return Variables.from_array(self._out)
 
 
 def count_variables(
@@ -528,7 +626,6 @@ def count_variables(
     warm: bool = False,
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
-    visits: ChunkVisits | None = None,
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
 
@@ -540,53 +637,17 @@ def count_variables(
     stored byte of the array starts in the page cache (the library cache empty).
     ``cache_curve``: the profile's page-cache copy time by request size (``x_cache``
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
-    overlap on the device (the profile's, measured by calibration).
-    ``visits``: ``trace_visits(accesses, layout)`` when already computed (shared by cache variants).
+    overlap on the device (the profile's, measured by calibration). Long traces are walked and replayed
+    WINDOW_ACCESSES at a time (``Replay``).
     """
     cols = as_columns(accesses)
     if (cols.ds != dataset.id).any():
         cols = cols.of_dataset(dataset.id)
-    vis = trace_visits(cols, layout) if visits is None else visits
-    ops = cols.op_codes()
-    coll = np.repeat(cols.collective, cols.rep)
-    chunked = layout.chunks is not None
-    alloc = Dict.empty(key_type=types.int64, value_type=types.int64)
-    prealloc = 0 if dataset.created else 1
-    same_layout = (dataset.library == layout.library and dataset.chunks is not None
-                   and tuple(dataset.chunks) == layout.chunks and layout.shards is None)
-    if not dataset.created and dataset.chunk_offsets is not None and same_layout and len(dataset.chunk_offsets):
-        co = np.asarray(dataset.chunk_offsets, np.int64)
-        cid = np.ravel_multi_index(co[:, : layout.ndim].T, layout.grid, mode="clip")
-        for c, off in zip(cid.tolist(), co[:, layout.ndim].tolist()):
-            alloc[c] = off
-        prealloc = 2
-    cps = layout.chunks_per_shard
-    if cps is not None:
-        cps_grid = np.asarray(cps, np.int64)
-        shard_grid = np.asarray([-(-g // c) for g, c in zip(layout.grid, cps)], np.int64)
-        n_inner = int(np.prod(cps))
-        index_bytes = 16 * n_inner + 4
-    else:
-        cps_grid = shard_grid = np.ones(layout.ndim, np.int64)
-        n_inner = index_bytes = 0
-    csize = layout.chunk_nbytes
-    stored = layout.stored_chunk_nbytes
-    # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request
-    bound = int(((vis.hi - vis.lo) // layout.sieve_bytes).sum()) + 4 * len(vis) + 16
-    if warm:
-        bound += layout.nchunks * (layout.chunk_nbytes // layout.sieve_bytes + 2)
-    min_entry = max(1, min(stored, layout.sieve_bytes, index_bytes or stored))
-    pc = new_page_cache(page_cache_bytes, min(bound, page_cache_bytes // min_entry + 2))
-    grid = np.asarray(layout.grid, np.int64)
-    out = _simulate(
-        vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, ops, coll,
-        layout.library == "zarr", layout.itemsize, csize, stored, int(np.prod(layout.chunk_shape)),
-        grid, hash_bits(layout.grid), layout.rdcc_nbytes, layout.rdcc_nslots, layout.rdcc_w0,
-        layout.filtered, chunked, layout.index_block_chunks, layout.sieve_bytes,
-        cps_grid, shard_grid, n_inner, index_bytes, prealloc, alloc, layout.nchunks, pc, parallel,
-        layout.fill_on_alloc, warm, *(cache_curve or PageCacheCurve()).arrays(), float(zarr_overlap),
-    )
-    return Variables.from_array(out)
+    replay = Replay(dataset, layout, page_cache_bytes, parallel=parallel, warm=warm, cache_curve=cache_curve,
+                    zarr_overlap=zarr_overlap)
+    for window in cols.windows(WINDOW_ACCESSES):
+        replay.feed(window)
+    return replay.result()
 
 
-__all__ = ["FEATURES", "Variables", "count_variables"]
+__all__ = ["FEATURES", "Replay", "Variables", "WINDOW_ACCESSES", "count_variables"]

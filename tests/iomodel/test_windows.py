@@ -1,0 +1,100 @@
+"""A replay fed window by window (bounded memory for long traces) counts exactly what one replay of the whole
+trace counts: the caches, device positions and allocation order carry over between windows."""
+import importlib
+
+import h5py
+import numpy as np
+import pytest
+import zarr
+
+import advisor
+import iomodel.variables as variables
+from instrumentation import load_trace
+from iomodel.layout import Layout
+from iomodel.predict import Workload
+from iomodel.variables import count_variables
+
+predict = importlib.import_module("iomodel.predict")  # the package's ``predict`` attribute is the function
+SHAPE = (3000, 48)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """A real program traced: appends, random and strided row reads, column reads, index lists, rewrites."""
+    tmp = tmp_path_factory.mktemp("windows")
+    rng = np.random.default_rng(3)
+    data = rng.random(SHAPE, dtype=np.float32)
+    with advisor.trace(tmp / "t.parquet"):
+        with h5py.File(tmp / "a.h5", "w") as f:
+            d = f.create_dataset("x", shape=SHAPE, dtype="f4", chunks=(128, 16))
+            for i in range(0, SHAPE[0], 100):  # appends of partial chunks
+                d[i:i + 100] = data[i:i + 100]
+        with h5py.File(tmp / "a.h5", "r+") as f:
+            d = f["x"]
+            for i in rng.integers(0, SHAPE[0], 400).tolist():
+                d[i]
+            for i in range(0, SHAPE[0], 7):  # a strided scan: folded into runs
+                d[i, 8:40]
+            for j in range(0, 48, 5):
+                d[:, j]
+            for _ in range(20):
+                d[sorted(rng.choice(SHAPE[0], 5, replace=False).tolist()), 3:9]
+            for i in rng.integers(0, SHAPE[0] - 10, 60).tolist():  # rewrites: dirty chunks, evictions
+                d[i:i + 10, 4:20] = 1.0
+        z = zarr.create_array(tmp / "a.zarr", shape=SHAPE, chunks=(256, 16), dtype="f4")
+        z[:] = data
+        for i in rng.integers(0, SHAPE[0], 300).tolist():
+            z[i]
+        for i in range(0, SHAPE[0], 11):
+            z[i:i + 3, 5:30] = 2.0
+    return load_trace(tmp / "t.parquet")
+
+
+def _datasets(trace):
+    return {d.library: d for d in trace.datasets.values()}
+
+
+LAYOUTS = [
+    Layout("hdf5", SHAPE, 4, (128, 16)),  # the recorded one: chunk offsets as traced
+    Layout("hdf5", SHAPE, 4, (128, 16), rdcc_nbytes=3 * 128 * 16 * 4, rdcc_nslots=7),  # evictions, collisions
+    Layout("hdf5", SHAPE, 4, (512, 48), rdcc_nbytes=0),  # piecewise
+    Layout("hdf5", SHAPE, 4, None),  # contiguous, sieve windows
+    Layout("hdf5", SHAPE, 4, (64, 48), filtered=True, ratio=3.0),
+    Layout("zarr", SHAPE, 4, (256, 16)),
+    Layout("zarr", SHAPE, 4, (100, 12), shards=(400, 48)),
+]
+
+
+@pytest.mark.parametrize("library", ["hdf5", "zarr"])
+@pytest.mark.parametrize("page_cache", [1 << 34, 200_000])  # room for everything / LRU evictions, few entries
+@pytest.mark.parametrize("warm", [False, True])
+def test_windowed_replay_counts_what_the_whole_replay_counts(traced, monkeypatch, library, page_cache, warm):
+    ds = _datasets(traced)[library]
+    cols = traced.columns.of_dataset(ds.id)
+    assert cols.n_access > 500 and cols.rows < cols.n_access  # long enough for many windows; runs folded
+    for lay in LAYOUTS:
+        whole = count_variables(cols, ds, lay, page_cache, warm=warm)
+        monkeypatch.setattr(variables, "WINDOW_ACCESSES", 7)
+        windowed = count_variables(cols, ds, lay, page_cache, warm=warm)
+        monkeypatch.undo()
+        assert windowed == whole, lay.label
+        assert whole.n_calls == cols.n_access
+
+
+def test_windowed_parallel_replay(traced, monkeypatch):
+    ds = _datasets(traced)["hdf5"]
+    cols = traced.columns.of_dataset(ds.id)
+    lay = LAYOUTS[2]
+    whole = count_variables(cols, ds, lay, 1 << 34, parallel=True)
+    monkeypatch.setattr(variables, "WINDOW_ACCESSES", 13)
+    assert count_variables(cols, ds, lay, 1 << 34, parallel=True) == whole
+
+
+def test_workload_shares_each_window_walk_across_cache_variants(traced, monkeypatch):
+    ds = _datasets(traced)["hdf5"]
+    work = Workload(ds, traced.columns, SHAPE)
+    variants = LAYOUTS[:2] + [Layout("hdf5", SHAPE, 4, (128, 16), rdcc_nbytes=0)]
+    whole = work.variables_many(variants, 1 << 30)
+    monkeypatch.setattr(predict, "WINDOW_ACCESSES", 5)
+    assert work.variables_many(variants, 1 << 30) == whole
+    assert whole[0] != whole[1]  # the variants differ: the comparison is not of one result with itself
