@@ -1,6 +1,7 @@
 /* ioadvisor's libhdf5 interposer: records every H5Dread / H5Dwrite of a process.
  *
- * Loaded with LD_PRELOAD. It defines H5Dread and H5Dwrite, so calls from any
+ * Loaded with LD_PRELOAD. It defines H5Dread and H5Dwrite (and H5Dread_multi / H5Dwrite_multi of
+ * HDF5 >= 1.14: one access per dataset of the call), so calls from any
  * library that imports them (netCDF-C, h5py's and PyTables' extension modules,
  * a C/Fortran program) reach it first. Wheels bundle their own libhdf5 and load
  * it privately (RTLD_LOCAL), where dlsym(RTLD_NEXT) cannot reach it: the real
@@ -83,11 +84,15 @@ enum { KIND_ALL = 0, KIND_REGULAR = 1, KIND_BLOCKS = 2, KIND_POINTS = 3, KIND_NO
 
 typedef herr_t (*dread_t)(hid_t, hid_t, hid_t, hid_t, hid_t, void *);
 typedef herr_t (*dwrite_t)(hid_t, hid_t, hid_t, hid_t, hid_t, const void *);
+typedef herr_t (*dread_multi_t)(size_t, hid_t *, hid_t *, hid_t *, hid_t *, hid_t, void **);      /* HDF5 >= 1.14 */
+typedef herr_t (*dwrite_multi_t)(size_t, hid_t *, hid_t *, hid_t *, hid_t *, hid_t, const void **);
 
 struct h5lib {
     int index;
     dread_t Dread;
     dwrite_t Dwrite;
+    dread_multi_t Dread_multi;
+    dwrite_multi_t Dwrite_multi;
     hid_t (*Dcreate2)(hid_t, const char *, hid_t, hid_t, hid_t, hid_t, hid_t);
     herr_t (*Dget_num_chunks)(hid_t, hid_t, hsize_t *);
     herr_t (*Dchunk_iter)(hid_t, hid_t, chunk_iter_op_t, void *);
@@ -279,6 +284,8 @@ static struct h5lib *lib_for_real(void *real_read) {
     lib->index = n_libs;
     lib->Dread = (dread_t)real_read;
     BIND(Dwrite, "H5Dwrite");
+    BIND(Dread_multi, "H5Dread_multi");
+    BIND(Dwrite_multi, "H5Dwrite_multi");
     BIND(Dcreate2, "H5Dcreate2");
     BIND(Dget_num_chunks, "H5Dget_num_chunks");
     BIND(Dchunk_iter, "H5Dchunk_iter");
@@ -695,6 +702,44 @@ static void commit(struct caller *c, struct pending *p) {
         commit(c, &p);                                                       \
     }                                                                                               \
     return status;
+
+/* One call moving several datasets' selections: one access each, the call's duration shared out evenly
+ * (HDF5 does not say how it splits the time). */
+#define INTERPOSE_MULTI(OP, REAL)                                                                   \
+    struct caller *c = caller_for(__builtin_return_address(0));                                    \
+    if (!c || !c->lib->REAL) {                                                                      \
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");   \
+        return -1;                                                                                  \
+    }                                                                                               \
+    struct pending *p = recording && c->lib->Iget_name && count ? malloc(sizeof *p * count) : NULL; \
+    int *ok = p ? malloc(sizeof *ok * count) : NULL;                                                \
+    if (!ok) {                                                                                      \
+        free(p);                                                                                    \
+        return c->lib->REAL(count, dset, mem_type, mem_space, file_space, dxpl, buf);              \
+    }                                                                                               \
+    for (size_t i = 0; i < count; i++) ok[i] = prepare(c, OP, dset[i], mem_type[i], file_space[i], &p[i]); \
+    long long t0 = now_ns();                                                                        \
+    herr_t status = c->lib->REAL(count, dset, mem_type, mem_space, file_space, dxpl, buf);         \
+    long long t1 = now_ns();                                                                        \
+    for (size_t i = 0; i < count && status >= 0; i++) {                                             \
+        if (ok[i]) continue;                                                                        \
+        p[i].rec.t0 = (double)(t0 + (t1 - t0) * (long long)i / (long long)count) * 1e-9;          \
+        p[i].rec.dt = (double)(t1 - t0) * 1e-9 / (double)count;                                    \
+        commit(c, &p[i]);                                                                           \
+    }                                                                                               \
+    free(p);                                                                                        \
+    free(ok);                                                                                       \
+    return status;
+
+herr_t H5Dread_multi(size_t count, hid_t dset[], hid_t mem_type[], hid_t mem_space[], hid_t file_space[],
+                     hid_t dxpl, void *buf[]) {
+    INTERPOSE_MULTI(0, Dread_multi)
+}
+
+herr_t H5Dwrite_multi(size_t count, hid_t dset[], hid_t mem_type[], hid_t mem_space[], hid_t file_space[],
+                      hid_t dxpl, const void *buf[]) {
+    INTERPOSE_MULTI(1, Dwrite_multi)
+}
 
 hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcpl, hid_t dcpl, hid_t dapl) {
     struct caller *c = caller_for(__builtin_return_address(0));

@@ -104,6 +104,23 @@ def test_c_program_every_selection_with_its_op(tmp_path, output):
     assert "1.10" in ds.library_version or "HDF5" in ds.library_version
 
 
+def test_multi_dataset_calls_are_one_access_per_dataset(tmp_path):
+    """H5Dread_multi / H5Dwrite_multi (HDF5 >= 1.14), through h5py's bundled libhdf5."""
+    import h5py
+
+    libs = sorted(Path(h5py.__file__).parent.parent.glob("h5py.libs/libhdf5-*.so*"))
+    if not libs or h5py.version.hdf5_version_tuple < (1, 14):
+        pytest.skip("no bundled libhdf5 >= 1.14 to build against")
+    exe = tmp_path / "multi_accesses"
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(C_DIR / "multi_accesses.c"), str(libs[0]),
+                    f"-Wl,-rpath,{libs[0].parent}"], check=True, timeout=120)
+    trace, truth = traced_run(tmp_path, exe, tmp_path / "multi.h5")
+    names = {d.id: d.path for d in trace.datasets.values()}
+    got = [(a.op, names[a.dataset], a.selection.start, a.selection.block) for a in trace.accesses]
+    assert got == [(t["op"], t["path"], tuple(t["start"]), tuple(t["count"])) for t in truth]
+    assert len(truth) == 4
+
+
 def test_c_program_exit_status_passes_through(tmp_path):
     src = tmp_path / "fails.c"
     src.write_text("int main(void) { return 3; }\n")
