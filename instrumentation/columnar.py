@@ -327,8 +327,9 @@ class ColumnarTraceWriter(TraceWriter):
             self._parts.append(part)
             self._part_rows += cols.rows
 
-    def close(self, missed: tuple[str, ...] = ()) -> None:
-        """End the trace; ``missed`` says what is known not to be in it (read back into ``TraceHeader.missed``)."""
+    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
+        """End the trace; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
+        (read back into ``TraceHeader.missed`` / ``.libraries``)."""
         self.flush()
         with self._lock:
             if self._meta.closed:
@@ -338,6 +339,8 @@ class ColumnarTraceWriter(TraceWriter):
             end = {"t": "end", "n_access": self.n_access}
             if missed:
                 end["missed"] = list(missed)
+            if libraries:
+                end["libraries"] = list(libraries)
             self._meta.write(_dumps(end) + "\n")
             self._meta.close()
 

@@ -310,6 +310,10 @@ class LibraryCapture:
         records, and the removal at its end); the interposer here writes into the new one."""
         return LibraryCapture.start()
 
+    def libraries(self) -> tuple[str, ...]:
+        """The libhdf5 copies calls were recorded through, ``HDF5 VERSION: PATH`` each."""
+        return tuple(f"HDF5 {version}: {path}" for path, version in sorted(self.hooked.items()))
+
     def close(self) -> None:
         if self.control is not None:
             self.control.ioadv_set_dir(None)

@@ -553,7 +553,9 @@ class TraceHeader:
     ``ppid``: the parent process. ``capture``: the capture levels in force (which
     calls were hooked, whether child processes were followed). ``processes``: every
     process merged into this trace, this one first (empty: this process only).
-    ``missed``: what is known not to be in the trace, one line each.
+    ``missed``: what is known not to be in the trace, one line each. ``libraries``: the
+    libhdf5 copies the interposer recorded calls through, ``HDF5 VERSION: PATH`` each
+    (both learnt while the process ran: written in the end record, read back here).
     """
 
     schema: int
@@ -569,6 +571,7 @@ class TraceHeader:
     capture: tuple[str, ...] = ()
     processes: tuple[ProcessInfo, ...] = ()
     missed: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
     synthetic: bool = False
     facts: tuple[ImportedFact, ...] = ()
 
@@ -592,6 +595,7 @@ class TraceHeader:
             "capture": list(self.capture),
             "processes": [p.get_config() for p in self.processes],
             "missed": list(self.missed),
+            **({"libraries": list(self.libraries)} if self.libraries else {}),
         }
 
     @classmethod
@@ -616,4 +620,5 @@ class TraceHeader:
             capture=tuple(config.get("capture") or ()),
             processes=tuple(ProcessInfo.from_config(p) for p in config.get("processes") or ()),
             missed=tuple(config.get("missed") or ()),
+            libraries=tuple(config.get("libraries") or ()),
         )

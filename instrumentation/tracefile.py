@@ -176,14 +176,17 @@ class JsonlTraceWriter(TraceWriter):
         with self._lock:
             self._flush_locked(time.perf_counter())
 
-    def close(self, missed: tuple[str, ...] = ()) -> None:
-        """End the file; ``missed`` says what is known not to be in it (read back into ``TraceHeader.missed``)."""
+    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
+        """End the file; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
+        (read back into ``TraceHeader.missed`` / ``.libraries``)."""
         with self._lock:
             if self._fh.closed:
                 return
             end = {"t": "end", "n_access": self.n_access}
             if missed:
                 end["missed"] = list(missed)
+            if libraries:
+                end["libraries"] = list(libraries)
             self._buf.append(_dumps(end))
             self._flush_locked(time.perf_counter())
             self._fh.close()
@@ -369,6 +372,8 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
             complete = True
             if rec.get("missed"):  # learnt while the process ran, after its header was written
                 header = replace(header, missed=header.missed + tuple(map(str, rec["missed"])))
+            if rec.get("libraries"):
+                header = replace(header, libraries=header.libraries + tuple(map(str, rec["libraries"])))
             n_end = rec.get("n_access")
         elif header.size > 1 and rec.rank not in {h.rank for h in [header, *other_headers]}:
             other_headers.append(rec)  # a merged trace keeps every rank's header

@@ -501,13 +501,14 @@ class Tracer:
         self._drain()  # the h5py calls first: libhdf5 calls inside them are then known as such
         HUB.poll_below(final=True)
         self.missed += interpose.unseen(HUB.below, self._libhdf5_before)
+        libraries = HUB.below.libraries() if HUB.below is not None else ()
         HUB.detach(self)
         self._state = "done"
         self._drain()
         if self.record_errors:
             self.missed.append(f"{self.record_errors} access(es) could not be recorded "
                                f"(first: {self.first_error})")
-        self._writer.close(tuple(self.missed))
+        self._writer.close(tuple(self.missed), libraries)
         parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
         if parts is not None and parts.is_dir():
             try:

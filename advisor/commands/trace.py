@@ -94,6 +94,8 @@ def format_capture(trace: Trace) -> list[str]:
         rank = f"rank {h.rank}: " if len(trace.headers) > 1 else ""
         if h.capture:
             lines.append(f"{rank}captured: {'; '.join(h.capture)}")
+        for lib in h.libraries:
+            lines.append(f"{rank}libhdf5 hooked: {lib}")
         if len(h.processes) > 1:
             lines.append(f"{rank}processes ({len(h.processes)}, by parent):")
             lines += _process_tree(h.processes)

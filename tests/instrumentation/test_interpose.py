@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import advisor
+from advisor.commands.trace import format_capture
 from instrumentation import interpose
 from instrumentation.columns import AccessColumns
 from instrumentation.records import AccessRecord, Selection
@@ -102,6 +103,9 @@ def test_c_program_every_selection_with_its_op(tmp_path, output):
         assert access.duration > 0
     assert interpose.CAPTURE_LEVEL in trace.header.capture
     assert "1.10" in ds.library_version or "HDF5" in ds.library_version
+    (lib,) = trace.header.libraries
+    assert lib.startswith("HDF5 1.10.") and "/libhdf5_serial.so" in lib
+    assert f"libhdf5 hooked: {lib}" in format_capture(trace)
 
 
 def test_multi_dataset_calls_are_one_access_per_dataset(tmp_path):
