@@ -117,50 +117,76 @@ def write_table(table: pa.Table, path: Path) -> None:
 
 def from_table(table: pa.Table, where: str) -> AccessColumns:
     """AccessColumns of one batch; ``where`` names it in errors."""
-    meta = table.schema.metadata or {}
+    _check_version(table.schema.metadata, where)
+    cols = _allocate(table.num_rows, _width(table.column_names))
+    _fill(cols, 0, table, where)
+    return cols
+
+
+def _check_version(meta, where: str) -> None:
+    meta = meta or {}
     if meta.get(FORMAT_KEY) != FORMAT_VERSION:
         got = meta.get(FORMAT_KEY, b"none").decode(errors="replace")
         raise TraceError(f"{where}: unknown access-column version {got} (this ioadvisor reads "
                          f"{FORMAT_VERSION.decode()})")
+
+
+def _width(names) -> int:
+    width = 0
+    while f"start_{width}" in names:
+        width += 1
+    return width
+
+
+_SCALARS = (("ds", "ds", 0), ("rank", "rank", 0), ("n", "n", 0), ("bytes", "nbytes", 0), ("rep", "rep", 1),
+            ("kind", "kind", 0), ("ndim", "ndim", 0))
+"""(Parquet column, AccessColumns field, value when the column is absent)."""
+_FLAGS = (("op", "write"), ("coll", "collective"))
+
+
+def _fill(cols: AccessColumns, pos: int, table: pa.Table, where: str, base: int = 0) -> None:
+    """Write a batch's columns into rows pos.. of ``cols`` (allocated by ``_allocate``, wide enough), straight
+    from the Arrow buffers: no per-batch intermediate arrays. Errors name the file ``where`` and the row
+    (``base``: the batch's first row in it)."""
     names = set(table.column_names)
     for need in ("ds", "op", "n", "bytes", "rep", "kind", "ndim"):
         if need not in names:
             raise TraceError(f"{where}: missing column '{need}'")
-    m = table.num_rows
+    end = pos + table.num_rows
 
-    def col(name, dtype, default=0):
-        if name not in names:
-            return np.full(m, default, dtype)
-        return table.column(name).to_numpy().astype(dtype, copy=False)
+    def values(name):
+        return table.column(name).to_numpy()
 
-    width = 0
-    while f"start_{width}" in names:
-        width += 1
-    dims = {}
+    for name, attr, default in _SCALARS:
+        getattr(cols, attr)[pos:end] = values(name) if name in names else default
+    for name, attr in _FLAGS:
+        dest = getattr(cols, attr)[pos:end]
+        if name in names:
+            np.not_equal(values(name), 0, out=dest)
+        else:
+            dest[:] = False
+    for t in TIMES:  # absent or not read: 0 (as allocated)
+        if f"{t}_ns" in names:
+            np.divide(values(f"{t}_ns"), _NS, out=getattr(cols, t)[pos:end])
     for name in _DIMS:
-        fill = 1 if name in ("count", "stride", "block") else 0
-        dims[name] = (np.stack([col(f"{name}_{d}", np.int64, fill) for d in range(width)], axis=1) if width
-                      else np.zeros((m, 0), np.int64))
-    cols = AccessColumns(
-        ds=col("ds", np.int32), write=col("op", np.int8).astype(bool), rank=col("rank", np.int32),
-        t0=col("t0_ns", np.int64) / _NS, dt=col("dt_ns", np.int64) / _NS, t_step=col("t_step_ns", np.int64) / _NS,
-        n=col("n", np.int64), nbytes=col("bytes", np.int64), rep=col("rep", np.int64),
-        kind=col("kind", np.int8), ndim=col("ndim", np.int8), **dims,
-        collective=col("coll", np.int8).astype(bool),
-    )
-    if (cols.rep < 1).any():
-        raise TraceError(f"{where}: row {int(np.argmax(cols.rep < 1))}: field 'rep' must be >= 1")
-    odd = np.flatnonzero(cols.kind != SLAB)
+        arr = getattr(cols, name)
+        for d in range(_width(names)):
+            arr[pos:end, d] = values(f"{name}_{d}") if f"{name}_{d}" in names else (
+                1 if name in ("count", "stride", "block") else 0)
+    rep = cols.rep[pos:end]
+    if (rep < 1).any():
+        raise TraceError(f"{where}: row {base + int(np.argmax(rep < 1))}: field 'rep' must be >= 1")
+    odd = np.flatnonzero(cols.kind[pos:end] != SLAB)
     if len(odd):
         if "idx" not in names or "idx_len" not in names:
             raise TraceError(f"{where}: index-list selections without the 'idx'/'idx_len' columns")
         idx, lens = table.column("idx"), table.column("idx_len")
         for i in odd.tolist():
-            cols.irregular[i] = _selection(cols, i, idx[i].as_py(), lens[i].as_py(), where)
-    return cols
+            cols.irregular[pos + i] = _selection(cols, pos + i, idx[i].as_py(), lens[i].as_py(), where, base + i)
 
 
-def _selection(cols: AccessColumns, i: int, idx, lens, where: str) -> Selection:
+def _selection(cols: AccessColumns, i: int, idx, lens, where: str, row: int) -> Selection:
+    """The selection of row ``i`` of ``cols`` (row ``row`` of the batch ``where``)."""
     nd = int(cols.ndim[i])
     try:
         if cols.kind[i] == POINTS:
@@ -176,7 +202,7 @@ def _selection(cols: AccessColumns, i: int, idx, lens, where: str) -> Selection:
         return Selection(*(tuple(getattr(cols, name)[i, :nd].tolist()) for name in _DIMS[:4]),
                          indices=tuple(indices))
     except (TypeError, ValueError):
-        raise TraceError(f"{where}: row {i}: 'idx'/'idx_len' do not describe a selection") from None
+        raise TraceError(f"{where}: row {row}: 'idx'/'idx_len' do not describe a selection") from None
 
 
 # ---------------------------------------------------------------------------- the directory
@@ -414,35 +440,39 @@ def _open_part(part: Path):
         pf = pq.ParquetFile(part)
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
-    meta = pf.schema_arrow.metadata or {}
-    if meta.get(FORMAT_KEY) != FORMAT_VERSION:
-        got = meta.get(FORMAT_KEY, b"none").decode(errors="replace")
-        raise TraceError(f"{part}: unknown access-column version {got} (this ioadvisor reads "
-                         f"{FORMAT_VERSION.decode()})")
+    _check_version(pf.schema_arrow.metadata, str(part))
     return pf
+
+
+def _batches(path: str | os.PathLike, datasets, times):
+    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) in order; of the timing columns
+    only ``times`` are read; accesses to datasets not in ``datasets`` are errors."""
+    known = np.fromiter(datasets, np.int64, len(datasets))
+    skip = {f"{t}_ns" for t in TIMES if t not in times}
+    for part in part_files(path):
+        pf = _open_part(part)
+        names = [c for c in pf.schema_arrow.names if c not in skip]
+        base = 0
+        try:
+            for batch in pf.iter_batches(batch_size=READ_ROWS, columns=names):
+                ds = batch.column("ds").to_numpy() if "ds" in names else np.zeros(0, np.int64)
+                bad = ~np.isin(ds, known)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    raise TraceError(f"{part}: row {base + i}: access refers to unknown dataset id {int(ds[i])}")
+                yield part, pa.Table.from_batches([batch]), base
+                base += batch.num_rows
+        except (OSError, pa.ArrowException) as exc:
+            raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
 
 
 def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
     """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
     (names among TIMES) are read, the others are 0."""
-    known = np.fromiter(datasets, np.int64, len(datasets))
-    for part in part_files(path):
-        pf = _open_part(part)
-        skip = {f"{t}_ns" for t in TIMES if t not in times}
-        names = [c for c in pf.schema_arrow.names if c not in skip]
-        base = 0
-        try:
-            for batch in pf.iter_batches(batch_size=READ_ROWS, columns=names):
-                table = pa.Table.from_batches([batch]).replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
-                out = from_table(table, str(part))
-                bad = ~np.isin(out.ds, known)
-                if bad.any():
-                    i = int(np.argmax(bad))
-                    raise TraceError(f"{part}: row {base + i}: access refers to unknown dataset id {int(out.ds[i])}")
-                base += out.rows
-                yield out
-        except (OSError, pa.ArrowException) as exc:
-            raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
+    for part, table, base in _batches(path, datasets, times):
+        cols = _allocate(table.num_rows, _width(table.column_names))
+        _fill(cols, 0, table, str(part), base)
+        yield cols
 
 
 def _allocate(rows: int, width: int) -> AccessColumns:
@@ -462,17 +492,12 @@ def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, tim
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
     parts = [_open_part(p) for p in part_files(path)]
     rows = sum(pf.metadata.num_rows for pf in parts)
-    width = max([sum(n.startswith("start_") for n in pf.schema_arrow.names) for pf in parts], default=0)
+    width = max([_width(pf.schema_arrow.names) for pf in parts], default=0)
     cols = _allocate(rows, width)
     pos = 0
-    for piece in read_parts(path, datasets, times=times):  # filled in place: no second copy of the trace
-        end = pos + piece.rows
-        for name in ("ds", "write", "rank", "n", "nbytes", "rep", "kind", "ndim", "collective") + tuple(times):
-            getattr(cols, name)[pos:end] = getattr(piece, name)
-        for name in _DIMS:
-            getattr(cols, name)[pos:end, : piece.width] = getattr(piece, name)
-        cols.irregular.update({pos + i: sel for i, sel in piece.irregular.items()})
-        pos = end
+    for part, table, base in _batches(path, datasets, times):  # filled in place: no second copy of the trace
+        _fill(cols, pos, table, str(part), base)
+        pos += table.num_rows
     if complete and n_end is not None and cols.n_access != n_end:
         raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
                          f"{cols.n_access}")

@@ -221,16 +221,24 @@ class AccessColumns:
             return self.take(np.zeros(0, np.int64))
         r0 = int(np.searchsorted(ends, lo, side="right"))
         r1 = int(np.searchsorted(ends, hi - 1, side="right"))
-        if r0 == 0 and r1 == self.rows - 1 and lo == 0 and hi == int(ends[-1]):
+        skip = lo - int(ends[r0] - self.rep[r0])  # accesses of the first row before the window
+        keep = hi - int(ends[r1] - self.rep[r1])  # accesses kept of the last row, counted from its start
+        if r0 == 0 and r1 == self.rows - 1 and skip == 0 and keep == self.rep[r1]:
             return self
-        out = self.take(np.arange(r0, r1 + 1))
-        skip = np.zeros(out.rows, np.int64)
-        skip[0] = lo - (ends[r0] - self.rep[r0])
+        # views of the rows (no copy of a long trace's columns per window); only the cut rows change
+        out = self._with(**{name: getattr(self, name)[r0:r1 + 1] for name in _ARRAYS},
+                         irregular={i - r0: s for i, s in self.irregular.items() if r0 <= i <= r1})
         rep = out.rep.copy()
-        rep[-1] = hi - (ends[r1] - self.rep[r1])  # accesses kept of the last row, counted from its start
-        rep -= skip
-        return out._with(start=out.start + skip[:, None] * out.step, t0=out.t0 + skip * out.t_step,
-                         dt=out.dt * rep / out.rep, rep=rep)
+        rep[-1] = keep
+        rep[0] -= skip
+        changes = dict(rep=rep, dt=out.dt.copy())
+        for i in {0, out.rows - 1}:
+            changes["dt"][i] = out.dt[i] * rep[i] / out.rep[i]
+        if skip:
+            changes["start"], changes["t0"] = out.start.copy(), out.t0.copy()
+            changes["start"][0] += skip * out.step[0]
+            changes["t0"][0] += skip * out.t_step[0]
+        return out._with(**changes)
 
     # ------------------------------------------------------------------ per-access quantities
     def op_codes(self) -> np.ndarray:

@@ -228,12 +228,13 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         shape = trace.extent(ds_id)
         layout = layout_of(ds).with_shape(shape)
         g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
-        accs = accs.take(np.argsort(accs.t0, kind="stable"))  # in time order (a run: by its first access)
+        if (np.diff(accs.t0) < 0).any():
+            accs = accs.take(np.argsort(accs.t0, kind="stable"))  # in time order (a run: by its first access)
         # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and
         # the page cache carry over as they did in the run
         before, start = np.zeros(len(names)), 0
-        for end in _segments(accs):
-            p = Workload(ds, accs.window(0, end), shape, procs).predict(layout, profile)
+        ends = _segments(accs)
+        for end, p in zip(ends, Workload(ds, accs, shape, procs).predict_prefixes(layout, profile, ends)):
             upto = np.array([p.terms.get(n, 0.0) for n in names])
             g_terms.append(np.maximum(upto - before, 0.0))
             g_traced.append(traced_seconds(accs.window(start, end)))

@@ -65,6 +65,7 @@ class Workload:
         self.by_rank = ([self.columns] if len(ranks) == 1
                         else [self.columns.take(self.columns.rank == r) for r in ranks])
         self.procs = max(procs, len(ranks))
+        self._procs = procs
 
     @property
     def accesses(self) -> list[AccessRecord]:
@@ -112,9 +113,13 @@ class Workload:
         """The job takes as long as its slowest rank."""
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
+        return self._prediction(layout, profile, servers, self.variables(
+            layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap))
+
+    def _prediction(self, layout: Layout, profile: SystemProfile, servers: int | None,
+                    variables: Sequence[Variables]) -> Prediction:
         per_rank = []
-        for v in self.variables(layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve,
-                                zarr_overlap=profile.zarr_overlap):
+        for v in variables:
             terms = self.terms(v, layout.library, profile, servers)
             per_rank.append((sum(terms.values()), terms, v))
         seconds, terms, v = max(per_rank, key=lambda x: x[0])
@@ -122,6 +127,34 @@ class Workload:
         cf = contention_factor(self.procs, c)
         return Prediction(layout, seconds, terms, v, self.procs, cf, tuple(x[0] for x in per_rank))
 
+    def predict_prefixes(self, layout: Layout, profile: SystemProfile, ends: Sequence[int],
+                         servers: int | None = None) -> list[Prediction]:
+        """``predict`` of the first ``end`` accesses (in this workload's order) for each of ``ends`` (increasing):
+        what ``Workload(dataset, columns.window(0, end), shape, procs).predict(...)`` gives, from one replay per
+        rank that goes on where the previous prefix stopped."""
+        if layout.shape != self.shape:
+            layout = layout.with_shape(self.shape)
+        cols = self.columns
+        prefixes = [cols.window(0, end) for end in ends]
+        works = [Workload(self.dataset, p, self.shape, self._procs, self.warm) for p in prefixes]
+        parallel = {mpio_uncached(layout.library, w.procs, p, self.dataset) for w, p in zip(works, prefixes)}
+        if len(parallel) > 1:  # the cache bypass changes along the trace: replay each prefix
+            return [w.predict(layout, profile, servers) for w in works]
+        bypass = parallel.pop()
+        ranks = np.unique(cols.rank).tolist()
+        replays = {r: Replay(self.dataset, layout, profile.page_cache_bytes, parallel=bypass, warm=self.warm,
+                             cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap) for r in ranks}
+        out, done = [], 0
+        for end, work in zip(ends, works):
+            piece = cols.window(done, end)
+            for r in ranks:
+                mine = piece if len(ranks) == 1 else piece.take(piece.rank == r)
+                for window in mine.windows(WINDOW_ACCESSES):
+                    replays[r].feed(window)
+            done = end
+            present = np.unique(work.columns.rank).tolist() or [0]
+            out.append(work._prediction(layout, profile, servers, [replays[r].snapshot() for r in present]))
+        return out
 
 def predict(
     trace_or_accesses: Trace | Sequence[AccessRecord],

@@ -606,6 +606,18 @@ class Replay:
             self._kmul, self._out, self._ent, self._cc, self._evicted, self._rtouched, self._wtouched, self._pos,
         )
 
+    def snapshot(self) -> Variables:
+        """The variables if the run ended after the accesses fed so far (the close included), without ending
+        the replay: ``feed`` may go on."""
+        if self._closed or not (self._ent[5] == 1).any():  # no dirty chunk: the close adds nothing
+            return Variables.from_array(self._out)
+        lay = self.layout
+        out, (nodes, free, st, index) = self._out.copy(), self._pc
+        _close(out, (nodes.copy(), free.copy(), st.copy(), index.copy()), self._ent, self._cc, self._alloc.copy(),
+               self._prealloc, lay.stored_chunk_nbytes, self._kmul, lay.filtered, lay.chunk_nbytes,
+               lay.index_block_chunks, self._wtouched.copy(), self._pos.copy())
+        return Variables.from_array(out)
+
     def result(self) -> Variables:
         """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
         if not self._closed:

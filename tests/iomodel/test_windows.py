@@ -12,6 +12,7 @@ import iomodel.variables as variables
 from instrumentation import load_trace
 from iomodel.layout import Layout
 from iomodel.predict import Workload
+from iomodel.profile import SystemProfile
 from iomodel.variables import count_variables
 
 predict = importlib.import_module("iomodel.predict")  # the package's ``predict`` attribute is the function
@@ -98,3 +99,21 @@ def test_workload_shares_each_window_walk_across_cache_variants(traced, monkeypa
     monkeypatch.setattr(predict, "WINDOW_ACCESSES", 5)
     assert work.variables_many(variants, 1 << 30) == whole
     assert whole[0] != whole[1]  # the variants differ: the comparison is not of one result with itself
+
+
+@pytest.mark.parametrize("library", ["hdf5", "zarr"])
+def test_prefix_predictions_from_one_replay_equal_replays_of_each_prefix(traced, library):
+    """In-trace calibration predicts growing prefixes; one replay snapshotted at each end (the close's write-back
+    of dirty chunks included) gives what replaying each prefix from the start gives."""
+    per = {"n_calls": 1.5e-4, "s_memcpy": 2e-10, "s_cache": 2e-10, "n_rdisk": 2e-5, "s_rdisk": 7e-10,
+           "n_wdisk": 1e-5, "s_wdisk": 3e-10, "n_rseek": 7e-5, "n_wseek": 1e-4, "n_chunks": 2e-5, "n_zopen": 5e-5}
+    profile = SystemProfile({"hdf5": per, "zarr": per}, page_cache_bytes=300_000)  # evictions along the trace
+    ds = _datasets(traced)[library]
+    cols = traced.columns.of_dataset(ds.id)
+    ends = [1, 40, cols.n_access // 3, cols.n_access // 2, cols.n_access - 3, cols.n_access]
+    for lay in (LAYOUTS[1], LAYOUTS[5]) if library == "zarr" else LAYOUTS[:3]:
+        lay = lay if lay.library == library else Layout(library, SHAPE, 4, lay.chunks)
+        got = Workload(ds, cols, SHAPE, 2).predict_prefixes(lay, profile, ends)
+        for end, p in zip(ends, got):
+            want = Workload(ds, cols.window(0, end), SHAPE, 2).predict(lay, profile)
+            assert p.variables == want.variables and p.seconds == want.seconds, (lay.label, end)
