@@ -238,6 +238,21 @@ def part_files(path: str | os.PathLike) -> list[Path]:
     return [f for _, f in sorted(out)]
 
 
+def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
+    """Move batch files of other traces into the trace directory ``path``, after its own batches, as they are.
+
+    For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
+    each batch is renamed, not rewritten. Its ``_meta.jsonl`` must already name their datasets."""
+    path = Path(path)
+    last = -1
+    for f in path.iterdir():
+        m = _PART.match(f.name) or _PARTS.match(f.name)
+        if m:
+            last = max(last, int(m.groups()[-1]))
+    for n, batch in enumerate(batches, start=last + 1):
+        os.replace(batch, path / f"part-{n:06d}.parquet")
+
+
 class ColumnarTraceWriter(TraceWriter):
     """Writer of a columnar trace directory (see the module docstring); thread-safe.
 
@@ -251,6 +266,9 @@ class ColumnarTraceWriter(TraceWriter):
     def __init__(self, path: str | os.PathLike, header: TraceHeader):
         self.path = Path(path)
         _prepare(self.path)
+        # pyarrow imports pandas (if installed) on its first conversion of an array: at interpreter exit
+        # (a tracer closed by atexit, a worker's part) that import fails and the batch is lost
+        pa.array(np.zeros(0, np.int8))
         self._lock = threading.Lock()
         self._rows: list[tuple] = []
         self._irregular: dict[int, Selection] = {}
@@ -619,5 +637,5 @@ def remove_trace(path: str | os.PathLike) -> None:
         path.unlink()
 
 
-__all__ = ["ColumnarTraceWriter", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
+__all__ = ["ColumnarTraceWriter", "adopt_batches", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
            "is_jsonl", "remove_trace", "BATCH_ROWS", "BATCH_SECONDS"]

@@ -1,10 +1,17 @@
 """Following the processes a traced program starts (the way coverage.py measures subprocesses).
 
 Every Python process the program starts, at any depth, is traced into its own
-*part*: ``<parts dir>/<pid>.jsonl``, whose header names its pid and parent pid.
-When the run's tracer exits it merges the parts into the run's trace
-(``merge_parts``) and says in the header which processes it holds and what is
-known to be missed.
+*part*: ``<parts dir>/<pid>.parquet`` (``<pid>.jsonl`` when the run's trace is
+JSON Lines), whose header names its pid and parent pid. When the run's tracer
+exits it merges the parts into the run's trace (``merge_parts``) and says in the
+header which processes it holds and what is known to be missed.
+
+Parts are written so that merging them rewrites no access: every process of a
+run numbers its datasets from one registry (``SharedIds``, ``<parts
+dir>/_datasets.jsonl``), times its accesses from the run's clock origin and
+writes the run's rank (``RunInfo``, ``<parts dir>/_run.json``). A columnar
+part's Parquet batches are then moved into the run's trace as they are, and only
+its small records file is rewritten.
 
 How a child gets traced:
 
@@ -30,13 +37,17 @@ hangs the pool that waits for it.
 from __future__ import annotations
 
 import _thread
+import fcntl
 import functools
+import json
 import os
+import shutil
 import signal
 import sys
 import sysconfig
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ENV = "IOADVISOR_FOLLOW"
@@ -76,6 +87,100 @@ def child_environment(parts_dirs: list[str]) -> dict[str, str]:
     return {ENV: os.pathsep.join(parts_dirs)}
 
 
+RUN_FILE = "_run.json"
+DATASETS_FILE = "_datasets.jsonl"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What every part of a run shares with the run's trace, so that parts merge without rewriting an access.
+
+    The run's tracer writes it into its parts directory (``RUN_FILE``); a forked child copies its parent's.
+    """
+
+    t_origin_unix: float
+    """The run's clock origin (``TraceHeader.t_origin_unix``): every part times its accesses from it."""
+    rank: int
+    size: int
+    columnar: bool
+    """Parts are columnar trace directories (else JSON Lines files), as the run's trace is."""
+
+    def part_path(self, parts_dir: str | os.PathLike, pid: int) -> Path:
+        return Path(parts_dir) / f"{pid}{'.parquet' if self.columnar else '.jsonl'}"
+
+    def get_config(self) -> dict:
+        return {"t_origin_unix": self.t_origin_unix, "rank": self.rank, "size": self.size, "columnar": self.columnar}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "RunInfo":
+        return cls(float(config["t_origin_unix"]), int(config["rank"]), int(config["size"]), bool(config["columnar"]))
+
+    def save(self, parts_dir: str | os.PathLike) -> None:
+        path = Path(parts_dir) / RUN_FILE
+        tmp = path.with_name(f".{RUN_FILE}.{os.getpid()}")
+        tmp.write_text(json.dumps(self.get_config()))
+        os.replace(tmp, path)  # a child starting now reads all of it or nothing
+
+    @classmethod
+    def load(cls, parts_dir: str | os.PathLike) -> "RunInfo | None":
+        """The run's information; None when the run is over (its tracer merged the parts and removed it)."""
+        try:
+            return cls.from_config(json.loads((Path(parts_dir) / RUN_FILE).read_text()))
+        except FileNotFoundError:
+            return None
+
+
+class SharedIds:
+    """Dataset ids shared by every process of one run: ``<parts dir>/_datasets.jsonl``, one dataset record
+    per line in id order, appended under an exclusive ``flock``.
+
+    A process asks only for a dataset it has not seen yet; it reads the lines other processes
+    appended since its last look. As within one tracer, a key seen before keeps its id unless the
+    dataset was created anew. The merged trace's dataset records are these lines.
+    """
+
+    def __init__(self, parts_dir: str | os.PathLike):
+        self.path = Path(parts_dir) / DATASETS_FILE
+        self._read = 0  # bytes of the file already parsed
+        self._ids: dict[str, int] = {}
+        self._next = 0
+
+    def id_of(self, record) -> int:
+        """The run's id of ``record`` (a DatasetRecord; its own ``id`` is ignored)."""
+        from .tracefile import _dumps
+
+        # opened anew each time: a forked child must not share its parent's open file (flock is per open file)
+        with open(self.path, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(self._read)
+            new = fh.read()
+            lines = new.split(b"\n")
+            torn = lines.pop()  # b"" after a whole last line; else a writer killed mid-line
+            for line in lines:
+                self._learn(line)
+            self._read += len(new)
+            if not record.created and record.key in self._ids:
+                return self._ids[record.key]
+            tid = self._next
+            line = ((b"\n" if torn else b"") +  # ends a torn line: it stays unreadable, ours does not
+                    _dumps({"t": "d", **replace(record, id=tid).get_config()}).encode() + b"\n")
+            fh.write(line)
+            fh.flush()
+            self._read += len(line)
+            self._ids[record.key] = tid
+            self._next = tid + 1
+            return tid
+
+    def _learn(self, line: bytes) -> None:
+        try:
+            obj = json.loads(line)
+            key, tid = f"{obj['file']}::{obj['path']}", int(obj["id"])  # DatasetRecord.key
+        except (ValueError, KeyError, TypeError):
+            return  # a line torn by a killed writer: its id was never used
+        self._ids[key] = tid
+        self._next = max(self._next, tid + 1)
+
+
 _hook_state: dict[str, str | None] = {}
 
 
@@ -109,14 +214,47 @@ def start_part() -> None:
 
         if any(getattr(t, "_parts_dir", None) == d for t in HUB.active for d in dirs):
             return  # already traced (a start-up hook run twice)
-        for d in dirs:
-            Tracer._part(d).__enter__()
-        install_sigterm()
+        runs = [(d, RunInfo.load(d)) for d in dirs]
+        with sigterm_deferred():
+            for d, run in runs:
+                if run is not None:  # else that run has ended: this process is not part of it
+                    Tracer._part(d, run).__enter__()
+            install_sigterm()
     except Exception as exc:  # noqa: BLE001 - the program must run even if it cannot be traced
         print(f"ioadvisor: process {os.getpid()} not traced: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-_ending = {"closing": False, "terminated": False}
+class sigterm_deferred:
+    """While a child sets up its part (a context manager): a SIGTERM then is handled once the part is open.
+
+    A pool terminated while a worker is still starting (spawn: while its interpreter imports; fork:
+    in the fork hook) would otherwise end it between its part's creation and the handler that closes
+    it: a part reported lost, for a worker that never ran the program's code. Blocking the signal
+    is not enough: with SIG_DFL, any other thread (OpenBLAS's) takes it and the process ends.
+    """
+
+    def __enter__(self):
+        self._before = signal.getsignal(signal.SIGTERM)
+        self._own = (threading.current_thread() is threading.main_thread()
+                     and self._before in (signal.SIG_DFL, _on_sigterm))  # a forked part's child has ours
+        if self._own:
+            _ending["starting"] = True
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        return self
+
+    def __exit__(self, *exc):
+        from .tracer import HUB
+
+        if self._own:
+            _ending["starting"] = False
+            if _ending["terminated"]:
+                _terminate()
+            elif not HUB.active:  # nothing to close: the program's own disposition
+                signal.signal(signal.SIGTERM, self._before)
+        return False
+
+
+_ending = {"closing": False, "terminated": False, "starting": False}
 
 
 def _close_tracers() -> None:
@@ -152,8 +290,13 @@ def _on_sigterm(signum, frame) -> None:
     if _ending["terminated"]:
         return  # the watcher's repeat of a SIGTERM this handler already has
     _ending["terminated"] = True
-    if _ending["closing"]:
-        return  # the close under way (Process._bootstrap ending) ends the process when it is done
+    if _ending["closing"] or _ending["starting"]:
+        return  # the close under way (Process._bootstrap ending), or the end of the set-up, ends the process
+    _terminate()
+
+
+def _terminate() -> None:
+    """Close this process's parts (bounded) and end it by SIGTERM."""
     # Not closing in this frame: the code it interrupted may hold a lock the close takes (a flush
     # holds the tracer's drain lock), and waiting here would wait for ourselves forever. A raw
     # thread, since threading's own locks may be the ones held.
@@ -313,13 +456,23 @@ def _part_state(path: Path, since_ns: int) -> str | None:
     return None if _alive(pid) else "lost"
 
 
+def _part_paths(parts_dir: Path) -> list[Path]:
+    """The parts in ``parts_dir`` (``<pid>.parquet`` directories or ``<pid>.jsonl`` files), by pid."""
+    found = []
+    for path in parts_dir.iterdir():
+        stem, dot, suffix = path.name.partition(".")
+        if stem.isdigit() and suffix in ("parquet", "jsonl"):
+            found.append((int(stem), path))
+    return [path for _, path in sorted(found)]
+
+
 def wait_for_parts(parts_dir: Path, since_ns: int) -> dict[Path, str]:
-    """Each part file -> its state, once every live child flushed what it recorded before ``since_ns``."""
+    """Each part -> its state, once every live child flushed what it recorded before ``since_ns``."""
     deadline = time.monotonic() + PART_WAIT
     states: dict[Path, str] = {}
     while True:
         pending = []
-        for path in sorted(parts_dir.glob("*.jsonl")):
+        for path in _part_paths(parts_dir):
             if path not in states:
                 state = _part_state(path, since_ns)
                 if state is None:
@@ -329,31 +482,34 @@ def wait_for_parts(parts_dir: Path, since_ns: int) -> dict[Path, str]:
         if not pending or time.monotonic() > deadline:
             for path in pending:
                 states[path] = "unflushed"
-            return states
-        time.sleep(POLL)
+            return {path: states[path] for path in sorted(states, key=lambda p: int(p.name.partition(".")[0]))}
+
+
+MERGING = ("the merge of the child processes' parts into this trace was interrupted: "
+           "accesses of some of them may be missing")
+"""The note a columnar trace carries while parts are moved into it (a process killed mid-merge leaves it)."""
 
 
 def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     """Merge the parts in ``parts_dir`` into the trace at ``path`` (closed); returns the notes of what was missed.
 
     The merged trace keeps ``path``'s header, with ``processes`` (this process first)
-    and ``missed`` filled in; records keep this process's rank.
+    and ``missed`` filled in. Then removes ``parts_dir``'s shared files: the caller
+    removes the directory, empty unless a child still writes into it.
     """
-    from dataclasses import replace
-
     from .records import ProcessInfo
-    from .tracefile import TraceError, load_trace, merge_traces, replace_trace, write_trace
+    from .tracefile import TraceError, is_jsonl
 
-    own = load_trace(path)
     states = wait_for_parts(parts_dir, since_ns)
+    read = _read_jsonl_part if is_jsonl(path) else _read_columnar_part
     parts, processes, missed = [], [], []
     for part_path, state in states.items():
         try:
-            part = load_trace(part_path, allow_truncated=True)
+            header, n_access, part = read(part_path)
         except TraceError as exc:
             missed.append(f"a child's part could not be read: {exc}")
             continue
-        h = part.header
+        h = header
         if state == "lost":
             missed.append(f"process {h.pid} (parent {h.ppid}) ended without closing its part: "
                           f"its accesses after its last flush are missing")
@@ -362,25 +518,100 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
                           f"{PART_WAIT:g} s of the end of the run: its latest accesses may be missing")
             state = "running"
         missed += [f"process {h.pid}: {m}" for m in h.missed]
-        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, part.n_access, state))
+        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, n_access, state))
         parts.append(part)
-    if not parts:
-        return missed
+    if parts:
+        processes.sort(key=lambda p: p.pid)
+        if is_jsonl(path):
+            _merge_jsonl(path, parts, processes, missed)
+        else:
+            _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE)
+    for part_path in states:
+        _remove(part_path)
+    for name in (DATASETS_FILE, RUN_FILE):
+        (parts_dir / name).unlink(missing_ok=True)
+    return missed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _read_jsonl_part(path: Path):
+    from .tracefile import load_trace
+
+    part = load_trace(path, allow_truncated=True)
+    return part.header, part.n_access, part
+
+
+def _merge_jsonl(path: Path, parts, processes, missed) -> None:
+    """JSON Lines: the whole trace is read and written again (the columnar format avoids this)."""
+    from .records import ProcessInfo
+    from .tracefile import load_trace, merge_traces, replace_trace, write_trace
+
+    own = load_trace(path)
     merged = merge_traces([own, *parts])
-    if own.header.rank:
-        merged.accesses = [replace(a, rank=own.header.rank) for a in merged.accesses]
-        merged.resizes = [replace(r, rank=own.header.rank) for r in merged.resizes]
     me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, own.n_access, "exited")
-    processes.sort(key=lambda p: p.pid)
-    merged.headers = [replace(own.header, processes=(me, *processes),
-                              missed=own.header.missed + tuple(missed))]
+    merged.headers = [replace(own.header, processes=(me, *processes), missed=own.header.missed + tuple(missed))]
     merged.complete = own.complete
     tmp = path.with_name(f".merging.{path.name}")  # the same suffix: the same trace format
     write_trace(merged, tmp)
     replace_trace(tmp, path)
-    for part_path in states:
-        part_path.unlink(missing_ok=True)
-    return missed
 
 
-__all__ = ["ENV", "child_environment", "ensure_startup_hook", "merge_parts", "start_part"]
+def _read_columnar_part(path: Path):
+    """(header, accesses, (records, batch files)) of a columnar part; its batches are not read."""
+    from .columnar import count_accesses, part_files, read_meta
+
+    headers, _, resizes, complete, n_end = read_meta(path, allow_truncated=True)
+    n_access = n_end if complete and n_end is not None else count_accesses(path)[2]
+    return headers[0], n_access, (resizes, part_files(path))
+
+
+def _merge_columnar(path: Path, parts, processes, missed, registry: Path) -> None:
+    """Move the parts' Parquet batches into the trace directory as they are (their dataset ids, clock and
+    rank are already the run's) and rewrite only its records file.
+
+    Crash safety: the records file is replaced whole (a temporary file renamed), first with every
+    dataset and resize and the MERGING note, then, once every batch is in place, with the final
+    count. A process killed at any point leaves a trace that loads; until the end it says the
+    merge was interrupted."""
+    from .columnar import META, adopt_batches, count_accesses, read_meta
+    from .records import ProcessInfo
+    from .tracefile import _dumps
+
+    headers, _, resizes, _, n_end = read_meta(path, allow_truncated=False)
+    own = headers[0]
+    n_own = n_end if n_end is not None else count_accesses(path)[2]
+    me = ProcessInfo(own.pid, own.ppid, own.argv, n_own, "exited")
+    header = replace(own, processes=(me, *processes), missed=own.missed + tuple(missed))
+    try:
+        datasets = registry.read_bytes()
+    except FileNotFoundError:  # no process saw a dataset
+        datasets = b""
+    if datasets and not datasets.endswith(b"\n"):  # a writer killed mid-line: its dataset was never used
+        datasets = datasets[:datasets.rfind(b"\n") + 1]
+    datasets = b"".join(line + b"\n" for line in datasets.split(b"\n") if line.startswith(b'{"t":"d"'))
+    resizes = [*resizes, *(r for rs, _ in parts for r in rs)]
+    total = n_own + sum(p.accesses for p in processes)
+
+    def write_meta(h, end: dict) -> None:
+        tmp = path / f".{META}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write((_dumps({"t": "h", **h.get_config()}) + "\n").encode())
+            fh.write(datasets)
+            fh.write("".join(_dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode())
+            fh.write((_dumps({"t": "end", **end}) + "\n").encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path / META)
+
+    write_meta(replace(header, missed=header.missed + (MERGING,)), {})  # no count: batches are on their way
+    adopt_batches(path, [f for _, files in parts for f in files])
+    write_meta(header, {"n_access": total})
+
+
+__all__ = ["ENV", "RunInfo", "SharedIds", "child_environment", "ensure_startup_hook", "merge_parts", "start_part"]

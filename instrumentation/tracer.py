@@ -52,7 +52,7 @@ from pathlib import Path
 from . import follow, interpose
 from .selection import fast_hyperslab
 from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
-from .tracefile import Trace, TraceError, TraceWriter, load_trace
+from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
@@ -218,18 +218,19 @@ class _Hub:
         self.lock = threading.RLock()
         self.active = ()
         self._flusher = None  # threads do not survive a fork
-        children = []
-        for tr in parents:
-            child = tr._orphan()
-            if child is not None:
-                children.append(child)
-        if not children:
-            self._uninstall()
-            return
-        self.active = tuple(children)
-        self._stop = threading.Event()
-        self._start_flusher()
-        follow.install_sigterm()
+        with follow.sigterm_deferred():
+            children = []
+            for tr in parents:
+                child = tr._orphan()
+                if child is not None:
+                    children.append(child)
+            if not children:
+                self._uninstall()
+                return
+            self.active = tuple(children)
+            self._stop = threading.Event()
+            self._start_flusher()
+            follow.install_sigterm()
 
     def _flush_loop(self, stop: threading.Event) -> None:
         # formatting and file writes happen here, off the traced threads
@@ -392,8 +393,10 @@ class Tracer:
     """One trace being written; a context manager (single use).
 
     ``follow``: trace the child processes too. A *part* tracer is the one a child
-    process runs under (``Tracer._part``): it writes ``<parts dir>/<pid>.jsonl`` and
-    its own children's parts go beside it; the run's tracer merges them all.
+    process runs under (``Tracer._part``): it writes ``<parts dir>/<pid>.parquet``
+    (or ``.jsonl``) and its own children's parts go beside it; the run's tracer
+    merges them all. Every tracer of a run takes its dataset ids from the run's
+    ``follow.SharedIds`` and its clock origin and rank from its ``follow.RunInfo``.
     """
 
     def __init__(self, path=None, *, comm=None, overwrite: bool = False, follow: bool = True):
@@ -403,6 +406,8 @@ class Tracer:
         self._follow = follow
         self._is_part = False
         self._parts_dir: str | None = None
+        self._run: follow.RunInfo | None = None
+        self._shared_ids: follow.SharedIds | None = None
         self._own: Path | None = None
         self._forked_part: Tracer | None = None
         self.path: Path | None = None
@@ -425,11 +430,13 @@ class Tracer:
         self._libhdf5_before: frozenset[str] = frozenset()
 
     @classmethod
-    def _part(cls, parts_dir: str) -> "Tracer":
+    def _part(cls, parts_dir: str, run: follow.RunInfo) -> "Tracer":
         """The tracer of this (child) process's part of the run whose parts go to ``parts_dir``."""
-        part = cls(Path(parts_dir) / f"{os.getpid()}.jsonl")
+        part = cls(run.part_path(parts_dir, os.getpid()))
         part._is_part = True
         part._parts_dir = parts_dir
+        part._run = run
+        part.rank, part.size = run.rank, run.size
         return part
 
     # -- context manager --
@@ -442,9 +449,8 @@ class Tracer:
 
     def _start(self) -> None:
         self._state = "active"
-        if self._is_part:  # one process of a run: its rank is its parent's, given at the merge
+        if self._is_part:  # one process of a run: its rank is the run's
             self.path = self._own = Path(self._requested)
-            self._own.parent.mkdir(parents=True, exist_ok=True)
         else:
             try:
                 from . import mpi
@@ -468,9 +474,18 @@ class Tracer:
         elif below is not None:
             capture += (interpose.CAPTURE_LEVEL,)
             self._spans = deque()
+        if self._run is None:
+            t_origin_unix, origin = time.time(), time.perf_counter()
+        else:  # a part's accesses are timed from the run's origin: merged, they need no shift
+            t_origin_unix = self._run.t_origin_unix
+            origin = time.perf_counter() - (time.time() - t_origin_unix)
         if self._follow:
             if not self._is_part:
                 self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
+                os.makedirs(self._parts_dir)
+                self._run = follow.RunInfo(t_origin_unix, self.rank, self.size, not is_jsonl(self._own))
+                self._run.save(self._parts_dir)
+            self._shared_ids = follow.SharedIds(self._parts_dir)
             why = follow.ensure_startup_hook()
             if why is None:
                 capture += ("child processes",)
@@ -482,14 +497,14 @@ class Tracer:
             pid=os.getpid(),
             rank=self.rank,
             size=self.size,
-            t_origin_unix=time.time(),
+            t_origin_unix=t_origin_unix,
             versions=_versions(),
             # a child's own sys.argv is just ["-c"] for multiprocessing's spawn: its interpreter's command says more
             argv=tuple(sys.orig_argv if self._is_part else sys.argv),
             ppid=os.getppid(),
             capture=capture,
         )
-        self._origin = time.perf_counter()
+        self._origin = origin
         self._writer = TraceWriter(self._own, header)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -534,16 +549,18 @@ class Tracer:
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
         self._state = "forked"
         self._queue = deque()  # the parent's records, the parent writes them
-        try:  # the inherited descriptor is the parent's file: whatever flushes it here goes nowhere
+        # the inherited descriptor is the parent's file (JSON Lines; a columnar trace's records file): whatever
+        # flushes it here goes nowhere
+        fh = getattr(self._writer, "_fh", None) or getattr(self._writer, "_meta", None)
+        try:
             null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self._writer._fh.fileno())
+            os.dup2(null, fh.fileno())
             os.close(null)
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
         if not self._parts_dir:
             return None
-        part = Tracer._part(self._parts_dir)
-        part.rank, part.size = self.rank, self.size
+        part = Tracer._part(self._parts_dir, self._run)
         part._start()
         self._forked_part = part
         return part
@@ -588,11 +605,14 @@ class Tracer:
             # a created array is new even where an old one had its name (overwritten files)
             tid = None if created else self._key_ids.get(info.key)
             if tid is None:
-                tid = self._n_ids
-                self._n_ids += 1
                 shape = info.template.shape if info.shape is None else info.shape  # None: no dataspace
-                self._writer.dataset(replace(info.template, id=tid, shape=shape,
-                                             created=created or info.template.created))
+                record = replace(info.template, shape=shape, created=created or info.template.created)
+                if self._shared_ids is not None:  # the run's id, whichever of its processes saw it first
+                    tid = self._shared_ids.id_of(record)
+                else:
+                    tid = self._n_ids
+                    self._n_ids += 1
+                self._writer.dataset(replace(record, id=tid))
                 self._key_ids[info.key] = tid
             self._ids[info] = tid
             return tid

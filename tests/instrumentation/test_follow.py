@@ -34,8 +34,8 @@ def data(tmp_path_factory):
     return path
 
 
-def run_program(tmp_path, data, kind, *, cli=False, rows=ROWS):
-    trace, rows_out = tmp_path / "t.jsonl", tmp_path / "rows.json"
+def run_program(tmp_path, data, kind, *, cli=False, rows=ROWS, trace_name="t.parquet"):
+    trace, rows_out = tmp_path / trace_name, tmp_path / "rows.json"
     env = {**os.environ, "WORKERS_ROWS": str(rows),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     if cli:
@@ -81,6 +81,145 @@ def test_pool_workers_reads_all_traced(tmp_path, data, kind):
     assert_every_read_traced(trace, rows)
     assert_process_tree(trace, 1)
     assert not list(tmp_path.glob("*.parts-*")), "parts left behind"
+
+
+@pytest.mark.parametrize("kind", ["fork", "spawn"])
+def test_pool_workers_reads_all_traced_json_lines(tmp_path, data, kind):
+    trace, rows, _ = run_program(tmp_path, data, kind, trace_name="t.jsonl")
+    assert_every_read_traced(trace, rows)
+    assert_process_tree(trace, 1)
+    assert not list(tmp_path.glob("*.parts-*")), "parts left behind"
+
+
+def _read_rows(data, rows):
+    with h5py.File(data, "r") as f:
+        for i in rows:
+            f["x"][i]
+        f["x"][i:i + 2, 1:3]  # a second selection shape
+
+
+def _forked_reads(path, data, rows=((1, 2), (3,), (4, 5, 6))):
+    """A traced block whose forked workers read ``rows`` (one tuple per worker); the parent reads row 0."""
+    import multiprocessing as mp
+
+    with h5py.File(data, "r") as f, advisor.trace(path) as t:
+        f["x"][0]
+        workers = [mp.get_context("fork").Process(target=_read_rows, args=(data, mine)) for mine in rows]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    return t
+
+
+def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data, monkeypatch):
+    """The parts' Parquet batches are moved into the trace, not rewritten, and the trace loads as
+    the merge that reads and rewrites every access (``merge_traces``) gives."""
+    import shutil
+
+    from instrumentation import columnar, follow
+    from instrumentation.tracefile import merge_traces
+
+    copies, moved = {}, []
+    real_merge, real_adopt = follow.merge_parts, columnar.adopt_batches
+
+    def merge_parts(path, parts_dir, since_ns):  # keep the inputs of the merge for the reference
+        follow.wait_for_parts(parts_dir, since_ns)
+        copies["own"] = shutil.copytree(path, tmp_path / "own.parquet")
+        copies["parts"] = [shutil.copytree(p, tmp_path / "parts" / p.name) for p in follow._part_paths(parts_dir)]
+        return real_merge(path, parts_dir, since_ns)
+
+    def adopt_batches(path, batches):
+        moved.extend((b, b.stat().st_ino) for b in batches)
+        real_adopt(path, batches)
+
+    monkeypatch.setattr(follow, "merge_parts", merge_parts)
+    monkeypatch.setattr(columnar, "adopt_batches", adopt_batches)
+    t = _forked_reads(tmp_path / "t.parquet", data)
+    trace = t.load()
+    assert len(copies["parts"]) == 3 and moved
+    inodes = {f.stat().st_ino for f in columnar.part_files(t.path)}
+    assert {ino for _, ino in moved} <= inodes  # the same files, renamed
+
+    reference = merge_traces([load_trace(copies["own"]), *(load_trace(p) for p in copies["parts"])])
+    assert trace.datasets == reference.datasets and trace.resizes == reference.resizes
+    assert trace.header.processes[0].pid == os.getpid() and len(trace.header.processes) == 4
+    assert not trace.missed and trace.complete
+
+    def rows(tr):
+        cols = tr.columns.expanded()
+        return sorted(zip(cols.t0.tolist(), cols.ds.tolist(), cols.rank.tolist(), cols.write.tolist(),
+                          map(tuple, cols.start.tolist()), map(tuple, cols.count.tolist()),
+                          map(tuple, cols.block.tolist()), cols.nbytes.tolist()))
+    assert rows(trace) == rows(reference)
+    assert sorted(a.selection.start[0] for a in trace.accesses if a.selection.count == (1, 1)
+                  and a.selection.block == (1, 4)) == [0, 1, 2, 3, 4, 5, 6]
+    assert len(trace.datasets) == 1  # one id for the dataset every process read
+
+
+def test_sigkill_mid_merge_leaves_a_readable_trace_that_says_so(tmp_path, data):
+    """A process killed while it moves its children's batches in leaves a trace that loads and says the
+    merge was interrupted (never "complete")."""
+    import signal
+
+    from instrumentation.follow import MERGING
+
+    code = ("import os, signal, sys, h5py, advisor\n"
+            "from instrumentation import columnar\n"
+            "real = columnar.adopt_batches\n"
+            "def adopt(path, batches):\n"
+            "    real(path, batches[:1])\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "columnar.adopt_batches = adopt\n"
+            f"f = h5py.File({str(data)!r}, 'r')\n"
+            "with advisor.trace(sys.argv[1]):\n"
+            "    f['x'][0]\n"
+            "    pids = []\n"
+            "    for i in (1, 2):\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            f['x'][i]\n"
+            "            os._exit(0)\n"
+            "        pids.append(pid)\n"
+            "    for pid in pids:\n"
+            "        os.waitpid(pid, 0)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    path = tmp_path / "t.parquet"
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    trace = load_trace(path)
+    assert MERGING in trace.missed
+    assert 1 <= len(trace.accesses) <= 3 and 0 in [a.selection.start[0] for a in trace.accesses]
+    assert "complete)" not in format_trace(trace, summarize(trace)).splitlines()[0]
+
+
+def test_sigterm_while_a_child_creates_its_part_still_closes_it(tmp_path):
+    """A pool terminated while a worker is still starting: SIGTERM right after the worker's part file
+    is created (before its handler exists) must still close the part, never leave it "lost"."""
+    import signal
+
+    from instrumentation.follow import RunInfo
+
+    parts = tmp_path / "t.parquet.parts-0"
+    parts.mkdir()
+    RunInfo(0.0, 0, 1, True).save(parts)
+    code = ("import os, signal, sys\n"
+            "from instrumentation import follow, tracer\n"
+            "real = tracer.TraceWriter\n"
+            "def writer(path, header):\n"
+            "    w = real(path, header)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    return w\n"
+            "tracer.TraceWriter = writer\n"
+            "os.environ[follow.ENV] = sys.argv[1]\n"  # here, not at start-up: the .pth hook would start it first
+            "follow.start_part()\n"
+            "import time; time.sleep(30)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", code, str(parts)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    (part,) = parts.glob("*.parquet")
+    assert load_trace(part).complete
 
 
 def test_subprocess_python_traced(tmp_path, data):
