@@ -147,14 +147,19 @@ class DatasetAdvice:
     """netCDF-4 file or xarray-written Zarr store: the advice also has an xarray form (``xarray_code``)."""
     whatifs: tuple[WhatIf, ...] = ()
     """Rewrites of the program's accesses (``advisor.whatif``) predicted on the current layout."""
+    calibrated: bool = True
+    """The predictions were calibrated on the trace's timings: speed-ups are then stated against the traced
+    time, else against the predicted current time (comparing a measured time with uncalibrated predictions
+    would mix the profile's error into the speed-up)."""
 
     def speedup(self, other: Recommendation) -> float:
         return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
 
     @property
     def current_seconds(self) -> float:
-        """The current layout's time: traced when the trace measured it, else predicted."""
-        return self.traced_seconds if self.traced_seconds else self.current.seconds
+        """The current layout's time: traced when the trace measured it and the predictions were calibrated on
+        it, else predicted."""
+        return self.traced_seconds if self.traced_seconds and self.calibrated else self.current.seconds
 
     def speedup_vs_current(self, r: Recommendation | None = None) -> float:
         """Speed-up of ``r`` (default the recommendation) over the traced current time."""
@@ -182,7 +187,7 @@ class DatasetAdvice:
             "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "xarray_code": self.xarray_code(),
-            "what_if": [w.get_config() for w in self.whatifs],
+            "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
             "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
             "candidates": [r.to_json_obj() for r in self.candidates],
@@ -204,7 +209,7 @@ class DatasetAdvice:
             "tie_rule": self.tie_rule, "best_change": None if self.best_change is None else self.best_change.get_config(),
             "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
-            "what_if": [w.get_config() for w in self.whatifs],
+            "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
         }
 
     @classmethod
@@ -219,7 +224,7 @@ class DatasetAdvice:
             c.get("tie_rule"), None if c.get("best_change") is None else r(c["best_change"]),
             c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
             None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
-            tuple(WhatIf.from_config(w) for w in c.get("what_if", ())),
+            tuple(WhatIf.from_config(w) for w in c.get("what_if", ())), bool(c.get("calibrated", True)),
         )
 
     # ---- code to apply it -------------------------------------------------------------
@@ -417,7 +422,7 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         head = (f"Verdict: change to {rec.label}, predicted {rec.seconds:.3g} s (95% interval {ci[0]:.3g}-"
                 f"{ci[1]:.3g} s) for the traced {adv.pattern or 'accesses'}")
         cmp = [f"{adv.speedup_vs_current():.3g}x faster than the current layout "
-               f"({adv.current_seconds:.3g} s {'traced' if adv.traced_seconds else 'predicted'})"]
+               f"({adv.current_seconds:.3g} s {'traced' if adv.traced_seconds and adv.calibrated else 'predicted'})"]
         for k, d in adv.defaults.items():
             cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
         out.append(head + ": " + "; ".join(cmp) + ".")

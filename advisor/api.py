@@ -211,12 +211,14 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
                          blocks=None if blocking is None else blocking.shape)
-        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=calibrations or None,
-                          jobs=jobs, comm=comm)
+        cal = calibrations.get(ds.library)
+        calibrated = cal is not None and cal.covers
+        # one factor for every candidate: the trace sets the scale, never the order (``TraceCalibration.uniform``)
+        scaled = cal.uniform(ds.id) if calibrated else None
+        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=scaled, jobs=jobs, comm=comm)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         current = result.baselines["current"]
-        cal = calibrations.get(ds.library)
-        resolution = cal.resolution if cal is not None and cal.covers else MIN_RESOLUTION
+        resolution = cal.resolution if calibrated else MIN_RESOLUTION
         ranked = result.ranked
         if goal.kind == "time":
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
@@ -225,18 +227,18 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
             best, tie_rule = ranked[0], None
         change = best if best.candidate != current.candidate else next(
             (r for r in ranked if r.candidate != current.candidate), None)
-        judged = verdict(current, best, traced if calibrations else None, tie_rule)
+        judged = verdict(current, best, traced if calibrated else None, tie_rule)
         rewrite = None
         if judged.verdict == "change":
             codec = None
             if best.candidate.compressor:
                 codec, _ = data.cost(CodecChoice(best.candidate.compressor, best.candidate.error_bound),
                                      best.candidate.chunks, best.candidate.library)
-            rewrite = rewrite_seconds(ds, shape, current, best, profile, calibrations or None, codec)
+            rewrite = rewrite_seconds(ds, shape, current, best, profile, scaled, codec)
         else:
             best = current
         if accesses.n_access <= WHATIF_ACCESSES:  # the rewrites are built access by access
-            whatifs = predict_rewrites(ds, accesses.records(), shape, profile, current, nprocs, calibrations or None)
+            whatifs = predict_rewrites(ds, accesses.records(), shape, profile, current, nprocs, scaled)
         else:
             whatifs = ()
             notes.append(f"what-if rewrites of the program not evaluated above {WHATIF_ACCESSES} accesses")
@@ -249,8 +251,11 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         notes.append(f"no candidate meets the constraint ({goal.describe()}): showing the closest")
     if cal is not None:
         notes.append(cal.describe())
+    if calibrated:
+        notes.append(f"every candidate's prediction scaled by x{cal.dataset_factors.get(ds.id, 1.0):.3g} (this "
+                     "dataset's calibrated / uncalibrated current time): the trace sets the scale, the model the order")
     other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")
-    if other is not None and other.borrowed and other.library in libraries:
+    if not calibrated and other is not None and other.borrowed and other.library in libraries:
         notes.append(other.describe())
     adv = DatasetAdvice(
         name=ds.key, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
@@ -262,7 +267,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
-        idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs,
+        idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs, calibrated=calibrated,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

@@ -389,14 +389,39 @@ def needs_resizable(ds: DatasetRecord, resized: bool) -> bool:
         m is None or m > s for m, s in zip(ds.maxshape, ds.shape))
 
 
+PIPELINE_STAGES = ("bytes", "sharding_indexed", "transpose", "shuffle", "fletcher32", "crc32c")
+"""Recorded pipeline stages that do not compress (byte order, shards, byte shuffle, checksums)."""
+
+
+def recorded_compressor(ds: DatasetRecord) -> str | None:
+    """The compression_model codec that stands for the recorded filter pipeline (zarr's default zstd, an
+    HDF5 gzip, blosc, ...), so the current layout is priced with the compression it really has; None when
+    the pipeline does not compress or has no lossless counterpart here (lossy filters need their bound)."""
+    stages = [f for f in ds.filters if f.name not in PIPELINE_STAGES]
+    if len(stages) != 1:
+        return None
+    f = stages[0]
+    if f.name == "blosc":
+        cname = f.options.get("cname")
+        if cname is None and f.filter_id == 32001:  # HDF5 blosc: cd_values[6] is the compressor code
+            cd = f.options.get("cd_values") or []
+            cname = {1: "lz4", 5: "zstd"}.get(cd[6] if len(cd) > 6 else 0)
+        if f.options.get("shuffle") in ("bitshuffle", 2) and cname == "lz4":
+            return "bitshuffle-lz4"
+        return {"lz4": "blosc-lz4", "zstd": "blosc-zstd"}.get(cname)
+    return {"zstd": "zstd", "gzip": "gzip", "lz4": "lz4", "bitshuffle": "bitshuffle-lz4"}.get(f.name)
+
+
 def baselines(ds: DatasetRecord, shape: Sequence[int], resizable: bool) -> dict[str, Candidate]:
-    """The recorded layout and the libraries' defaults (uncompressed; the search adds zarr's zstd)."""
+    """The recorded layout (with its compressor, ``recorded_compressor``) and the libraries' defaults
+    (uncompressed; the search adds zarr's zstd)."""
     itemsize = ds.itemsize
     current = Layout.from_dataset(ds)
     out = {"current": Candidate(
         ds.library, current.chunks, current.shards,
         current.rdcc_nbytes if ds.library == "hdf5" and current.chunks is not None else None,
         current.rdcc_nslots if ds.library == "hdf5" and current.chunks is not None else None,
+        compressor=recorded_compressor(ds) if current.chunks is not None else None,
         origin=("current",))}
     maxshape = ds.maxshape if ds.library == "hdf5" else None
     if resizable:
@@ -446,5 +471,5 @@ def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
 __all__ = [
     "CHUNK_TARGETS", "Candidate", "CodecChoice", "allowed_codecs", "baselines", "cache_slots", "chunk_shapes",
     "format_bytes", "generate", "grow_aligned", "h5py_default_chunks", "hdf5_caches", "needs_resizable",
-    "touched_chunks", "working_set", "zarr_default_chunks", "zarr_shards",
+    "recorded_compressor", "touched_chunks", "working_set", "zarr_default_chunks", "zarr_shards",
 ]

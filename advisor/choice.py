@@ -5,8 +5,9 @@ evaluated and how one of them is chosen change independently.
 
 - Near-ties: the candidates whose predicted time is within the model's
   resolution of the best (``TraceCalibration.resolution``: what the in-trace
-  calibration left unexplained, at least 10%) are ordered by ``TIE_RULES``, and
-  the rule that decided is named.
+  calibration left unexplained, at least 10%) are ordered by ``TIE_RULES``
+  (the current layout, then the predictions that rest on what the trace
+  measured, then robust layouts), and the rule that decided is named.
 - Verdict: change only when the gain over the traced current time is at least
   ``MIN_GAIN`` and outside the recommended layout's 95% interval; else keep.
 - Rewrite cost: the copy (read the array in its current layout, write it in the
@@ -39,12 +40,17 @@ MAX_PADDING = 0.01
 
 TIE_RULES = (
     "the current layout",
+    "the library the trace measured",
+    "no compression the trace did not measure",
     "less cache memory",
     "chunks of 64 KiB-16 MiB",
     "chunks that divide the array and line up with the program's blocks",
     "less read amplification",
 )
-"""Order in which near-ties are broken (module docstring)."""
+"""Order in which near-ties are broken (module docstring). After the current layout come the candidates whose
+prediction rests on what the trace measured: the traced library's calls, chunk handling and file opens were
+timed in the run, the other library's are only profiled; a codec the current layout does not have is priced by
+an estimate on a 1% sample. Only then the preferences for robust layouts."""
 
 COPY_SLAB_BYTES = 64 * MiB
 """The rewrite is modelled as a copy in slabs of whole chunk rows of about this size."""
@@ -138,8 +144,9 @@ def tie_key(r: Recommendation, current: Candidate, shape: Sequence[int], itemsiz
     nbytes = math.prod(c.chunks) * itemsize if c.chunks is not None else None
     in_range = nbytes is None or CHUNK_RANGE[0] <= nbytes <= CHUNK_RANGE[1]
     divides = padding(c.chunks, shape) <= MAX_PADDING and (blocking is None or blocking.aligned(c.chunks))
-    return (c != current, extra_cache(c), not in_range, not divides,
-            round(r.facts.get("read_amplification", 0.0), 2))
+    unmeasured_codec = c.compressor is not None and c.compressor != current.compressor
+    return (c != current, c.library != current.library, unmeasured_codec, extra_cache(c), not in_range,
+            not divides, round(r.facts.get("read_amplification", 0.0), 2))
 
 
 def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution: float, shape: Sequence[int],

@@ -351,9 +351,14 @@ class CostModel:
             v = scale_bytes(v0, scale) if scale != 1.0 else v0
             terms = self.io_terms(v, cand.library, codec)
             t_c = t_d = 0.0
-            if codec is not None and codec.compress_bps:
+            priced = codec is not None and bool(codec.compress_bps)
+            if priced:
                 t_c = v.s_encode / codec.compress_bps
                 t_d = v.s_decode / codec.decompress_bps
+            raw_codec = t_c + t_d
+            cal = self.calibration.get(cand.library) if self.calibration else None
+            if cal is not None:
+                t_c, t_d = t_c * cal.factors.get("t_compress", 1.0), t_d * cal.factors.get("t_decompress", 1.0)
             terms = {**terms, "t_compress": t_c, "t_decompress": t_d}
             io = sum(t for k, t in terms.items() if k not in ("t_compress", "t_decompress"))
             lo = hi = io
@@ -363,7 +368,8 @@ class CostModel:
             band = codec.time_band if codec is not None else (1.0, 1.0)
             io_lo, io_hi = self.band(cand.library)
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
-            model = sum(self.work.terms(v, cand.library, self.profile).values()) + t_c + t_d
+            model = sum(t for k, t in self.work.terms(v, cand.library, self.profile).items()
+                        if k != "t_codec" or not priced) + raw_codec
             per_rank.append((io + t_c + t_d, ci, terms, v, model))
         seconds, ci, terms, v, model = max(per_rank, key=lambda x: x[0])
         ci = (min(ci[0], seconds), max(ci[1], seconds))

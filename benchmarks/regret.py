@@ -149,6 +149,10 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
         "advise_seconds": advise_s,
         "verify_seconds": verify_s,
         "rows": [r.get_config() for r in measured],
+        # every measured layout's prediction before the in-trace calibration (the order the model gave them)
+        "model_seconds": {label: rec.model_seconds for label, rec in (
+            [("current", entry.current)] + [(f"#{k}", r) for k, r in enumerate(entry.candidates[:top], 1)]
+            + [(f"{lib} default", r) for lib, r in entry.defaults.items()])},
         "labels": {r.label: _layout_text(r) for r in measured},
     }
     # h5py auto: chunks=True; when the array is resizable h5py's default already is that
@@ -259,8 +263,10 @@ def details(results: list[dict]) -> str:
         lines.append(f"{w['workload']}: {w['pattern']}")
         for row in w["rows"]:
             pred = "-" if row["predicted_seconds"] is None else f"{row['predicted_seconds']:.3f}"
+            model = w.get("model_seconds", {}).get(row["label"])
+            pred += "" if model is None else f" (model {model:.3f})"
             runs = ", ".join(f"{x:.3f}" for x in row["measured_all"]) + (" (stopped)" if row["timed_out"] else "")
-            lines.append(f"  {row['label']:<13} {w['labels'][row['label']]:<44} predicted {pred:>8} s  "
+            lines.append(f"  {row['label']:<13} {w['labels'][row['label']]:<44} predicted {pred:>24} s  "
                          f"measured {row['measured_seconds']:.3f} s [{runs}]")
     return "\n".join(lines)
 

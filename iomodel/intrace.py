@@ -28,12 +28,19 @@ libraries: their factors also apply to the library the trace did not use; the
 library's own terms (calls, chunk handling, file opens, filters) stay
 uncalibrated there.
 
+The advisor ranks candidates with ``uniform``: the fit brings each dataset's
+recorded layout onto its traced time, and that dataset's factor (calibrated /
+uncalibrated prediction of the recorded layout) multiplies every term of every
+candidate, HDF5 and Zarr alike. Factors fitted per term on one layout, applied
+to other layouts, would re-rank them on what the recorded layout happened to
+exercise (and favour the library whose own terms stayed as profiled).
+
 A pure function of the trace and the profile: nothing is timed here.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Sequence
 
 import numpy as np
@@ -60,6 +67,8 @@ MAX_RESOLUTION = 0.15
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
 Z95 = 1.959964
+UNIFORM_TERMS = tuple(TERMS) + ("t_compress", "t_decompress")
+"""Every term of a candidate's cost, the compression model's included (``TraceCalibration.uniform``)."""
 MIN_RESOLUTION = 0.10
 """Relative difference the calibrated model cannot resolve even when the fit leaves nothing unexplained."""
 
@@ -100,6 +109,8 @@ class TraceCalibration:
     n_groups: int
     borrowed: bool = False
     """True for a library the trace did not use: only SHARED_TERMS factors, taken from the traced library."""
+    dataset_factors: dict = field(default_factory=dict, compare=False)
+    """Dataset id -> calibrated / uncalibrated prediction of its recorded layout (``uniform``'s factor)."""
 
     def scale(self, terms: dict[str, float]) -> dict[str, float]:
         """Calibrated seconds per term of a prediction for this library."""
@@ -109,6 +120,20 @@ class TraceCalibration:
     def covers(self) -> bool:
         """True when the factors were fitted on this library's own traced calls."""
         return self.method != "none" and not self.borrowed
+
+    def uniform(self, ds_id: int) -> dict[str, "TraceCalibration"]:
+        """The calibration every candidate of one dataset gets, HDF5 and Zarr alike: one factor on every term
+        (the codec's included), the one that brings the dataset's recorded layout onto its calibrated
+        prediction. The per-term fit explains the traced time; applied per term to other layouts it would
+        re-rank them on factors fitted to one layout (and leave the other library's own terms as profiled), so
+        the ranking stays the profile's and only the scale is the trace's. The other library keeps the
+        profile's band (``covers`` is False for it)."""
+        f = self.dataset_factors.get(ds_id, 1.0)
+        every = {k: f for k in UNIFORM_TERMS}
+        return {lib: TraceCalibration(lib, f"one factor x{f:.3g} on every candidate", every,
+                                      self.band if lib == self.library else (1.0, 1.0), self.traced_seconds,
+                                      self.predicted_seconds, self.n_groups, borrowed=lib != self.library)
+                for lib in ("hdf5", "zarr")}
 
     def borrow(self, library: str) -> "TraceCalibration":
         """The calibration another library gets from this one: the device and page-cache terms only."""
@@ -137,13 +162,15 @@ class TraceCalibration:
     def get_config(self) -> dict:
         return {"library": self.library, "method": self.method, "factors": dict(self.factors),
                 "band": list(self.band), "traced_seconds": self.traced_seconds,
-                "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed}
+                "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed,
+                "dataset_factors": {str(k): v for k, v in self.dataset_factors.items()}}
 
     @classmethod
     def from_config(cls, c: dict) -> "TraceCalibration":
         return cls(c["library"], c["method"], {k: float(v) for k, v in c["factors"].items()},
                    tuple(float(x) for x in c["band"]), float(c["traced_seconds"]),
-                   float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)))
+                   float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)),
+                   {int(k): float(v) for k, v in (c.get("dataset_factors") or {}).items()})
 
 
 def _segments(accesses) -> list[int]:
@@ -220,6 +247,7 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     procs = procs if procs is not None else trace.nprocs
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
+    whole: dict[str, dict[int, np.ndarray]] = {}
     for ds_id in np.unique(trace.columns.ds).tolist():
         accs = trace.columns_of(ds_id)
         ds = trace.datasets[ds_id]
@@ -241,10 +269,17 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
             before, start = upto, end
         w_terms.append(before)
         w_traced.append(traced_seconds(accs))
+        whole.setdefault(ds.library, {})[ds_id] = before
     out = {}
     for lib, (g_terms, g_traced, w_terms, w_traced) in rows.items():
-        out[lib] = fit(lib, np.asarray(g_terms, float), np.asarray(g_traced, float), names,
-                       np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
+        cal = fit(lib, np.asarray(g_terms, float), np.asarray(g_traced, float), names,
+                  np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
+        per_ds = {}
+        for ds_id, t in whole[lib].items():
+            pred = float(t.sum())
+            per_ds[ds_id] = sum(cal.factors.get(n, 1.0) * t[i] for i, n in enumerate(names)) / pred if pred > 0 \
+                else 1.0
+        out[lib] = replace(cal, dataset_factors=per_ds)
     if out and library is None:
         # the other library borrows the device terms of the library with the most traced time
         donor = max(out.values(), key=lambda c: c.traced_seconds)
@@ -253,4 +288,4 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     return out
 
 
-__all__ = ["SHARED_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]
+__all__ = ["SHARED_TERMS", "UNIFORM_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]

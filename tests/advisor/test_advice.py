@@ -174,3 +174,60 @@ def test_failed_calibration_leaves_the_advice_standing(traced, monkeypatch):
     adv = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False).dataset()
     assert any(n.startswith("predictions not calibrated on the trace (ValueError: cannot replay)") for n in adv.notes)
     assert adv.current.seconds == pytest.approx(adv.current.model_seconds)
+
+
+def test_calibration_scales_every_candidate_alike(traced):
+    """The trace sets the scale of the predictions, never their order: calibrated / uncalibrated is one factor
+    for every candidate of both libraries, and the speed-ups are stated against the traced time only when
+    calibrated (else against the predicted current time)."""
+    d, _ = traced
+    cal = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50).dataset()
+    raw = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50,
+                         calibrate=False).dataset()
+    assert cal.calibrated and not raw.calibrated
+    before = {r.candidate: r.seconds for r in raw.candidates}
+    factors = [r.seconds / before[r.candidate] for r in cal.candidates if r.candidate in before]
+    assert {r.library for r in cal.candidates} == {"hdf5", "zarr"} and len(factors) > 5
+    assert max(factors) == pytest.approx(min(factors), rel=1e-9)
+    assert factors[0] == pytest.approx(cal.current.seconds / raw.current.seconds, rel=1e-9)
+    assert cal.current.seconds == pytest.approx(cal.traced_seconds, rel=0.25)
+    assert cal.speedup_vs_current() == pytest.approx(cal.traced_seconds / cal.recommendation.seconds)
+    assert raw.traced_seconds == cal.traced_seconds
+    assert raw.speedup_vs_current() == pytest.approx(raw.current.seconds / raw.recommendation.seconds)
+    assert json.loads(advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, calibrate=False)
+                      .to_json())["datasets"][0]["calibrated"] is False
+
+
+@pytest.mark.parametrize("library,kwargs,codec", [
+    ("zarr", {}, "zstd"),  # zarr 3's default compressor
+    ("hdf5", {"compression": "gzip"}, "gzip"),
+    ("hdf5", {}, None),
+])
+def test_current_layout_is_priced_with_its_recorded_compression(tmp_path, library, kwargs, codec):
+    import h5py
+    import zarr
+
+    y, x = np.mgrid[0:4096, 0:64].astype(np.float32)
+    data = np.round(np.sin(y / 200) * np.cos(x / 9) * 100)  # compressible
+    path = tmp_path / ("f.h5" if library == "hdf5" else "f.zarr")
+    if library == "hdf5":
+        with h5py.File(path, "w") as f:
+            f.create_dataset("v", data=data, chunks=(256, 64), **kwargs)
+    else:
+        zarr.create_array(str(path), shape=data.shape, dtype="f4", chunks=(256, 64))[...] = data
+    with advisor.trace(tmp_path / "t.jsonl"):
+        if library == "hdf5":
+            with h5py.File(path, "r") as f:
+                for r in range(0, 4096, 64):
+                    f["v"][r:r + 64]
+        else:
+            arr = zarr.open_array(str(path), mode="r")
+            for r in range(0, 4096, 64):
+                arr[r:r + 64]
+    d = advisor.advise(tmp_path / "t.jsonl", profile=profile(), lossless_only=True).dataset()
+    cur = d.current
+    assert cur.candidate.compressor == codec
+    if codec:
+        assert cur.ratio > 2 and cur.terms["t_decompress"] > 0 and cur.stored_bytes < data.nbytes / 2
+    else:
+        assert cur.ratio == 1.0 and cur.terms["t_decompress"] == 0.0
