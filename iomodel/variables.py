@@ -43,12 +43,12 @@ from .profile import PageCacheCurve
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
-    "x_cache", "s_alloc",
+    "x_cache", "s_alloc", "s_rseek",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
- N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC) = range(len(FEATURES))
+ N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK) = range(len(FEATURES))
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,10 @@ class Variables:
     s_alloc: float = 0.0
     """Bytes of chunk buffers the library allocates (and HDF5 fills): HDF5 per chunk entering its cache
     or processed whole outside it, Zarr per chunk read or written."""
+    s_rseek: float = 0.0
+    """Bytes of the device reads that seek (formula 4 by bytes): a read continuing the previous one is
+    served by the kernel's readahead stream, overlapping the library's work; one after a seek waits
+    for the device."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -159,6 +163,7 @@ def _os_read(out, pc, key, nbytes, offset, last_end, curve_b, curve_s, dev_weigh
     out[S_RDISK] += nbytes * dev_weight
     if offset != last_end:
         out[N_RSEEK] += dev_weight
+        out[S_RSEEK] += nbytes * dev_weight
     return offset + nbytes
 
 
