@@ -35,7 +35,7 @@ from numba.typed import Dict
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import cc_access, cc_hit, cc_insert, grow_page_cache, hash_bits, hash_slot, new_page_cache, pc_access
+from .cache import SharedPageCache, cc_access, cc_hit, cc_insert, hash_bits, hash_slot, pc_access
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -533,7 +533,8 @@ class Replay:
     counts (``result``) equal one replay of the whole sequence. Arguments as ``count_variables``."""
 
     def __init__(self, dataset: DatasetRecord, layout: Layout, page_cache_bytes: int, *, parallel: bool = False,
-                 warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0):
+                 warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
+                 page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         self._curve = (cache_curve or PageCacheCurve()).arrays()
         self._zarr_overlap = float(zarr_overlap)
@@ -571,18 +572,19 @@ class Replay:
         self._out = np.zeros(len(FEATURES), np.float64)
         # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request; the
         # request bound grows window by window (``feed``)
-        self._bound = 16
-        if warm:
-            self._bound += layout.nchunks * (csize // sieve + 2)
+        self._shared = page_cache if page_cache is not None else SharedPageCache(page_cache_bytes)
         min_entry = max(1, min(stored, sieve, self._index_bytes or stored))
-        self._max_entries = page_cache_bytes // min_entry + 2
-        self._pc = new_page_cache(page_cache_bytes, min(self._bound, self._max_entries))
+        # keys: chunks, shards (after nchunks + 1) and their windows, times kmul (``_simulate``)
+        self._key0 = self._shared.add((2 * layout.nchunks + 3) * self._kmul,
+                                      self._shared.capacity // min_entry + 2)
         self._closed = False
         if warm:
+            self._shared.reserve(layout.nchunks * (csize // sieve + 2))
+            self._shared.enter(self._key0)
             sharded = self._n_inner > 0
             nunits = int(np.prod(self._shard_grid)) if sharded else layout.nchunks
             piecewise = layout.library != "zarr" and not (layout.filtered or self._fits) and not parallel
-            _warm_up(self._pc, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
+            _warm_up(self._shared.state, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
                      self._n_inner * stored + self._index_bytes, piecewise, csize, stored, sieve, self._kmul)
 
     @property
@@ -599,15 +601,15 @@ class Replay:
             return
         lay = self.layout
         vis = trace_visits(cols, lay) if visits is None else visits
-        self._bound += int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis)
-        self._pc = grow_page_cache(self._pc, min(self._bound, self._max_entries))
+        self._shared.reserve(int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis) + 16)
+        self._shared.enter(self._key0)
         _simulate(
             vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, cols.op_codes(),
             np.repeat(cols.collective, cols.rep), lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
             lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
             lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
             self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
-            lay.nchunks, self._pc, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
+            lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
             self._kmul, self._out, self._ent, self._cc, self._evicted, self._rtouched, self._wtouched, self._pos,
         )
 
@@ -615,7 +617,8 @@ class Replay:
         """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
         if not self._closed:
             lay = self.layout
-            _close(self._out, self._pc, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
+            self._shared.enter(self._key0)
+            _close(self._out, self._shared.state, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
                    self._kmul, lay.filtered, lay.chunk_nbytes, lay.index_block_chunks, self._wtouched, self._pos)
             self._closed = True
         return Variables.from_array(self._out)
@@ -631,6 +634,7 @@ def count_variables(
     warm: bool = False,
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
+    others: Sequence[tuple[DatasetRecord, Layout]] = (),
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
 
@@ -644,14 +648,27 @@ def count_variables(
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
     overlap on the device (the profile's, measured by calibration). Long traces are walked and replayed
     WINDOW_ACCESSES at a time (``Replay``).
+    ``others``: the process's other arrays (their record and stored layout) whose accesses, among
+    ``accesses`` in trace order, run through the same page cache: they evict this array's pages (one page
+    cache for every file, ``SharedPageCache``); only this array's variables are counted.
     """
     cols = as_columns(accesses)
-    if (cols.ds != dataset.id).any():
-        cols = cols.of_dataset(dataset.id)
-    replay = Replay(dataset, layout, page_cache_bytes, parallel=parallel, warm=warm, cache_curve=cache_curve,
-                    zarr_overlap=zarr_overlap)
-    for window in cols.windows(WINDOW_ACCESSES):
-        replay.feed(window)
+    replays = {}
+    shared = SharedPageCache(page_cache_bytes)
+    kw = dict(parallel=parallel, warm=warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap, page_cache=shared)
+    replays[dataset.id] = replay = Replay(dataset, layout, page_cache_bytes, **kw)
+    for d, lay in others:
+        if d.id != dataset.id:
+            replays[d.id] = Replay(d, lay, page_cache_bytes, **kw)
+    ids = np.fromiter(replays, np.int64)
+    if not np.isin(cols.ds, ids).all():
+        cols = cols.take(np.isin(cols.ds, ids))
+    # runs of consecutive rows of one array, replayed in trace order
+    cuts = np.flatnonzero(np.diff(cols.ds)) + 1
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), cols.rows]):
+        run = cols if (lo, hi) == (0, cols.rows) else cols.take(np.arange(lo, hi))
+        for window in run.windows(WINDOW_ACCESSES):
+            replays[int(cols.ds[lo])].feed(window)
     return replay.result()
 
 
