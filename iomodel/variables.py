@@ -35,7 +35,7 @@ from numba.typed import Dict
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import SharedPageCache, cc_access, cc_hit, cc_insert, hash_bits, hash_slot, pc_access
+from .cache import SharedPageCache, cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -78,7 +78,8 @@ class Variables:
     n_wseek: float = 0.0
     """Writes not starting where the previous one ended (formula 6)."""
     n_rindex: float = 0.0
-    """HDF5 index blocks first read; zarr shard-index reads (formula 4)."""
+    """HDF5 index blocks read (first use, or again after HDF5's metadata cache evicted them); zarr shard-index
+    reads (formula 4)."""
     n_windex: float = 0.0
     """HDF5 index blocks first written; zarr shard-index writes (formula 6)."""
     n_zopen: float = 0.0
@@ -284,7 +285,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
               prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap,
-              kmul, out, ent, cc, evicted, rtouched, wtouched, pos):
+              kmul, out, ent, cc, evicted, mdc, node_bytes, wtouched, pos):
     """Replay one window of accesses; the state (``out`` onwards; ``pos`` = device read end, write end, next
     allocation offset) carries over to the next window."""
     nd = len(grid)
@@ -404,8 +405,8 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             # ------------------------------------------------------------ HDF5
             allocated = _exists(cid, alloc, prealloc)
             blk = cid // ibc
-            if allocated and chunked and blk not in rtouched:
-                rtouched[blk] = 1
+            # the index block addressing the chunk, through HDF5's metadata cache (LRU of its capacity)
+            if allocated and chunked and not pc_access(mdc[0], mdc[1], mdc[2], mdc[3], blk, node_bytes):
                 out[N_RINDEX] += 1
             if parallel and not filtered:
                 # MPI-IO: one request per run contiguous in both chunk and buffer (formulas 8-10);
@@ -523,6 +524,18 @@ WINDOW_ACCESSES = 1 << 18
 the trace's length."""
 
 
+HDF5_METADATA_CACHE = 32 << 20
+"""Bytes of HDF5's metadata cache once grown (H5AC default max_size 32 MiB; it starts at 2 MiB and doubles
+while its hit rate stays under 90%): chunk-index blocks beyond it are read again."""
+
+
+def index_block_bytes(layout: Layout) -> int:
+    """Bytes of one chunk-index block: a v1 B-tree node holds 2K + 1 keys (chunk size, filter mask, ndim + 1
+    offsets) and 2K child addresses after a 24-byte header (H5Bcache.c, H5Dbtree.c); array and v2 B-tree
+    blocks are priced alike per entry."""
+    return 24 + layout.index_block_chunks * (16 + 8 * (layout.ndim + 1))
+
+
 def _int64_dict():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
@@ -567,7 +580,10 @@ class Replay:
         self._ent = np.full((6, max(1, nslots)), -1, np.int64)
         self._cc = np.array([-1, -1, 0, 0, 0], np.int64)
         self._evicted = np.empty(max(1, nslots) + 2, np.int64)
-        self._rtouched, self._wtouched = _int64_dict(), _int64_dict()
+        self._wtouched = _int64_dict()
+        self._node_bytes = index_block_bytes(layout)
+        self._mdc = new_page_cache(HDF5_METADATA_CACHE, min(layout.nchunks // layout.index_block_chunks,
+                                                            HDF5_METADATA_CACHE // self._node_bytes) + 2)
         self._pos = np.array([-1, -1, layout.nchunks * stored if prealloc == 1 else 0], np.int64)
         self._out = np.zeros(len(FEATURES), np.float64)
         # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request; the
@@ -610,7 +626,7 @@ class Replay:
             lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
             self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
             lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
-            self._kmul, self._out, self._ent, self._cc, self._evicted, self._rtouched, self._wtouched, self._pos,
+            self._kmul, self._out, self._ent, self._cc, self._evicted, self._mdc, self._node_bytes, self._wtouched, self._pos,
         )
 
     def result(self) -> Variables:

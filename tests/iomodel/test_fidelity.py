@@ -157,3 +157,18 @@ def test_arrays_of_a_process_share_one_page_cache():
     assert others == () and set(cols.ds.tolist()) == {2}
     v = Workload(a2, cols, procs=1).variables(replace(lay, rdcc_nbytes=0), pcb)[0]
     assert v.n_rdisk == 10 and v.n_cache == 10
+
+
+def test_index_blocks_are_read_again_when_the_metadata_cache_is_too_small():
+    from iomodel.variables import HDF5_METADATA_CACHE, index_block_bytes
+
+    # one element of every 64th chunk (one per v1 B-tree leaf), twice: 16,384 index blocks
+    ds = _ds(shape=(1 << 20, 1), chunks=(1, 1))
+    lay = Layout.from_dataset(ds)
+    blocks = (1 << 20) // lay.index_block_chunks
+    assert blocks * index_block_bytes(lay) > HDF5_METADATA_CACHE  # 42 MB of leaves against 32 MiB
+    one_pass = [_acc(Selection.box((b * lay.index_block_chunks, 0), (1, 1))) for b in range(blocks)]
+    v = count_variables(one_pass * 2, ds, lay, BIG)
+    assert v.n_rindex == 2 * blocks  # LRU over a cyclic sweep larger than it: every block missed again
+    small = one_pass[: blocks // 2]  # 21 MB of leaves: kept
+    assert count_variables(small * 2, ds, lay, BIG).n_rindex == blocks // 2
