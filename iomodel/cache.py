@@ -24,9 +24,9 @@ from numba import types
 from numba.typed import Dict
 
 # ---- page cache (LRU): nodes[0]=key, [1]=size, [2]=prev, [3]=next
-# st = [head, tail, used bytes, free-stack depth, capacity bytes, nodes ever handed out]
+# st = [head, tail, used bytes, free-stack depth, capacity bytes, nodes ever handed out, key base]
 _KEY, _SIZE, _PREV, _NEXT = 0, 1, 2, 3
-_HEAD, _TAIL, _USED, _NFREE, _CAP, _HW = 0, 1, 2, 3, 4, 5
+_HEAD, _TAIL, _USED, _NFREE, _CAP, _HW, _BASE = 0, 1, 2, 3, 4, 5, 6
 
 
 def new_page_cache(capacity: int, max_entries: int):
@@ -34,7 +34,7 @@ def new_page_cache(capacity: int, max_entries: int):
     n = max(2, int(max_entries))
     nodes = np.empty((4, n), np.int64)
     free = np.empty(n, np.int64)
-    st = np.array([-1, -1, 0, 0, capacity, 0], np.int64)
+    st = np.array([-1, -1, 0, 0, capacity, 0, 0], np.int64)
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     return nodes, free, st, index
 
@@ -53,9 +53,42 @@ def grow_page_cache(pc, max_entries: int):
     return grown, more, st, index
 
 
+class SharedPageCache:
+    """One simulated OS page cache for every array a process reads: the arrays of one file, and of other files,
+    evict each other (LRU over the machine's memory), and a file's pages stay warm for later accesses
+    whichever array or open reads them.
+
+    Each array replayed in it gets its own key range (``add``); ``enter`` selects the range before that
+    array's accesses run. ``state`` is what the compiled replay takes (``new_page_cache``)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        self.state = new_page_cache(self.capacity, 16)
+        self._next_base = 0
+        self._limit = 16
+
+    def add(self, key_span: int, max_entries: int) -> int:
+        """Reserve ``key_span`` keys for one array whose entries are at most ``max_entries``; its key base."""
+        base = self._next_base
+        self._next_base += int(key_span)
+        self._limit = max(self._limit, int(max_entries))
+        return base
+
+    def reserve(self, entries: int) -> None:
+        """Room for ``entries`` more keys (bounded by the most entries the capacity can hold)."""
+        n = self.state[0].shape[1]
+        self.state = grow_page_cache(self.state, min(n + int(entries), self._limit))
+
+    def enter(self, base: int) -> None:
+        self.state[2][_BASE] = base
+
+
 @numba.njit(cache=True)
 def pc_access(nodes, free, st, index, key, size):
-    """Touch ``key`` (``size`` bytes): True if it was cached; it is cached (MRU) afterwards."""
+    """Touch ``key`` (``size`` bytes): True if it was cached; it is cached (MRU) afterwards.
+
+    Keys are relative to the key base of the array being replayed (``SharedPageCache.enter``)."""
+    key += st[_BASE]
     if key in index:
         i = index[key]
         if st[_TAIL] != i:  # unlink, append at tail

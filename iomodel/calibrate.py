@@ -199,6 +199,20 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Cube:
+    """A second array of a grid, 3-D and of another size: HDF5 (default chunk cache) and Zarr, cold reads of
+    each pattern and partial-chunk slab writes. Device and per-chunk prices fitted on one file size and one
+    shape alone did not transfer to others (docs/iomodel-validation.md)."""
+
+    shape: tuple[int, int, int]
+    chunks: tuple[tuple[int, int, int], ...]
+    box: tuple[int, int, int]
+    n: int
+    """Lines, slices and boxes read per case."""
+    slab_rows: int
+
+
+@dataclass(frozen=True)
 class Grid:
     """A calibration grid: one long 2-D array, chunk shapes, patterns."""
 
@@ -215,15 +229,19 @@ class Grid:
     codec: str = "zstd"
     codec_chunks: tuple[tuple[int, int], ...] = ((32768, 8),)
     """Chunk shapes also measured compressed (``codec``, HDF5 default cache): identify s_decode/s_encode."""
+    cube: Cube | None = None
 
 
 QUICK = Grid(shape=(262144, 32), chunks=((4096, 1), (4096, 32), (32768, 8), (262144, 4)),
-             n_rows=40, n_columns=3, n_boxes=25, n_slabs=10, repeat=2)
+             n_rows=40, n_columns=3, n_boxes=25, n_slabs=10, repeat=2,
+             cube=Cube((64, 256, 256), ((16, 32, 32), (4, 256, 256), (64, 64, 16)), (12, 24, 24), 12, 8))
 """About 2 minutes here; two runs per case, the faster kept (a shared machine only ever adds time)."""
 FULL = Grid(shape=(524288, 32),
             chunks=((4096, 1), (4096, 8), (4096, 32), (32768, 1), (32768, 8), (32768, 32), (131072, 8),
                     (131072, 32), (524288, 4)),
-            n_rows=100, n_columns=4, n_boxes=50, n_slabs=20, repeat=3)
+            n_rows=100, n_columns=4, n_boxes=50, n_slabs=20, repeat=3,
+            cube=Cube((128, 256, 256), ((16, 32, 32), (4, 256, 256), (64, 64, 16), (128, 64, 8)), (12, 24, 24),
+                      24, 8))
 
 
 def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
@@ -236,6 +254,11 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
                                      slab_rows=grid.slab_rows))
            for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full",
                      "write-columns")}
+    cube = grid.cube
+    cube_acc = {} if cube is None else {
+        p: tuple(pattern_accesses(p, cube.shape, itemsize=item, rng=rng, n=cube.n, box=cube.box,
+                                  slab_rows=cube.slab_rows))
+        for p in ("full", "columns", "rows", "box-unaligned", "write-slabs")}
     cases = []
     for library in ("hdf5", "zarr"):
         caches = list(HDF5_CACHES) if library == "hdf5" else [None]
@@ -259,6 +282,10 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
             if library == "hdf5":
                 # no chunk cache: one write request per run (what independent MPI-IO writes do too)
                 cases.append(Case(pattern="write-columns", accesses=acc["write-columns"], cache="none", **base))
+        for chunks in (cube.chunks if cube else ()):
+            for p, accesses in cube_acc.items():
+                cases.append(Case(library=library, shape=cube.shape, dtype=grid.dtype, chunks=chunks, pattern=p,
+                                  accesses=accesses, cache="default" if library == "hdf5" else None))
         for chunks in grid.codec_chunks:
             base = dict(library=library, shape=grid.shape, dtype=grid.dtype, chunks=chunks, codec=grid.codec,
                         cache="default" if library == "hdf5" else None)

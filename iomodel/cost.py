@@ -13,7 +13,7 @@ from .variables import Variables
 
 TERMS: dict[str, tuple[str, ...]] = {
     "t_memcpy": ("n_memcpy", "s_memcpy"),
-    "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "n_rindex"),
+    "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek", "n_rindex"),
     "t_wdisk": ("n_wdisk", "s_wdisk", "n_wseek", "n_windex"),
     "t_cache": ("n_cache", "s_cache", "x_cache"),
     "t_call": ("n_calls",),

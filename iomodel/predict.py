@@ -12,11 +12,11 @@ from instrumentation.tracefile import Trace, extent
 
 from .cost import term_seconds
 from .chunks import trace_visits, visits_key
-from .layout import Layout
+from .layout import Layout, LayoutError
 from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
 from .profile import PageCacheCurve, SystemProfile
-from .variables import WINDOW_ACCESSES, Replay, Variables
+from .variables import WINDOW_ACCESSES, Replay, Variables, count_variables
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
@@ -44,6 +44,37 @@ def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecor
     raise ValueError(f"{trace.source or 'trace'}: no dataset {dataset!r} (recorded: {names})")
 
 
+def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns, tuple[tuple[DatasetRecord, Layout], ...]]:
+    """What shares the page cache with ``dataset`` in the traced process: the trace's accesses in order, those
+    of every record of the same array (``key``: opened again, by another library) renumbered as ``dataset``,
+    and the other arrays with their stored layouts (``count_variables(others=...)``). Arrays the model
+    cannot lay out (scalars, empty) are left out."""
+    same = [i for i, d in trace.datasets.items() if d.key == dataset.key]
+    cols = trace.columns
+    if len(same) > 1:
+        ds_col = np.where(np.isin(cols.ds, same), dataset.id, cols.ds)
+        cols = AccessColumns(**{**{n: getattr(cols, n) for n in cols.__dataclass_fields__}, "ds": ds_col})
+    others = []
+    for i in np.unique(cols.ds).tolist():
+        d = trace.datasets.get(i)
+        if d is None or i == dataset.id or d.key == dataset.key:
+            continue
+        shape = trace.extent(i)
+        if not shape or not math.prod(shape):
+            continue
+        try:
+            others.append((d, Layout.from_dataset(d).with_shape(tuple(shape))))
+        except (LayoutError, ValueError):
+            continue
+    return cols, tuple(others)
+
+
+def stored_bytes_bound(layout: Layout) -> int:
+    """Bytes the simulated page cache can hold for one array at most: its chunks (and shards) whole, twice
+    (a sharded array is cached as whole shards and as byte-ranged inner chunks)."""
+    return 2 * layout.nchunks * (layout.stored_chunk_nbytes + layout.sieve_bytes)
+
+
 class Workload:
     """The traced accesses of one array, split per rank, ready to replay against many layouts.
 
@@ -51,14 +82,19 @@ class Workload:
     recorded rank's pattern running on procs processes on their own data (weak
     scaling): contention from procs, variables from the recorded ranks.
     ``warm``: the array starts in the page cache (see ``count_variables``).
+    ``others``: the process's other arrays (``process_arrays``), whose accesses among ``accesses`` share the
+    page cache; replayed along (one process, one rank) when together they could overflow it.
     """
 
     def __init__(self, dataset: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]",
-                 shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False):
+                 shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False,
+                 others: Sequence[tuple[DatasetRecord, Layout]] = ()):
         if procs < 1:
             raise ValueError(f"procs must be >= 1, got {procs}")
         self.dataset, self.warm = dataset, warm
         cols = as_columns(accesses)
+        self.others = tuple(others)
+        self.process_columns = cols
         self.columns = cols if not (cols.ds != dataset.id).any() else cols.of_dataset(dataset.id)
         self.shape = tuple(shape) if shape is not None else extent(dataset, self.columns)
         ranks = np.unique(self.columns.rank).tolist() or [0]
@@ -83,7 +119,13 @@ class Workload:
         layouts = [lay if lay.shape == self.shape else lay.with_shape(self.shape) for lay in layouts]
         out: list = [None] * len(layouts)
         groups: dict[tuple, list[int]] = {}
+        # the others' pages can evict this array's only when all of them do not fit the page cache together
+        rest = sum(stored_bytes_bound(o) for _, o in self.others) if self.procs == 1 else 0
         for i, lay in enumerate(layouts):
+            if rest and stored_bytes_bound(lay) + rest > page_cache_bytes:
+                out[i] = [count_variables(self.process_columns, self.dataset, lay, page_cache_bytes, warm=self.warm,
+                                          cache_curve=cache_curve, zarr_overlap=zarr_overlap, others=self.others)]
+                continue
             groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
             per_rank = []
@@ -171,7 +213,7 @@ def predict(
     """
     if isinstance(trace_or_accesses, Trace):
         ds = dataset if isinstance(dataset, DatasetRecord) else pick_dataset(trace_or_accesses, dataset)
-        accesses = trace_or_accesses.columns_of(ds.id)
+        accesses, others = process_arrays(trace_or_accesses, ds)
         resized = [r.shape for r in trace_or_accesses.resizes if r.dataset == ds.id]
     else:
         if not isinstance(dataset, DatasetRecord):
@@ -180,5 +222,7 @@ def predict(
         accesses = as_columns(trace_or_accesses)
         accesses = accesses.of_dataset(ds.id)
         resized = []
-    work = Workload(ds, accesses, extent(ds, accesses, resized), procs, warm)
+        others = ()
+    mine = accesses if not (accesses.ds != ds.id).any() else accesses.of_dataset(ds.id)
+    work = Workload(ds, accesses, extent(ds, mine, resized), procs, warm, others)
     return work.predict(layout, profile, servers)

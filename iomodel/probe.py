@@ -19,8 +19,10 @@ import numpy as np
 from .profile import PageCacheCurve, SystemProfile
 
 MiB = 1 << 20
-CURVE_SIZES = tuple(1 << k for k in range(12, 26))
-"""Request sizes of the curve: 4 KiB to 32 MiB, powers of two."""
+CURVE_SIZES = tuple(1 << k for k in range(6, 26))
+"""Request sizes of the curve: 64 B to 32 MiB, powers of two. Below 4 KiB a hit costs the system call, not
+the copy: HDF5 reading a chunk piecewise sends requests of a few bytes, which a curve starting at 4 KiB
+priced as 4 KiB ones (and the fit then preferred a flat price per hit, ``n_cache``, leaving x_cache 0)."""
 PROBE_REQUEST = MiB
 PROBE_TOLERANCE = 2.0
 """Speeds further apart than this factor (either way) are reported as a different machine. The load of
@@ -73,7 +75,7 @@ def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file
             seconds = []
             for size in CURVE_SIZES:
                 n = max(4, min(2000, 32 * MiB // size))
-                offsets = rng.integers(0, max(1, file_bytes // size - 1), n) * size
+                offsets = rng.integers(0, max(1, file_bytes // max(size, 4096) - 1), n) * max(size, 4096)
                 seconds.append(_seconds_per_request(fd, size, offsets, cold=False, repeat=repeat))
         finally:
             os.close(fd)

@@ -35,7 +35,7 @@ from numba.typed import Dict
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import cc_access, cc_hit, cc_insert, grow_page_cache, hash_bits, hash_slot, new_page_cache, pc_access
+from .cache import SharedPageCache, cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -43,12 +43,12 @@ from .profile import PageCacheCurve
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
-    "x_cache", "s_alloc",
+    "x_cache", "s_alloc", "s_rseek",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
- N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC) = range(len(FEATURES))
+ N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK) = range(len(FEATURES))
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ class Variables:
     n_wseek: float = 0.0
     """Writes not starting where the previous one ended (formula 6)."""
     n_rindex: float = 0.0
-    """HDF5 index blocks first read; zarr shard-index reads (formula 4)."""
+    """HDF5 index blocks read (first use, or again after HDF5's metadata cache evicted them); zarr shard-index
+    reads (formula 4)."""
     n_windex: float = 0.0
     """HDF5 index blocks first written; zarr shard-index writes (formula 6)."""
     n_zopen: float = 0.0
@@ -95,6 +96,10 @@ class Variables:
     s_alloc: float = 0.0
     """Bytes of chunk buffers the library allocates (and HDF5 fills): HDF5 per chunk entering its cache
     or processed whole outside it, Zarr per chunk read or written."""
+    s_rseek: float = 0.0
+    """Bytes of the device reads that seek (formula 4 by bytes): a read continuing the previous one is
+    served by the kernel's readahead stream, overlapping the library's work; one after a seek waits
+    for the device."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -159,6 +164,7 @@ def _os_read(out, pc, key, nbytes, offset, last_end, curve_b, curve_s, dev_weigh
     out[S_RDISK] += nbytes * dev_weight
     if offset != last_end:
         out[N_RSEEK] += dev_weight
+        out[S_RSEEK] += nbytes * dev_weight
     return offset + nbytes
 
 
@@ -279,7 +285,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
               prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap,
-              kmul, out, ent, cc, evicted, rtouched, wtouched, pos):
+              kmul, out, ent, cc, evicted, mdc, node_bytes, wtouched, pos):
     """Replay one window of accesses; the state (``out`` onwards; ``pos`` = device read end, write end, next
     allocation offset) carries over to the next window."""
     nd = len(grid)
@@ -399,8 +405,8 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             # ------------------------------------------------------------ HDF5
             allocated = _exists(cid, alloc, prealloc)
             blk = cid // ibc
-            if allocated and chunked and blk not in rtouched:
-                rtouched[blk] = 1
+            # the index block addressing the chunk, through HDF5's metadata cache (LRU of its capacity)
+            if allocated and chunked and not pc_access(mdc[0], mdc[1], mdc[2], mdc[3], blk, node_bytes):
                 out[N_RINDEX] += 1
             if parallel and not filtered:
                 # MPI-IO: one request per run contiguous in both chunk and buffer (formulas 8-10);
@@ -518,6 +524,18 @@ WINDOW_ACCESSES = 1 << 18
 the trace's length."""
 
 
+HDF5_METADATA_CACHE = 32 << 20
+"""Bytes of HDF5's metadata cache once grown (H5AC default max_size 32 MiB; it starts at 2 MiB and doubles
+while its hit rate stays under 90%): chunk-index blocks beyond it are read again."""
+
+
+def index_block_bytes(layout: Layout) -> int:
+    """Bytes of one chunk-index block: a v1 B-tree node holds 2K + 1 keys (chunk size, filter mask, ndim + 1
+    offsets) and 2K child addresses after a 24-byte header (H5Bcache.c, H5Dbtree.c); array and v2 B-tree
+    blocks are priced alike per entry."""
+    return 24 + layout.index_block_chunks * (16 + 8 * (layout.ndim + 1))
+
+
 def _int64_dict():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
@@ -528,7 +546,8 @@ class Replay:
     counts (``result``) equal one replay of the whole sequence. Arguments as ``count_variables``."""
 
     def __init__(self, dataset: DatasetRecord, layout: Layout, page_cache_bytes: int, *, parallel: bool = False,
-                 warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0):
+                 warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
+                 page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         self._curve = (cache_curve or PageCacheCurve()).arrays()
         self._zarr_overlap = float(zarr_overlap)
@@ -561,23 +580,27 @@ class Replay:
         self._ent = np.full((6, max(1, nslots)), -1, np.int64)
         self._cc = np.array([-1, -1, 0, 0, 0], np.int64)
         self._evicted = np.empty(max(1, nslots) + 2, np.int64)
-        self._rtouched, self._wtouched = _int64_dict(), _int64_dict()
+        self._wtouched = _int64_dict()
+        self._node_bytes = index_block_bytes(layout)
+        self._mdc = new_page_cache(HDF5_METADATA_CACHE, min(layout.nchunks // layout.index_block_chunks,
+                                                            HDF5_METADATA_CACHE // self._node_bytes) + 2)
         self._pos = np.array([-1, -1, layout.nchunks * stored if prealloc == 1 else 0], np.int64)
         self._out = np.zeros(len(FEATURES), np.float64)
         # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request; the
         # request bound grows window by window (``feed``)
-        self._bound = 16
-        if warm:
-            self._bound += layout.nchunks * (csize // sieve + 2)
+        self._shared = page_cache if page_cache is not None else SharedPageCache(page_cache_bytes)
         min_entry = max(1, min(stored, sieve, self._index_bytes or stored))
-        self._max_entries = page_cache_bytes // min_entry + 2
-        self._pc = new_page_cache(page_cache_bytes, min(self._bound, self._max_entries))
+        # keys: chunks, shards (after nchunks + 1) and their windows, times kmul (``_simulate``)
+        self._key0 = self._shared.add((2 * layout.nchunks + 3) * self._kmul,
+                                      self._shared.capacity // min_entry + 2)
         self._closed = False
         if warm:
+            self._shared.reserve(layout.nchunks * (csize // sieve + 2))
+            self._shared.enter(self._key0)
             sharded = self._n_inner > 0
             nunits = int(np.prod(self._shard_grid)) if sharded else layout.nchunks
             piecewise = layout.library != "zarr" and not (layout.filtered or self._fits) and not parallel
-            _warm_up(self._pc, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
+            _warm_up(self._shared.state, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
                      self._n_inner * stored + self._index_bytes, piecewise, csize, stored, sieve, self._kmul)
 
     @property
@@ -594,16 +617,16 @@ class Replay:
             return
         lay = self.layout
         vis = trace_visits(cols, lay) if visits is None else visits
-        self._bound += int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis)
-        self._pc = grow_page_cache(self._pc, min(self._bound, self._max_entries))
+        self._shared.reserve(int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis) + 16)
+        self._shared.enter(self._key0)
         _simulate(
             vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, cols.op_codes(),
             np.repeat(cols.collective, cols.rep), lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
             lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
             lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
             self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
-            lay.nchunks, self._pc, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
-            self._kmul, self._out, self._ent, self._cc, self._evicted, self._rtouched, self._wtouched, self._pos,
+            lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
+            self._kmul, self._out, self._ent, self._cc, self._evicted, self._mdc, self._node_bytes, self._wtouched, self._pos,
         )
 
     def snapshot(self) -> Variables:
@@ -622,7 +645,8 @@ class Replay:
         """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
         if not self._closed:
             lay = self.layout
-            _close(self._out, self._pc, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
+            self._shared.enter(self._key0)
+            _close(self._out, self._shared.state, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
                    self._kmul, lay.filtered, lay.chunk_nbytes, lay.index_block_chunks, self._wtouched, self._pos)
             self._closed = True
         return Variables.from_array(self._out)
@@ -638,6 +662,7 @@ def count_variables(
     warm: bool = False,
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
+    others: Sequence[tuple[DatasetRecord, Layout]] = (),
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
 
@@ -651,14 +676,27 @@ def count_variables(
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
     overlap on the device (the profile's, measured by calibration). Long traces are walked and replayed
     WINDOW_ACCESSES at a time (``Replay``).
+    ``others``: the process's other arrays (their record and stored layout) whose accesses, among
+    ``accesses`` in trace order, run through the same page cache: they evict this array's pages (one page
+    cache for every file, ``SharedPageCache``); only this array's variables are counted.
     """
     cols = as_columns(accesses)
-    if (cols.ds != dataset.id).any():
-        cols = cols.of_dataset(dataset.id)
-    replay = Replay(dataset, layout, page_cache_bytes, parallel=parallel, warm=warm, cache_curve=cache_curve,
-                    zarr_overlap=zarr_overlap)
-    for window in cols.windows(WINDOW_ACCESSES):
-        replay.feed(window)
+    replays = {}
+    shared = SharedPageCache(page_cache_bytes)
+    kw = dict(parallel=parallel, warm=warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap, page_cache=shared)
+    replays[dataset.id] = replay = Replay(dataset, layout, page_cache_bytes, **kw)
+    for d, lay in others:
+        if d.id != dataset.id:
+            replays[d.id] = Replay(d, lay, page_cache_bytes, **kw)
+    ids = np.fromiter(replays, np.int64)
+    if not np.isin(cols.ds, ids).all():
+        cols = cols.take(np.isin(cols.ds, ids))
+    # runs of consecutive rows of one array, replayed in trace order
+    cuts = np.flatnonzero(np.diff(cols.ds)) + 1
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), cols.rows]):
+        run = cols if (lo, hi) == (0, cols.rows) else cols.take(np.arange(lo, hi))
+        for window in run.windows(WINDOW_ACCESSES):
+            replays[int(cols.ds[lo])].feed(window)
     return replay.result()
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from instrumentation.records import READ, WRITE, AccessRecord, ResizeRecord
 from iomodel.calibrate import (
+    Cube,
     Grid,
     calibrate,
     calibration_cases,
@@ -16,7 +17,8 @@ from iomodel.calibrate import (
 )
 
 TINY = Grid(shape=(8192, 16), chunks=((512, 4), (2048, 16)), n_rows=5, n_columns=2, n_boxes=4, n_slabs=3,
-            box=(300, 4), slab_rows=300, codec_chunks=((2048, 16),))
+            box=(300, 4), slab_rows=300, codec_chunks=((2048, 16),),
+            cube=Cube((16, 32, 32), ((4, 16, 16),), (3, 8, 8), 2, 4))
 
 
 @pytest.mark.parametrize("shape", [(5000, 24), (60, 50, 40)])
@@ -76,6 +78,9 @@ def test_cases_build_each_array_once_and_write_last():
         assert all(p.startswith("write") for p in pats[first_write:])
     assert {c.cache for c in cases if c.library == "hdf5"} == {"default", "none", "large"}
     assert any(c.warm for c in cases) and any(not c.warm for c in cases)
+    # the 3-D array: both libraries, the same accesses
+    cube = {c.library: [c.accesses for c in cases if len(c.shape) == 3] for c in cases}
+    assert cube["hdf5"] and cube["hdf5"] == cube["zarr"]
 
 
 def test_tiny_calibration_gives_a_loadable_profile(tmp_path):

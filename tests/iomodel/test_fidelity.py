@@ -114,3 +114,61 @@ def test_machine_differences_name_the_speed_that_moved():
     diffs = machine_differences(here, {"page_cache_bps": 12e9, "disk_bps": 1e9})
     assert len(diffs) == 1 and "page-cache reads 12.00 GB/s here vs 5.00 GB/s" in diffs[0]
     assert "device reads" in machine_differences(here, {"page_cache_bps": 5e9, "disk_bps": 0.4e9})[0]
+
+
+def _trace(datasets, accesses):
+    from instrumentation.records import TraceHeader
+    from instrumentation.tracefile import Trace
+
+    return Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {d.id: d for d in datasets}, accesses)
+
+
+def _read_all(ds_id, rows=1000, width=100):
+    sel = Selection.box((0, 0), (rows, width))
+    return AccessRecord(ds_id, "read", sel, sel.nelements, sel.nelements * 4, 0.0, 0.0)
+
+
+def test_arrays_of_a_process_share_one_page_cache():
+    from dataclasses import replace
+
+    from iomodel.predict import Workload, process_arrays
+
+    # two 400 kB arrays of one file, 40 kB chunks; a page cache of 600 kB holds one of them, not both
+    a = DatasetRecord(0, "hdf5", "x", "f.h5", "/a", (1000, 100), "float32", chunks=(100, 100), created=False)
+    b = replace(a, id=1, path="/b")
+    lay = Layout.from_dataset(a)
+    pcb = 600_000
+    again = _trace([a, b], [_read_all(0), _read_all(0)])
+    cols, others = process_arrays(again, a)
+    alone = Workload(a, cols, procs=1, others=others).variables(replace(lay, rdcc_nbytes=0), pcb)[0]
+    # no chunk cache: the second read is the page cache's
+    assert alone.n_rdisk == 10 and alone.n_cache == 10
+    between = _trace([a, b], [_read_all(0), _read_all(1), _read_all(0)])
+    cols, others = process_arrays(between, a)
+    assert [d.id for d, _ in others] == [1]
+    evicted = Workload(a, cols, procs=1, others=others).variables(replace(lay, rdcc_nbytes=0), pcb)[0]
+    assert evicted.n_rdisk == 20 and evicted.n_cache == 0  # /b's pages pushed /a's out
+    roomy = Workload(a, cols, procs=1, others=others).variables(replace(lay, rdcc_nbytes=0), 1 << 30)[0]
+    assert roomy.n_rdisk == 10 and roomy.n_cache == 10
+    # the same array opened again (another record of the same file and path) finds its pages warm
+    a2 = replace(a, id=2)
+    reopened = _trace([a, a2], [_read_all(0), _read_all(2)])
+    cols, others = process_arrays(reopened, a2)
+    assert others == () and set(cols.ds.tolist()) == {2}
+    v = Workload(a2, cols, procs=1).variables(replace(lay, rdcc_nbytes=0), pcb)[0]
+    assert v.n_rdisk == 10 and v.n_cache == 10
+
+
+def test_index_blocks_are_read_again_when_the_metadata_cache_is_too_small():
+    from iomodel.variables import HDF5_METADATA_CACHE, index_block_bytes
+
+    # one element of every 64th chunk (one per v1 B-tree leaf), twice: 16,384 index blocks
+    ds = _ds(shape=(1 << 20, 1), chunks=(1, 1))
+    lay = Layout.from_dataset(ds)
+    blocks = (1 << 20) // lay.index_block_chunks
+    assert blocks * index_block_bytes(lay) > HDF5_METADATA_CACHE  # 42 MB of leaves against 32 MiB
+    one_pass = [_acc(Selection.box((b * lay.index_block_chunks, 0), (1, 1))) for b in range(blocks)]
+    v = count_variables(one_pass * 2, ds, lay, BIG)
+    assert v.n_rindex == 2 * blocks  # LRU over a cyclic sweep larger than it: every block missed again
+    small = one_pass[: blocks // 2]  # 21 MB of leaves: kept
+    assert count_variables(small * 2, ds, lay, BIG).n_rindex == blocks // 2

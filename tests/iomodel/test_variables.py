@@ -203,6 +203,15 @@ def test_seeks_follow_recorded_chunk_offsets():
     assert count_variables([_col(3)], ds2, Layout.from_dataset(ds2), BIG).n_rseek == 1
 
 
+def test_seeking_reads_count_their_bytes_apart_from_streamed_ones():
+    ds = _ds()
+    lay = Layout.from_dataset(ds)
+    v = count_variables([_col(3)], ds, lay, BIG)  # ten chunks in file order: only the first seeks
+    assert v.s_rdisk == 10 * 40000 and v.s_rseek == 40000
+    rows = count_variables([_row(950), _row(50), _row(550)], ds, lay, BIG)  # each row's chunk elsewhere
+    assert rows.n_rseek == 3 and rows.s_rseek == rows.s_rdisk == 3 * 40000
+
+
 def test_writes_in_trace_are_allocated_in_write_order():
     ds = _ds(created=True, library="zarr")
     w = [_acc(Selection.box((i * 100, 0), (100, 100)), "write") for i in (3, 1, 2)]
