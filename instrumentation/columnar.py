@@ -72,6 +72,17 @@ def _arrow(values: np.ndarray, dtype) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
+def _list_arrow(rows: list[list[int]], present: np.ndarray) -> pa.Array:
+    """Rows of integers as an Arrow list<int64> array, null where not ``present`` (built from buffers, as
+    ``_arrow``)."""
+    offsets = np.zeros(len(rows) + 1, np.int32)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    values = _arrow(np.fromiter((v for r in rows for v in r), np.int64, count=int(offsets[-1])), np.int64)
+    validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.ListArray.from_buffers(pa.list_(pa.int64()), len(rows), [validity, pa.py_buffer(offsets)],
+                                     children=[values])
+
+
 def to_table(cols: AccessColumns) -> pa.Table:
     """The Parquet batch of these accesses (schema in docs/trace-format.md)."""
     data = {
@@ -93,16 +104,18 @@ def to_table(cols: AccessColumns) -> pa.Table:
         for d in range(cols.width):
             data[f"{name}_{d}"] = _arrow(arr[:, d], np.int64)
     if cols.irregular:
-        idx, lens = [None] * cols.rows, [None] * cols.rows
+        idx, lens = [[] for _ in range(cols.rows)], [[] for _ in range(cols.rows)]
+        present = np.zeros(cols.rows, bool)
         for i, s in cols.irregular.items():
+            present[i] = True
             if s.points is not None:
                 lens[i] = [len(s.points)]
                 idx[i] = s.points.ravel().tolist()
             else:
                 lens[i] = [-1 if ix is None else len(ix) for ix in s.indices]
                 idx[i] = [v for ix in s.indices if ix is not None for v in ix]
-        data["idx_len"] = pa.array(lens, pa.list_(pa.int64()))
-        data["idx"] = pa.array(idx, pa.list_(pa.int64()))
+        data["idx_len"] = _list_arrow(lens, present)
+        data["idx"] = _list_arrow(idx, present)
     return pa.table(data).replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
 
 
@@ -266,9 +279,6 @@ class ColumnarTraceWriter(TraceWriter):
     def __init__(self, path: str | os.PathLike, header: TraceHeader):
         self.path = Path(path)
         _prepare(self.path)
-        # pyarrow imports pandas (if installed) on its first conversion of an array: at interpreter exit
-        # (a tracer closed by atexit, a worker's part) that import fails and the batch is lost
-        pa.array(np.zeros(0, np.int8))
         self._lock = threading.Lock()
         self._rows: list[tuple] = []
         self._irregular: dict[int, Selection] = {}
