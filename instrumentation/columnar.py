@@ -462,13 +462,13 @@ def _open_part(part: Path):
     return pf
 
 
-def _batches(path: str | os.PathLike, datasets, times):
-    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) in order; of the timing columns
-    only ``times`` are read; accesses to datasets not in ``datasets`` are errors."""
+def _batches(parts, datasets, times):
+    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) of the batch files ``parts``
+    ((path, ParquetFile) pairs) in order; of the timing columns only ``times`` are read; accesses to datasets not
+    in ``datasets`` are errors."""
     known = np.fromiter(datasets, np.int64, len(datasets))
     skip = {f"{t}_ns" for t in TIMES if t not in times}
-    for part in part_files(path):
-        pf = _open_part(part)
+    for part, pf in parts:
         names = [c for c in pf.schema_arrow.names if c not in skip]
         base = 0
         try:
@@ -487,7 +487,8 @@ def _batches(path: str | os.PathLike, datasets, times):
 def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
     """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
     (names among TIMES) are read, the others are 0."""
-    for part, table, base in _batches(path, datasets, times):
+    parts = ((p, _open_part(p)) for p in part_files(path))
+    for part, table, base in _batches(parts, datasets, times):
         cols = _allocate(table.num_rows, _width(table.column_names))
         _fill(cols, 0, table, str(part), base)
         yield cols
@@ -508,12 +509,12 @@ def _allocate(rows: int, width: int) -> AccessColumns:
 
 def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
-    parts = [_open_part(p) for p in part_files(path)]
-    rows = sum(pf.metadata.num_rows for pf in parts)
-    width = max([_width(pf.schema_arrow.names) for pf in parts], default=0)
+    parts = [(p, _open_part(p)) for p in part_files(path)]  # listed once: a live trace may gain parts meanwhile
+    rows = sum(pf.metadata.num_rows for _, pf in parts)
+    width = max([_width(pf.schema_arrow.names) for _, pf in parts], default=0)
     cols = _allocate(rows, width)
     pos = 0
-    for part, table, base in _batches(path, datasets, times):  # filled in place: no second copy of the trace
+    for part, table, base in _batches(parts, datasets, times):  # filled in place: no second copy of the trace
         _fill(cols, pos, table, str(part), base)
         pos += table.num_rows
     if complete and n_end is not None and cols.n_access != n_end:
