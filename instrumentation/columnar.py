@@ -8,9 +8,9 @@
 Each batch is written to a hidden temporary name and renamed into place, so a
 killed process leaves only whole batches; ``_meta.jsonl`` is appended and
 flushed like a JSON Lines trace (a cut-off last line is skipped with
-``allow_truncated``). On a clean close small batches are rewritten as one
-``parts-FIRST-LAST.parquet`` (readers skip ``part-`` files it covers, in case a
-crash left both). Parquet and the leading underscore make the directory a
+``allow_truncated``). On a clean close consecutive small batches are rewritten
+as ``parts-FIRST-LAST.parquet`` files of up to COMPACT_ROWS rows (readers skip
+``part-`` files one covers, in case a crash left both). Parquet and the leading underscore make the directory a
 dataset that pandas, pyarrow and DuckDB read directly
 (``pandas.read_parquet("run.parquet")``).
 """
@@ -52,8 +52,9 @@ BATCH_ROWS = 1 << 16
 BATCH_SECONDS = 1.0
 READ_ROWS = 1 << 18
 """Rows per Parquet row group, converted at a time when reading: memory holds the result plus one of them."""
-COMPACT_ROWS = 4 << 20
-"""At close, batches are rewritten as one file when they hold at most this many rows in all."""
+COMPACT_ROWS = 1 << 20
+"""At close, consecutive batches are rewritten into files of up to this many rows: a long run writes a small batch
+every BATCH_SECONDS, and each file costs its reader milliseconds however few rows it holds."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 _PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
@@ -279,7 +280,6 @@ class ColumnarTraceWriter(TraceWriter):
         self._rank = header.rank
         self._next_part = 0
         self._parts: list[Path] = []
-        self._part_rows = 0
         self.n_access = 0
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(_dumps({"t": "h", **header.get_config()}) + "\n")
@@ -376,7 +376,6 @@ class ColumnarTraceWriter(TraceWriter):
             self._next_part += 1
             write_table(to_table(cols), part)
             self._parts.append(part)
-            self._part_rows += cols.rows
 
     def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
         """End the trace; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
@@ -385,8 +384,7 @@ class ColumnarTraceWriter(TraceWriter):
         with self._lock:
             if self._meta.closed:
                 return
-            if len(self._parts) > 1 and self._part_rows <= COMPACT_ROWS:
-                self._compact()
+            compact_parts(self._parts)
             end = {"t": "end", "n_access": self.n_access}
             if missed:
                 end["missed"] = list(missed)
@@ -395,22 +393,38 @@ class ColumnarTraceWriter(TraceWriter):
             self._meta.write(_dumps(end) + "\n")
             self._meta.close()
 
-    def _compact(self) -> None:
-        tables = [pq.read_table(p) for p in self._parts]
-        table = pa.concat_tables(tables, promote_options="default").combine_chunks()
-        # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
-        for name in table.column_names:
-            m = re.match(r"^(count|stride|block)_\d+$", name)
-            if m and table.column(name).null_count:
-                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
-            elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
-                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
-        table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
-        first = _PART.match(self._parts[0].name).group(1)
-        last = _PART.match(self._parts[-1].name).group(1)
-        write_table(table, self.path / f"parts-{first}-{last}.parquet")
-        for p in self._parts:
-            p.unlink()
+
+def compact_parts(parts: list[Path], max_rows: int = COMPACT_ROWS) -> None:
+    """Rewrite runs of consecutive ``part-N`` batch files, up to ``max_rows`` rows each, as one
+    ``parts-FIRST-LAST`` file each (what a writer does at close)."""
+    group: list[Path] = []
+    rows = 0
+    for part in parts + [None]:
+        n = pq.read_metadata(part).num_rows if part is not None else 0
+        if part is None or (group and rows + n > max_rows):
+            if len(group) > 1:
+                _merge_parts(group)
+            group, rows = [], 0
+        if part is not None:
+            group.append(part)
+            rows += n
+
+
+def _merge_parts(group: list[Path]) -> None:
+    table = pa.concat_tables([pq.read_table(p) for p in group], promote_options="default").combine_chunks()
+    # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
+    for name in table.column_names:
+        m = re.match(r"^(count|stride|block)_\d+$", name)
+        if m and table.column(name).null_count:
+            table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
+        elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
+            table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
+    table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
+    first = _PART.match(group[0].name).group(1)
+    last = _PART.match(group[-1].name).group(1)
+    write_table(table, group[0].with_name(f"parts-{first}-{last}.parquet"))
+    for p in group:
+        p.unlink()
 
 
 def rows_to_columns(rows: list[tuple], irregular: dict[int, Selection], rank: int) -> AccessColumns:
