@@ -181,10 +181,10 @@ def _os_write(out, pc, key, nbytes, offset, last_end):
 @numba.njit(cache=True)
 def _offset_of(unit, alloc, prealloc, unit_bytes, next_off):
     """File offset of a chunk (or shard): recorded, allocation order, or row-major."""
+    if prealloc == 1:  # nothing is ever allocated then: no lookup
+        return unit * unit_bytes, next_off
     if unit in alloc:
         return alloc[unit], next_off
-    if prealloc == 1:
-        return unit * unit_bytes, next_off
     alloc[unit] = next_off
     return next_off, next_off + unit_bytes
 
