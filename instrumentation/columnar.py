@@ -8,9 +8,9 @@
 Each batch is written to a hidden temporary name and renamed into place, so a
 killed process leaves only whole batches; ``_meta.jsonl`` is appended and
 flushed like a JSON Lines trace (a cut-off last line is skipped with
-``allow_truncated``). On a clean close small batches are rewritten as one
-``parts-FIRST-LAST.parquet`` (readers skip ``part-`` files it covers, in case a
-crash left both). Parquet and the leading underscore make the directory a
+``allow_truncated``). On a clean close consecutive small batches are rewritten
+as ``parts-FIRST-LAST.parquet`` files of up to COMPACT_ROWS rows (readers skip
+``part-`` files one covers, in case a crash left both). Parquet and the leading underscore make the directory a
 dataset that pandas, pyarrow and DuckDB read directly
 (``pandas.read_parquet("run.parquet")``).
 """
@@ -52,8 +52,9 @@ BATCH_ROWS = 1 << 16
 BATCH_SECONDS = 1.0
 READ_ROWS = 1 << 18
 """Rows per Parquet row group, converted at a time when reading: memory holds the result plus one of them."""
-COMPACT_ROWS = 4 << 20
-"""At close, batches are rewritten as one file when they hold at most this many rows in all."""
+COMPACT_ROWS = 1 << 20
+"""At close, consecutive batches are rewritten into files of up to this many rows: a long run writes a small batch
+every BATCH_SECONDS, and each file costs its reader milliseconds however few rows it holds."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 _PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
@@ -289,7 +290,6 @@ class ColumnarTraceWriter(TraceWriter):
         self._rank = header.rank
         self._next_part = 0
         self._parts: list[Path] = []
-        self._part_rows = 0
         self.n_access = 0
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(_dumps({"t": "h", **header.get_config()}) + "\n")
@@ -386,7 +386,6 @@ class ColumnarTraceWriter(TraceWriter):
             self._next_part += 1
             write_table(to_table(cols), part)
             self._parts.append(part)
-            self._part_rows += cols.rows
 
     def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
         """End the trace; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
@@ -395,8 +394,7 @@ class ColumnarTraceWriter(TraceWriter):
         with self._lock:
             if self._meta.closed:
                 return
-            if len(self._parts) > 1 and self._part_rows <= COMPACT_ROWS:
-                self._compact()
+            compact_parts(self._parts)
             end = {"t": "end", "n_access": self.n_access}
             if missed:
                 end["missed"] = list(missed)
@@ -405,22 +403,38 @@ class ColumnarTraceWriter(TraceWriter):
             self._meta.write(_dumps(end) + "\n")
             self._meta.close()
 
-    def _compact(self) -> None:
-        tables = [pq.read_table(p) for p in self._parts]
-        table = pa.concat_tables(tables, promote_options="default").combine_chunks()
-        # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
-        for name in table.column_names:
-            m = re.match(r"^(count|stride|block)_\d+$", name)
-            if m and table.column(name).null_count:
-                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
-            elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
-                table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
-        table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
-        first = _PART.match(self._parts[0].name).group(1)
-        last = _PART.match(self._parts[-1].name).group(1)
-        write_table(table, self.path / f"parts-{first}-{last}.parquet")
-        for p in self._parts:
-            p.unlink()
+
+def compact_parts(parts: list[Path], max_rows: int = COMPACT_ROWS) -> None:
+    """Rewrite runs of consecutive ``part-N`` batch files, up to ``max_rows`` rows each, as one
+    ``parts-FIRST-LAST`` file each (what a writer does at close)."""
+    group: list[Path] = []
+    rows = 0
+    for part in parts + [None]:
+        n = pq.read_metadata(part).num_rows if part is not None else 0
+        if part is None or (group and rows + n > max_rows):
+            if len(group) > 1:
+                _merge_parts(group)
+            group, rows = [], 0
+        if part is not None:
+            group.append(part)
+            rows += n
+
+
+def _merge_parts(group: list[Path]) -> None:
+    table = pa.concat_tables([pq.read_table(p) for p in group], promote_options="default").combine_chunks()
+    # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
+    for name in table.column_names:
+        m = re.match(r"^(count|stride|block)_\d+$", name)
+        if m and table.column(name).null_count:
+            table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
+        elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
+            table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
+    table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
+    first = _PART.match(group[0].name).group(1)
+    last = _PART.match(group[-1].name).group(1)
+    write_table(table, group[0].with_name(f"parts-{first}-{last}.parquet"))
+    for p in group:
+        p.unlink()
 
 
 def rows_to_columns(rows: list[tuple], irregular: dict[int, Selection], rank: int) -> AccessColumns:
@@ -472,13 +486,13 @@ def _open_part(part: Path):
     return pf
 
 
-def _batches(path: str | os.PathLike, datasets, times):
-    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) in order; of the timing columns
-    only ``times`` are read; accesses to datasets not in ``datasets`` are errors."""
+def _batches(parts, datasets, times):
+    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) of the batch files ``parts``
+    ((path, ParquetFile) pairs) in order; of the timing columns only ``times`` are read; accesses to datasets not
+    in ``datasets`` are errors."""
     known = np.fromiter(datasets, np.int64, len(datasets))
     skip = {f"{t}_ns" for t in TIMES if t not in times}
-    for part in part_files(path):
-        pf = _open_part(part)
+    for part, pf in parts:
         names = [c for c in pf.schema_arrow.names if c not in skip]
         base = 0
         try:
@@ -497,7 +511,8 @@ def _batches(path: str | os.PathLike, datasets, times):
 def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
     """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
     (names among TIMES) are read, the others are 0."""
-    for part, table, base in _batches(path, datasets, times):
+    parts = ((p, _open_part(p)) for p in part_files(path))
+    for part, table, base in _batches(parts, datasets, times):
         cols = _allocate(table.num_rows, _width(table.column_names))
         _fill(cols, 0, table, str(part), base)
         yield cols
@@ -518,12 +533,12 @@ def _allocate(rows: int, width: int) -> AccessColumns:
 
 def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
-    parts = [_open_part(p) for p in part_files(path)]
-    rows = sum(pf.metadata.num_rows for pf in parts)
-    width = max([_width(pf.schema_arrow.names) for pf in parts], default=0)
+    parts = [(p, _open_part(p)) for p in part_files(path)]  # listed once: a live trace may gain parts meanwhile
+    rows = sum(pf.metadata.num_rows for _, pf in parts)
+    width = max([_width(pf.schema_arrow.names) for _, pf in parts], default=0)
     cols = _allocate(rows, width)
     pos = 0
-    for part, table, base in _batches(path, datasets, times):  # filled in place: no second copy of the trace
+    for part, table, base in _batches(parts, datasets, times):  # filled in place: no second copy of the trace
         _fill(cols, pos, table, str(part), base)
         pos += table.num_rows
     if complete and n_end is not None and cols.n_access != n_end:

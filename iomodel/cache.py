@@ -29,14 +29,28 @@ _KEY, _SIZE, _PREV, _NEXT = 0, 1, 2, 3
 _HEAD, _TAIL, _USED, _NFREE, _CAP, _HW, _BASE = 0, 1, 2, 3, 4, 5, 6
 
 
+@numba.njit(cache=True)
+def int64_dict():
+    """An empty typed int64 -> int64 Dict, made in compiled code (cached): ``Dict.empty`` called from Python
+    compiles its helpers anew in every process, most of a second."""
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+@numba.njit(cache=True)
+def copy_int64_dict(d):
+    out = Dict.empty(key_type=types.int64, value_type=types.int64)
+    for k, v in d.items():
+        out[k] = v
+    return out
+
+
 def new_page_cache(capacity: int, max_entries: int):
     """State of an empty LRU page cache holding up to ``capacity`` bytes in at most ``max_entries`` keys."""
     n = max(2, int(max_entries))
     nodes = np.empty((4, n), np.int64)
     free = np.empty(n, np.int64)
     st = np.array([-1, -1, 0, 0, capacity, 0, 0], np.int64)
-    index = Dict.empty(key_type=types.int64, value_type=types.int64)
-    return nodes, free, st, index
+    return nodes, free, st, int64_dict()
 
 
 def grow_page_cache(pc, max_entries: int):

@@ -131,6 +131,7 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
     nseg = np.empty(nd, np.int64)
     dtotal = np.empty(nd, np.int64)
     st = np.empty(nd, np.int64)
+    pos = np.empty(nd, np.int64)  # odometer over the per-dimension chunk coordinates
     m = 0
     a = -1
     for row in range(n_rows):
@@ -161,7 +162,7 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
                 o2[:, :m] = out[:, :m]
                 out = o2
                 full_out = _grow(full_out, cap)
-            pos = np.zeros(nd, np.int64)
+            pos[:] = 0
             for _ in range(total):
                 cid = 0
                 nsel = 1

@@ -174,6 +174,8 @@ class Workload:
         """``predict`` of the first ``end`` accesses (in this workload's order) for each of ``ends`` (increasing):
         what ``Workload(dataset, columns.window(0, end), shape, procs).predict(...)`` gives, from one replay per
         rank that goes on where the previous prefix stopped."""
+        if self.others:
+            raise ValueError("predict_prefixes replays one array alone (no others sharing its page cache)")
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
         cols = self.columns

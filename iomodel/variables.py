@@ -29,13 +29,12 @@ from typing import Sequence
 
 import numba
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import SharedPageCache, cc_access, cc_hit, cc_insert, hash_bits, hash_slot, new_page_cache, pc_access
+from .cache import (SharedPageCache, cc_access, cc_hit, cc_insert, copy_int64_dict, hash_bits, hash_slot, int64_dict,
+                    new_page_cache, pc_access)
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -182,10 +181,10 @@ def _os_write(out, pc, key, nbytes, offset, last_end):
 @numba.njit(cache=True)
 def _offset_of(unit, alloc, prealloc, unit_bytes, next_off):
     """File offset of a chunk (or shard): recorded, allocation order, or row-major."""
+    if prealloc == 1:  # nothing is ever allocated then: no lookup
+        return unit * unit_bytes, next_off
     if unit in alloc:
         return alloc[unit], next_off
-    if prealloc == 1:
-        return unit * unit_bytes, next_off
     alloc[unit] = next_off
     return next_off, next_off + unit_bytes
 
@@ -535,9 +534,12 @@ def index_block_bytes(layout: Layout) -> int:
     blocks are priced alike per entry."""
     return 24 + layout.index_block_chunks * (16 + 8 * (layout.ndim + 1))
 
-
-def _int64_dict():
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+@numba.njit(cache=True)
+def _put_all(d, keys, values):
+    """d[keys[i]] = values[i] in compiled code (a typed Dict's ``__setitem__`` from Python compiles its helper
+    anew in every process, seconds)."""
+    for i in range(len(keys)):
+        d[keys[i]] = values[i]
 
 
 class Replay:
@@ -551,15 +553,14 @@ class Replay:
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         self._curve = (cache_curve or PageCacheCurve()).arrays()
         self._zarr_overlap = float(zarr_overlap)
-        self._alloc = alloc = _int64_dict()
+        self._alloc = alloc = int64_dict()
         prealloc = 0 if dataset.created else 1
         same_layout = (dataset.library == layout.library and dataset.chunks is not None
                        and tuple(dataset.chunks) == layout.chunks and layout.shards is None)
         if not dataset.created and dataset.chunk_offsets is not None and same_layout and len(dataset.chunk_offsets):
             co = np.asarray(dataset.chunk_offsets, np.int64)
-            cid = np.ravel_multi_index(co[:, : layout.ndim].T, layout.grid, mode="clip")
-            for c, off in zip(cid.tolist(), co[:, layout.ndim].tolist()):
-                alloc[c] = off
+            _put_all(alloc, np.ravel_multi_index(co[:, : layout.ndim].T, layout.grid, mode="clip"),
+                     np.ascontiguousarray(co[:, layout.ndim]))
             prealloc = 2
         self._prealloc = prealloc
         cps = layout.chunks_per_shard
@@ -580,7 +581,7 @@ class Replay:
         self._ent = np.full((6, max(1, nslots)), -1, np.int64)
         self._cc = np.array([-1, -1, 0, 0, 0], np.int64)
         self._evicted = np.empty(max(1, nslots) + 2, np.int64)
-        self._wtouched = _int64_dict()
+        self._wtouched = int64_dict()
         self._node_bytes = index_block_bytes(layout)
         self._mdc = new_page_cache(HDF5_METADATA_CACHE, min(layout.nchunks // layout.index_block_chunks,
                                                             HDF5_METADATA_CACHE // self._node_bytes) + 2)
@@ -635,10 +636,11 @@ class Replay:
         if self._closed or not (self._ent[5] == 1).any():  # no dirty chunk: the close adds nothing
             return Variables.from_array(self._out)
         lay = self.layout
-        out, (nodes, free, st, index) = self._out.copy(), self._pc
-        _close(out, (nodes.copy(), free.copy(), st.copy(), index.copy()), self._ent, self._cc, self._alloc.copy(),
-               self._prealloc, lay.stored_chunk_nbytes, self._kmul, lay.filtered, lay.chunk_nbytes,
-               lay.index_block_chunks, self._wtouched.copy(), self._pos.copy())
+        self._shared.enter(self._key0)
+        out, (nodes, free, st, index) = self._out.copy(), self._shared.state
+        _close(out, (nodes.copy(), free.copy(), st.copy(), copy_int64_dict(index)), self._ent, self._cc,
+               copy_int64_dict(self._alloc), self._prealloc, lay.stored_chunk_nbytes, self._kmul, lay.filtered,
+               lay.chunk_nbytes, lay.index_block_chunks, copy_int64_dict(self._wtouched), self._pos.copy())
         return Variables.from_array(out)
 
     def result(self) -> Variables:

@@ -183,3 +183,35 @@ def test_sigkill_leaves_a_readable_prefix(tmp_path):
     tr = load_trace(p, allow_truncated=True)
     assert not tr.complete and tr.n_access == 3000
     assert [a.selection.start[0] for a in tr.accesses] == list(range(3000))
+
+
+def _batched_trace(path, batches=10, rows=30):
+    """A columnar trace written as ``batches`` batch files (a flush each) of ``rows`` random row reads; its rows."""
+    from instrumentation.columnar import ColumnarTraceWriter
+    from test_tracefile import header
+
+    w = ColumnarTraceWriter(path, header())
+    w.dataset(dataset())
+    starts = np.random.default_rng(5).integers(0, 100, batches * rows).tolist()
+    for b in range(batches):
+        for k, i in enumerate(starts[b * rows:(b + 1) * rows]):
+            w.hyperslab_access(0, "read", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.01 * (b * rows + k), 1e-5)
+        w.flush()
+    return w, starts
+
+
+def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
+    from instrumentation.columnar import compact_parts
+
+    w, starts = _batched_trace(tmp_path / "a.parquet")
+    w.close()
+    assert [f.name for f in part_files(tmp_path / "a.parquet")] == ["parts-000000-000009.parquet"]
+    assert load_trace(tmp_path / "a.parquet").columns.expanded().start[:, 0].tolist() == starts
+    # groups of at most max_rows rows: 30 + 30 rows, not a third batch
+    w, starts = _batched_trace(tmp_path / "b.parquet")
+    compact_parts(part_files(tmp_path / "b.parquet"), max_rows=70)
+    names = [f.name for f in part_files(tmp_path / "b.parquet")]
+    assert names == [f"parts-{i:06d}-{i + 1:06d}.parquet" for i in range(0, 10, 2)]
+    assert not list((tmp_path / "b.parquet").glob("part-*"))
+    got = load_trace(tmp_path / "b.parquet", allow_truncated=True)
+    assert got.columns.expanded().start[:, 0].tolist() == starts
