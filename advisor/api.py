@@ -222,7 +222,8 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
         ranked = result.ranked
         if goal.kind == "time":
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
-                                       with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible)
+                                       with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible,
+                                       coefficient=profile.coefficient)
         else:
             best, tie_rule = ranked[0], None
         change = best if best.candidate != current.candidate else next(

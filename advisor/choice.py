@@ -25,6 +25,8 @@ from advisor.advice import Recommendation
 from advisor.candidates import Candidate
 from instrumentation.columns import SLAB, as_columns
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
+from iomodel.cost import TERMS
+from iomodel.intrace import SHARED_TERMS
 from iomodel.layout import HDF5_DEFAULT_CACHE
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -40,17 +42,21 @@ MAX_PADDING = 0.01
 
 TIE_RULES = (
     "the current layout",
-    "the library the trace measured",
-    "no compression the trace did not measure",
+    "a prediction resting on what the trace measured",
     "less cache memory",
     "chunks of 64 KiB-16 MiB",
     "chunks that divide the array and line up with the program's blocks",
     "less read amplification",
 )
-"""Order in which near-ties are broken (module docstring). After the current layout come the candidates whose
-prediction rests on what the trace measured: the traced library's calls, chunk handling and file opens were
-timed in the run, the other library's are only profiled; a codec the current layout does not have is priced by
-an estimate on a 1% sample. Only then the preferences for robust layouts."""
+"""Order in which near-ties are broken (module docstring): the current layout, a prediction made of what the
+trace's timings checked (``measured_share``), then the preferences for robust layouts."""
+
+MEASURED_SHARE = 0.5
+"""A prediction rests on what the trace measured when at least this share of it is (``measured_share``)."""
+SIGNIFICANT = 0.05
+"""A variable of the current layout's prediction was checked by the traced times when it holds this share of it."""
+SHARED_VARIABLES = frozenset(v for t in SHARED_TERMS for v in TERMS[t])
+"""Variables of the device, page-cache and copy terms: checked for the other library too."""
 
 COPY_SLAB_BYTES = 64 * MiB
 """The rewrite is modelled as a copy in slabs of whole chunk rows of about this size."""
@@ -137,26 +143,53 @@ def extra_cache(c: Candidate) -> int:
     return max(0, c.cache_bytes - HDF5_DEFAULT_CACHE[0])
 
 
+def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float]) -> float:
+    """Share of ``r``'s predicted seconds that lies in what the trace's timings checked: the variables holding at
+    least SIGNIFICANT of the current layout's prediction (which the in-trace calibration fitted), only the
+    device, page-cache and copy ones (SHARED_VARIABLES) under the other library, and the codec's seconds only
+    for the codec the current layout has (another codec is priced by an estimate on a 1% sample).
+    ``coefficient(library, variable)``: the profile's seconds per unit."""
+    def seconds(rec: Recommendation) -> dict[str, float]:
+        return {v: coefficient(rec.library, v) * x for v, x in rec.variables.items()}
+
+    cur = seconds(current)
+    total = sum(cur.values())
+    checked = {v for v, t in cur.items() if total > 0 and t >= SIGNIFICANT * total}
+    if r.library != current.library:
+        checked &= SHARED_VARIABLES
+    mine = seconds(r)
+    io_model = sum(mine.values())
+    io_share = sum(mine.get(v, 0.0) for v in checked) / io_model if io_model > 0 else 1.0
+    codec = r.terms.get("t_compress", 0.0) + r.terms.get("t_decompress", 0.0)
+    io = sum(t for k, t in r.terms.items() if k not in ("t_compress", "t_decompress"))
+    same_codec = r.candidate.compressor == current.candidate.compressor
+    whole = io + codec
+    return (io * io_share + (codec if same_codec else 0.0)) / whole if whole > 0 else 1.0
+
+
 def tie_key(r: Recommendation, current: Candidate, shape: Sequence[int], itemsize: int,
-            blocking: Blocking | None) -> tuple:
-    """One entry per TIE_RULES rule, smaller is preferred."""
+            blocking: Blocking | None, measured: float = 1.0) -> tuple:
+    """One entry per TIE_RULES rule, smaller is preferred. ``measured``: ``measured_share`` of ``r``."""
     c = r.candidate
     nbytes = math.prod(c.chunks) * itemsize if c.chunks is not None else None
     in_range = nbytes is None or CHUNK_RANGE[0] <= nbytes <= CHUNK_RANGE[1]
     divides = padding(c.chunks, shape) <= MAX_PADDING and (blocking is None or blocking.aligned(c.chunks))
-    unmeasured_codec = c.compressor is not None and c.compressor != current.compressor
-    return (c != current, c.library != current.library, unmeasured_codec, extra_cache(c), not in_range,
-            not divides, round(r.facts.get("read_amplification", 0.0), 2))
+    # in raw bytes: compression shrinks what is read, not how much of each chunk the program did not ask for
+    amplification = r.facts.get("read_amplification", 0.0) * r.ratio
+    return (c != current, measured < MEASURED_SHARE, extra_cache(c), not in_range, not divides,
+            round(amplification, 2))
 
 
 def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution: float, shape: Sequence[int],
            itemsize: int, blocking: Blocking | None = None,
            with_facts: Callable[[Recommendation], Recommendation] = lambda r: r,
-           feasible: Callable[[Recommendation], bool] = lambda r: True) -> tuple[Recommendation, str | None, int]:
+           feasible: Callable[[Recommendation], bool] = lambda r: True,
+           coefficient: Callable[[str, str], float] | None = None) -> tuple[Recommendation, str | None, int]:
     """(chosen, the tie rule that decided or None, number of near-ties) among ``ranked`` (best first).
 
     The near-ties are the feasible candidates (the current layout included) within ``resolution`` of the
-    fastest feasible one."""
+    fastest feasible one. ``coefficient``: the profile's (``SystemProfile.coefficient``), for
+    ``measured_share``; None: every prediction counts as measured."""
     pool = [r for r in ranked if feasible(r)]
     if not pool:
         return ranked[0], None, 0
@@ -166,7 +199,8 @@ def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution
     near = [with_facts(r) for r in pool if r.seconds <= best.seconds * (1.0 + resolution)]
     if len(near) < 2:
         return best, None, len(near)
-    keys = {id(r): tie_key(r, current.candidate, shape, itemsize, blocking) for r in near}
+    keys = {id(r): tie_key(r, current.candidate, shape, itemsize, blocking,
+                           1.0 if coefficient is None else measured_share(r, current, coefficient)) for r in near}
     chosen = min(near, key=lambda r: keys[id(r)] + (r.seconds,))
     if chosen.candidate == best.candidate:
         return chosen, None, len(near)
@@ -238,5 +272,5 @@ def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommenda
     return read + write
 
 
-__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses", "padding",
-           "program_blocking", "rewrite_seconds", "tie_key", "verdict"]
+__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses",
+           "measured_share", "padding", "program_blocking", "rewrite_seconds", "tie_key", "verdict"]

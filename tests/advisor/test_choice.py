@@ -4,7 +4,8 @@ import pytest
 
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate
-from advisor.choice import MIN_GAIN, TIE_RULES, choose, copy_accesses, padding, program_blocking, verdict
+from advisor.choice import (MIN_GAIN, TIE_RULES, choose, copy_accesses, measured_share, padding, program_blocking,
+                            verdict)
 from instrumentation.records import AccessRecord, Selection
 
 SHAPE = (200_000, 64)
@@ -45,6 +46,39 @@ def test_chunk_size_range_then_padding_then_amplification():
     b = rec((4000, 32), 1.05, amp=2.0)
     chosen, rule, _ = choose([a, b, current], current, 0.1, SHAPE, 4)
     assert chosen is b and rule == "less read amplification"
+
+
+COEF = {"n_calls": 1e-4, "s_rdisk": 1e-9, "n_rdisk": 1e-5, "n_rseek": 1e-4, "n_chunks": 2e-5}
+
+
+def coefficient(library, v):
+    return COEF.get(v, 0.0) * (3 if library == "zarr" and v == "n_chunks" else 1)
+
+
+def measured_rec(chunks, seconds, variables, library="hdf5", compressor=None, codec_seconds=0.0, ratio=1.0):
+    c = Candidate(library, chunks, None, (8 << 20) if library == "hdf5" and chunks else None, 8191, compressor)
+    return Recommendation(c, seconds, (seconds * 0.9, seconds * 1.1),
+                          {"t_rdisk": seconds - codec_seconds, "t_decompress": codec_seconds}, 0, ratio=ratio,
+                          variables=variables, facts={"read_amplification": 1.0})
+
+
+def test_near_ties_prefer_a_prediction_resting_on_what_the_trace_measured():
+    # the current layout's time was whole-chunk bytes and calls; contiguous would be small seeks the trace never timed
+    current = measured_rec((4096, 64), 2.0, {"n_calls": 10_000, "s_rdisk": 1e9})
+    seeks = measured_rec(None, 0.50, {"n_calls": 1000, "n_rseek": 4000})
+    bytes_ = measured_rec((1024, 64), 0.52, {"n_calls": 1000, "s_rdisk": 4e8})
+    assert measured_share(seeks, current, coefficient) == pytest.approx(0.2)
+    assert measured_share(bytes_, current, coefficient) == pytest.approx(1.0)
+    chosen, rule, _ = choose([seeks, bytes_, current], current, 0.1, SHAPE, 4, coefficient=coefficient)
+    assert chosen is bytes_ and rule == TIE_RULES[1]
+    # another library: only the device terms were measured; a codec the current layout lacks: an estimate
+    zarr = measured_rec((1024, 64), 0.5, {"n_calls": 1000, "s_rdisk": 4e8}, library="zarr")
+    assert measured_share(zarr, current, coefficient) == pytest.approx(0.4 / 0.5)
+    coded = measured_rec((1024, 64), 0.5, {"n_calls": 1000, "s_rdisk": 1e8}, compressor="zstd", codec_seconds=0.3,
+                         ratio=4.0)
+    assert measured_share(coded, current, coefficient) == pytest.approx(0.2 / 0.5)
+    chosen, rule, _ = choose([coded, bytes_, current], current, 0.1, SHAPE, 4, coefficient=coefficient)
+    assert chosen is bytes_ and rule == TIE_RULES[1]
 
 
 def test_beyond_resolution_the_fastest_wins():
