@@ -377,10 +377,10 @@ def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequenc
     so that a few runs slowed down by other jobs do not pull every coefficient up."""
     from scipy.optimize import nnls
 
-    from .cost import TERMS
+    from .cost import PRICED, TERMS
     from .variables import FEATURES
 
-    X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
+    X = np.array([[r[f] if f in PRICED else 0.0 for f in FEATURES] for r in rows], dtype=float)
     y = np.asarray(seconds, dtype=float)
     w0 = 1.0 / np.maximum(y, TIME_FLOOR)
     used = np.flatnonzero(np.any(X != 0, axis=0))

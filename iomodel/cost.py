@@ -3,8 +3,10 @@
 A term's seconds are sum(coefficient[library][v] * v) over its variables; the
 coefficients are fitted per library (``ioadvisor calibrate``). Terms after
 t_cache are additions measured to matter on this machine (docs/iomodel.md). t_cache
-prices page-cache hits mainly by the measured copy-time curve (``x_cache``, seconds
-by request size); n_cache/s_cache absorb what the library adds per hit.
+prices page-cache hits by the measured copy-time curve (``x_cache``, seconds by request
+size) and what the library adds per hit (``n_cache``). The hits' bytes (``s_cache``) are
+counted, not priced apart: the curve prices them, and with both the fit could not tell
+them apart (x_cache came out 0).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ TERMS: dict[str, tuple[str, ...]] = {
     "t_memcpy": ("n_memcpy", "s_memcpy"),
     "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek", "n_rindex"),
     "t_wdisk": ("n_wdisk", "s_wdisk", "n_wseek", "n_windex"),
-    "t_cache": ("n_cache", "s_cache", "x_cache"),
+    "t_cache": ("n_cache", "x_cache"),
     "t_call": ("n_calls",),
     "t_chunk": ("n_chunks",),
     "t_zopen": ("n_zopen",),
@@ -23,6 +25,9 @@ TERMS: dict[str, tuple[str, ...]] = {
     "t_alloc": ("s_alloc",),
 }
 """Term -> the variables it is linear in (coefficient names are the variable names)."""
+
+PRICED = tuple(v for names in TERMS.values() for v in names)
+"""Variables with a coefficient; the others (``s_cache``) are counted for reports only."""
 
 DISK_TERMS = ("t_rdisk", "t_wdisk")
 """Terms multiplied by the contention factor cf in the parallel model (formula 8)."""

@@ -55,11 +55,15 @@ def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns,
         ds_col = np.where(np.isin(cols.ds, same), dataset.id, cols.ds)
         cols = AccessColumns(**{**{n: getattr(cols, n) for n in cols.__dataclass_fields__}, "ds": ds_col})
     others = []
+    grown: dict[int, list] = {}
+    for r in trace.resizes:
+        grown.setdefault(r.dataset, []).append(r.shape)
     for i in np.unique(cols.ds).tolist():
         d = trace.datasets.get(i)
         if d is None or i == dataset.id or d.key == dataset.key:
             continue
-        shape = trace.extent(i)
+        # recorded shape and resizes: the others' layouts only bound what they can hold in the page cache
+        shape = tuple(np.max([d.shape, *grown.get(i, ())], axis=0).tolist()) if d.shape else ()
         if not shape or not math.prod(shape):
             continue
         try:
