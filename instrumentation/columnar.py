@@ -65,33 +65,26 @@ _NS = 1e9
 
 # ---------------------------------------------------------------------------- columns <-> Arrow
 
-def _arrow(values: np.ndarray, dtype) -> pa.Array:
-    """A numeric numpy column as an Arrow array. Not ``pa.array``: its first call imports pandas (to probe
-    for pandas objects; about 0.25 s of CPU), which the tracer's writer would do inside the traced program."""
-    values = np.ascontiguousarray(values, dtype=dtype)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
-
-
 def to_table(cols: AccessColumns) -> pa.Table:
     """The Parquet batch of these accesses (schema in docs/trace-format.md)."""
     data = {
-        "ds": _arrow(cols.ds, np.int32),
-        "op": _arrow(cols.write, np.int8),
-        "rank": _arrow(cols.rank, np.int32),
-        "t0_ns": _arrow(np.round(cols.t0 * _NS), np.int64),
-        "dt_ns": _arrow(np.round(cols.dt * _NS), np.int64),
-        "t_step_ns": _arrow(np.round(cols.t_step * _NS), np.int64),
-        "n": _arrow(cols.n, np.int64),
-        "bytes": _arrow(cols.nbytes, np.int64),
-        "rep": _arrow(cols.rep, np.int64),
-        "kind": _arrow(cols.kind, np.int8),
-        "ndim": _arrow(cols.ndim, np.int8),
-        "coll": _arrow(cols.collective, np.int8),
+        "ds": pa.array(cols.ds, pa.int32()),
+        "op": pa.array(cols.write.astype(np.int8), pa.int8()),
+        "rank": pa.array(cols.rank, pa.int32()),
+        "t0_ns": pa.array(np.round(cols.t0 * _NS).astype(np.int64)),
+        "dt_ns": pa.array(np.round(cols.dt * _NS).astype(np.int64)),
+        "t_step_ns": pa.array(np.round(cols.t_step * _NS).astype(np.int64)),
+        "n": pa.array(cols.n, pa.int64()),
+        "bytes": pa.array(cols.nbytes, pa.int64()),
+        "rep": pa.array(cols.rep, pa.int64()),
+        "kind": pa.array(cols.kind, pa.int8()),
+        "ndim": pa.array(cols.ndim, pa.int8()),
+        "coll": pa.array(cols.collective.astype(np.int8), pa.int8()),
     }
     for name in _DIMS:
         arr = getattr(cols, name)
         for d in range(cols.width):
-            data[f"{name}_{d}"] = _arrow(arr[:, d], np.int64)
+            data[f"{name}_{d}"] = pa.array(np.ascontiguousarray(arr[:, d]))
     if cols.irregular:
         idx, lens = [None] * cols.rows, [None] * cols.rows
         for i, s in cols.irregular.items():
