@@ -264,14 +264,17 @@ def main(argv=None) -> int:
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
     q = args.quick
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    load = [os.getloadavg()[0]]
+    print(f"load average at start: {load[0]:.2f}")
     if args.below_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
             below = below_python_cases(q, Path(tmp))
+        load.append(os.getloadavg()[0])
+        print(f"load average at the end: {load[1]:.2f}")
         print_below(below)
         if args.json:
-            args.json.write_text(json.dumps({"below": below, "date": time.strftime("%Y-%m-%d"), "quick": q},
-                                            indent=2))
+            args.json.write_text(json.dumps({"below": below, "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q,
+                                             "load": load}, indent=2))
         return 0
     with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
         tmp = Path(tmp)
