@@ -207,6 +207,7 @@ KILLED_PROGRAM = textwrap.dedent("""
     for t in range(50):
         nc["v"][t, 2:7]
     time.sleep(2.5)  # longer than the tracer's flush interval plus the trace writer's batch time
+    print("pandas imported:", "pandas" in sys.modules, flush=True)  # by the writer, inside this program
     os.kill(os.getpid(), signal.SIGKILL)
 """)
 
@@ -217,6 +218,7 @@ def test_libhdf5_calls_before_a_sigkill_are_in_the_trace(tmp_path):
     res = subprocess.run([str(IOADVISOR), "run", "-o", "t.parquet", "--", "python", str(prog), "f.nc"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
     assert res.returncode == -9, res.stderr[-3000:]
+    assert res.stdout.strip() == "pandas imported: False"
     trace = load_trace(tmp_path / "t.parquet", allow_truncated=True)
     assert not trace.complete
     (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
