@@ -213,13 +213,19 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
                          blocks=None if blocking is None else blocking.shape)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
-        # one factor for every candidate: the trace sets the scale, never the order (``TraceCalibration.uniform``)
-        scaled = cal.uniform(ds.id) if calibrated else None
+        # one factor for every candidate: the trace sets the scale, never the order (TraceCalibration.uniform);
+        # searched at factor 1 (with the fit's band), then scaled onto the fit's time for the current layout
+        scaled = cal.uniform(1.0) if calibrated else None
         model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=scaled, jobs=jobs, comm=comm)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
+        if calibrated:
+            factor = cal.dataset_factor(ds.id, result.baselines["current"].model_seconds)
+            result = result.scaled(factor)
+            scaled = model.calibration = cal.uniform(factor)
         current = result.baselines["current"]
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
-        ranked = result.ranked
+        # a time budget is on the calibrated seconds (the order within the budget is unchanged)
+        ranked = sorted(result.ranked, key=goal.key) if goal.max_seconds is not None else result.ranked
         if goal.kind == "time":
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
                                        with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible,
@@ -253,7 +259,7 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
     if cal is not None:
         notes.append(cal.describe())
     if calibrated:
-        notes.append(f"every candidate's prediction scaled by x{cal.dataset_factors.get(ds.id, 1.0):.3g} (this "
+        notes.append(f"every candidate's prediction scaled by x{scaled[ds.library].factors['t_call']:.3g} (this "
                      "dataset's calibrated / uncalibrated current time): the trace sets the scale, the model the order")
     other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")
     if not calibrated and other is not None and other.borrowed and other.library in libraries:

@@ -463,6 +463,17 @@ class SearchResult:
     n_evaluated: int
     notes: list[str]
 
+    def scaled(self, f: float) -> "SearchResult":
+        """Every prediction times ``f`` (a uniform calibration: the order is unchanged)."""
+        return replace(self, ranked=[scale_seconds(r, f) for r in self.ranked],
+                       baselines={k: scale_seconds(r, f) for k, r in self.baselines.items()})
+
+
+def scale_seconds(r: Recommendation, f: float) -> Recommendation:
+    """``r`` with its seconds, interval and terms times ``f`` (its uncalibrated ``model_seconds`` kept)."""
+    return replace(r, seconds=r.seconds * f, seconds_ci=(r.seconds_ci[0] * f, r.seconds_ci[1] * f),
+                   terms={k: t * f for k, t in r.terms.items()})
+
 
 def _primary(variants: list[Candidate]) -> Candidate:
     """The variant that screens a chunk shape: the largest HDF5 cache; Zarr sharded when offered."""
@@ -615,4 +626,4 @@ def _with_facts(model: CostModel, r: Recommendation) -> Recommendation:
 
 
 __all__ = ["CodecCost", "CostModel", "DataSource", "Objective", "SearchResult", "default_jobs", "scale_bytes",
-           "search"]
+           "scale_seconds", "search"]

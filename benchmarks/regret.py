@@ -154,6 +154,7 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
             [("current", entry.current)] + [(f"#{k}", r) for k, r in enumerate(entry.candidates[:top], 1)]
             + [(f"{lib} default", r) for lib, r in entry.defaults.items()])},
         "labels": {r.label: _layout_text(r) for r in measured},
+        "advice": entry.to_json_obj(),
     }
     # h5py auto: chunks=True; when the array is resizable h5py's default already is that
     for key, label in (("h5py_default", "h5py default"), ("zarr_default", "zarr default"),

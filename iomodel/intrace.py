@@ -29,9 +29,9 @@ library's own terms (calls, chunk handling, file opens, filters) stay
 uncalibrated there.
 
 The advisor ranks candidates with ``uniform``: the fit brings each dataset's
-recorded layout onto its traced time, and that dataset's factor (calibrated /
-uncalibrated prediction of the recorded layout) multiplies every term of every
-candidate, HDF5 and Zarr alike. Factors fitted per term on one layout, applied
+recorded layout onto its traced time, and that dataset's factor (calibrated
+prediction of the recorded layout / the advisor's uncalibrated one) multiplies
+every term of every candidate, HDF5 and Zarr alike. Factors fitted per term on one layout, applied
 to other layouts, would re-rank them on what the recorded layout happened to
 exercise (and favour the library whose own terms stayed as profiled).
 
@@ -109,8 +109,8 @@ class TraceCalibration:
     n_groups: int
     borrowed: bool = False
     """True for a library the trace did not use: only SHARED_TERMS factors, taken from the traced library."""
-    dataset_factors: dict = field(default_factory=dict, compare=False)
-    """Dataset id -> calibrated / uncalibrated prediction of its recorded layout (``uniform``'s factor)."""
+    dataset_seconds: dict = field(default_factory=dict, compare=False)
+    """Dataset id -> calibrated prediction of its recorded layout (what ``uniform`` scales onto)."""
 
     def scale(self, terms: dict[str, float]) -> dict[str, float]:
         """Calibrated seconds per term of a prediction for this library."""
@@ -121,14 +121,18 @@ class TraceCalibration:
         """True when the factors were fitted on this library's own traced calls."""
         return self.method != "none" and not self.borrowed
 
-    def uniform(self, ds_id: int) -> dict[str, "TraceCalibration"]:
-        """The calibration every candidate of one dataset gets, HDF5 and Zarr alike: one factor on every term
-        (the codec's included), the one that brings the dataset's recorded layout onto its calibrated
-        prediction. The per-term fit explains the traced time; applied per term to other layouts it would
-        re-rank them on factors fitted to one layout (and leave the other library's own terms as profiled), so
-        the ranking stays the profile's and only the scale is the trace's. The other library keeps the
-        profile's band (``covers`` is False for it)."""
-        f = self.dataset_factors.get(ds_id, 1.0)
+    def dataset_factor(self, ds_id: int, model_seconds: float) -> float:
+        """The factor that brings ``model_seconds`` (the caller's uncalibrated prediction of a dataset's recorded
+        layout) onto the fit's calibrated prediction of it (1 when unknown)."""
+        target = self.dataset_seconds.get(ds_id)
+        return target / model_seconds if target and model_seconds > 0 else 1.0
+
+    def uniform(self, f: float) -> dict[str, "TraceCalibration"]:
+        """The calibration every candidate of one dataset gets, HDF5 and Zarr alike: one factor ``f``
+        (``dataset_factor``) on every term, the codec's included. The per-term fit explains the traced time;
+        applied per term to other layouts it would re-rank them on factors fitted to one layout (and leave the
+        other library's own terms as profiled), so the ranking stays the profile's and only the scale is the
+        trace's. The other library keeps the profile's band (``covers`` is False for it)."""
         every = {k: f for k in UNIFORM_TERMS}
         return {lib: TraceCalibration(lib, f"one factor x{f:.3g} on every candidate", every,
                                       self.band if lib == self.library else (1.0, 1.0), self.traced_seconds,
@@ -163,14 +167,14 @@ class TraceCalibration:
         return {"library": self.library, "method": self.method, "factors": dict(self.factors),
                 "band": list(self.band), "traced_seconds": self.traced_seconds,
                 "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed,
-                "dataset_factors": {str(k): v for k, v in self.dataset_factors.items()}}
+                "dataset_seconds": {str(k): v for k, v in self.dataset_seconds.items()}}
 
     @classmethod
     def from_config(cls, c: dict) -> "TraceCalibration":
         return cls(c["library"], c["method"], {k: float(v) for k, v in c["factors"].items()},
                    tuple(float(x) for x in c["band"]), float(c["traced_seconds"]),
                    float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)),
-                   {int(k): float(v) for k, v in (c.get("dataset_factors") or {}).items()})
+                   {int(k): float(v) for k, v in (c.get("dataset_seconds") or {}).items()})
 
 
 def _segments(accesses) -> list[int]:
@@ -274,12 +278,9 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     for lib, (g_terms, g_traced, w_terms, w_traced) in rows.items():
         cal = fit(lib, np.asarray(g_terms, float), np.asarray(g_traced, float), names,
                   np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
-        per_ds = {}
-        for ds_id, t in whole[lib].items():
-            pred = float(t.sum())
-            per_ds[ds_id] = sum(cal.factors.get(n, 1.0) * t[i] for i, n in enumerate(names)) / pred if pred > 0 \
-                else 1.0
-        out[lib] = replace(cal, dataset_factors=per_ds)
+        per_ds = {ds_id: float(sum(cal.factors.get(n, 1.0) * t[i] for i, n in enumerate(names)))
+                  for ds_id, t in whole[lib].items()}
+        out[lib] = replace(cal, dataset_seconds=per_ds)
     if out and library is None:
         # the other library borrows the device terms of the library with the most traced time
         donor = max(out.values(), key=lambda c: c.traced_seconds)
