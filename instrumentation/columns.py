@@ -173,6 +173,13 @@ class AccessColumns:
         kw = {name: getattr(self, name)[rows] for name in _ARRAYS}
         return AccessColumns(**kw, irregular=irregular)
 
+    def rows_between(self, a: int, b: int) -> "AccessColumns":
+        """Rows a..b-1 as views (no copy)."""
+        if a == 0 and b >= self.rows:
+            return self
+        return self._with(**{name: getattr(self, name)[a:b] for name in _ARRAYS},
+                          irregular={i - a: s for i, s in self.irregular.items() if a <= i < b})
+
     def of_dataset(self, ds: int) -> "AccessColumns":
         return self.take(self.ds == ds)
 
@@ -225,9 +232,7 @@ class AccessColumns:
         keep = hi - int(ends[r1] - self.rep[r1])  # accesses kept of the last row, counted from its start
         if r0 == 0 and r1 == self.rows - 1 and skip == 0 and keep == self.rep[r1]:
             return self
-        # views of the rows (no copy of a long trace's columns per window); only the cut rows change
-        out = self._with(**{name: getattr(self, name)[r0:r1 + 1] for name in _ARRAYS},
-                         irregular={i - r0: s for i, s in self.irregular.items() if r0 <= i <= r1})
+        out = self.rows_between(r0, r1 + 1)  # views: no copy of a long trace's columns per window; only the cut rows change
         rep = out.rep.copy()
         rep[-1] = keep
         rep[0] -= skip

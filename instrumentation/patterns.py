@@ -202,13 +202,17 @@ class DatasetUsage:
 def summarize(trace: Trace) -> list[DatasetUsage]:
     """One usage summary per dataset of the trace, in dataset-id order."""
     cols = trace.columns
-    order = np.argsort(cols.ds, kind="stable")
-    bounds = np.searchsorted(cols.ds[order], np.asarray(sorted(trace.datasets), np.int64))
-    bounds = np.append(bounds, len(order))
+    # grouped by dataset; a trace already in dataset order (one dataset, say) is read in place, not copied
+    grouped = bool((cols.ds[1:] >= cols.ds[:-1]).all())
+    order = None if grouped else np.argsort(cols.ds, kind="stable")
+    bounds = np.searchsorted(cols.ds if grouped else cols.ds[order], np.asarray(sorted(trace.datasets), np.int64))
+    bounds = np.append(bounds, cols.rows)
     out = []
     for j, (i, ds) in enumerate(sorted(trace.datasets.items())):
-        mine = cols.take(order[bounds[j]:bounds[j + 1]])
+        a, b = int(bounds[j]), int(bounds[j + 1])
+        mine = cols.rows_between(a, b) if grouped else cols.take(order[a:b])
         w = mine.write
+        some_writes = bool(w.any())
         shape = extent(ds, mine, [r.shape for r in trace.resizes if r.dataset == i])
         out.append(DatasetUsage(
             dataset=ds,
@@ -219,7 +223,7 @@ def summarize(trace: Trace) -> list[DatasetUsage]:
             read_seconds=float(mine.dt[~w].sum()),
             write_seconds=float(mine.dt[w].sum()),
             ranks=tuple(int(r) for r in mine.ranks()),
-            reads=classify(mine.take(~w), shape),
+            reads=classify(mine.take(~w) if some_writes else mine, shape),
             writes=classify(mine.take(w), shape),
         ))
     return out
