@@ -5,15 +5,18 @@
    sample); it is run with ``ioadvisor run`` with ``num_workers`` 0 and 4 (same
    seed, so the same samples), each trace is checked against the program's own
    list of samples, and ``ioadvisor advise --json`` must recommend the same layout.
-2. Overhead with workers: the same loop with ``num_workers=2``, traced and
-   untraced repetitions interleaved in one process. Wall time, and CPU time of
-   the process and its workers (``os.times`` children: the DataLoader joins its
-   workers), which other jobs on a shared machine disturb less. Reported both for
-   the loop (workers started, read, shut down and their parts closed) and
-   including the tracer's exit (waiting for the parts and merging them into the
-   trace). Median of per-pair ratios, and min-min.
+2. Overhead with workers: the same loop with ``num_workers`` 0, 2 and 4, and
+   the same reads through a ``multiprocessing`` pool (fork, 2 workers, one box
+   per task), traced and untraced repetitions interleaved in one process. Wall
+   time, and CPU time of the process and its workers (``os.times`` children: the
+   DataLoader and the pool join their workers). Reported both for the loop
+   (workers started, read, shut down and their parts closed) and including the
+   tracer's exit (waiting for the parts and merging them into the trace). Median
+   of per-pair ratios, and min-min. Traces in the default (columnar) format, or
+   JSON Lines with ``--format jsonl``.
 
-    python benchmarks/worker_capture.py [--quick] [--json out.json]
+    python benchmarks/worker_capture.py [--quick] [--cases advice,loader0,loader2,loader4,pool]
+                                        [--format parquet|jsonl] [--json out.json]
 """
 from __future__ import annotations
 
@@ -54,6 +57,15 @@ def loader(path, starts, workers):
     return DataLoader(Boxes(path, starts), batch_size=16, num_workers=workers, shuffle=True,
                       generator=torch.Generator().manual_seed(0))
 
+_x = {}
+
+def read_box(task):
+    """A pool task: one box, the file opened once per worker process."""
+    path, r, c = task
+    if path not in _x:
+        _x[path] = h5py.File(path, "r")["x"]
+    return float(_x[path][r:r + 1000, c:c + 8][0, 0])
+
 if __name__ == "__main__":
     path, n, workers, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     rng = np.random.default_rng(1)
@@ -78,13 +90,13 @@ def dataset(rows: int) -> Path:
     return path
 
 
-def same_advice(path: Path, n: int, tmp: Path) -> dict:
+def same_advice(path: Path, n: int, tmp: Path, suffix: str) -> dict:
     prog = tmp / "train.py"
     prog.write_text(PROGRAM)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = {}
     for workers in (0, 4):
-        trace, seen = tmp / f"w{workers}.jsonl", tmp / f"w{workers}.json"
+        trace, seen = tmp / f"w{workers}{suffix}", tmp / f"w{workers}.json"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "advisor", "run", "-o", str(trace), "--", "python", str(prog),
                         str(path), str(n), str(workers), str(seen)], env=env, check=True)
@@ -108,9 +120,13 @@ def same_advice(path: Path, n: int, tmp: Path) -> dict:
     return out
 
 
-def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
-    sys.path.insert(0, str(tmp))
+def overhead(path: Path, n: int, reps: int, tmp: Path, case: str, suffix: str) -> dict:
+    """``case``: loaderN (DataLoader, num_workers=N) or pool (multiprocessing, fork, 2 workers)."""
+    if str(tmp) not in sys.path:
+        sys.path.insert(0, str(tmp))
     (tmp / "train_mod.py").write_text(PROGRAM)
+    import multiprocessing as mp
+
     import advisor
     import train_mod
 
@@ -120,7 +136,11 @@ def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
                       (rng.integers(0, 8, n) * 8).tolist()))
 
     def loop():
-        for _ in train_mod.loader(str(path), starts, 2):
+        if case == "pool":
+            with mp.get_context("fork").Pool(2) as pool:
+                pool.map(train_mod.read_box, [(str(path), r, c) for r, c in starts], chunksize=16)
+            return
+        for _ in train_mod.loader(str(path), starts, int(case[len("loader"):])):
             pass
 
     def cpu() -> float:  # this process and its waited-for children (the DataLoader joins its workers)
@@ -134,7 +154,7 @@ def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
             loop()
             t, c = time.perf_counter() - t0, cpu() - c0
             return t, t, c, c
-        with advisor.trace(tmp / "o.jsonl", overwrite=True):
+        with advisor.trace(tmp / f"o{suffix}", overwrite=True):
             loop()
             t_loop, c_loop = time.perf_counter() - t0, cpu() - c0
         return t_loop, time.perf_counter() - t0, c_loop, cpu() - c0
@@ -145,8 +165,11 @@ def overhead(path: Path, n: int, reps: int, tmp: Path) -> dict:
         pair = (False, True) if r % 2 == 0 else (True, False)
         for t in pair:
             (traced if t else plain).append(timed(t))
-    row = {"samples": n, "reps": reps, "untraced_wall_s": statistics.median(p[0] for p in plain),
-           "untraced_cpu_s": statistics.median(p[2] for p in plain)}
+    row = {"case": case, "format": suffix, "samples": n, "reps": reps, "load_before": os.getloadavg()[0],
+           "untraced_wall_s": statistics.median(p[0] for p in plain),
+           "untraced_cpu_s": statistics.median(p[2] for p in plain),
+           "traced_wall_with_exit_s": statistics.median(t[1] for t in traced),
+           "traced_cpu_with_exit_s": statistics.median(t[3] for t in traced)}
     for k, base, label in ((0, 0, "wall_loop"), (1, 0, "wall_with_exit"), (2, 2, "cpu_loop"), (3, 2, "cpu_with_exit")):
         row[f"{label}_slowdown_pct"] = statistics.median(t[k] / p[base] - 1 for p, t in zip(plain, traced)) * 100
         row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[base] for p in plain) - 1) * 100
@@ -157,12 +180,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--cases", default="advice,loader0,loader2,loader4,pool",
+                    help="comma-separated: advice, loader0, loader2, loader4, pool (default: all)")
+    ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
+                    help="trace format (default: the columnar format, ioadvisor's default)")
+    ap.add_argument("--reps", type=int, help="repetitions per case (default 7, --quick 3)")
     args = ap.parse_args(argv)
     rows, n, reps = (200_000, 800, 3) if args.quick else (2_000_000, 4000, 7)
+    reps = args.reps or reps
+    suffix = "." + args.format
     path = dataset(rows)
+    cases = args.cases.split(",")
     with tempfile.TemporaryDirectory(prefix="ioadvisor-workers-") as tmp:
-        result = {"load": os.getloadavg()[0], "advice": same_advice(path, n, Path(tmp)),
-                  "overhead": overhead(path, n, reps, Path(tmp))}
+        result = {"load": os.getloadavg()[0], "format": args.format}
+        if "advice" in cases:
+            result["advice"] = same_advice(path, n, Path(tmp), suffix)
+        result["overhead"] = [overhead(path, n, reps, Path(tmp), case, suffix) for case in cases if case != "advice"]
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

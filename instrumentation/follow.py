@@ -336,8 +336,12 @@ def _watch_sigterm() -> None:
     woken on the queue lock, the lock taken by the terminating parent, glibc waiting
     again) is recorded and never handled: the worker outlives ``Pool.terminate``, which
     waits for it for ever. SIG_DFL would have ended it; the repeat, aimed at the main
-    thread, interrupts the wait. Only when the program uses no wakeup fd of its own.
+    thread, interrupts the wait. Only when the program uses no wakeup fd of its own
+    (asyncio's: then not watched). A forkserver child first has the server's, which
+    ``_serve_one`` removes before the process runs: ``_bootstrap`` installs it then.
     """
+    if _wakeup["w"] != -1:
+        return  # watching already
     r, w = os.pipe()
     os.set_blocking(w, False)
     try:
@@ -399,11 +403,13 @@ os.register_at_fork(after_in_child=_forget_watcher_in_child)  # before the trace
 
 def _traced_bootstrap(original):
     def _bootstrap(self, *args, **kwargs):
+        from .tracer import HUB
+
+        if any(t._is_part for t in HUB.active):
+            install_sigterm()  # a forkserver child: only now is the wakeup fd free for the watcher
         try:
             return original(self, *args, **kwargs)
         finally:
-            from .tracer import HUB
-
             if any(t._is_part for t in HUB.active):
                 close_all()
 
@@ -605,9 +611,7 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path) -> Non
             fh.write(datasets)
             fh.write("".join(_dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode())
             fh.write((_dumps({"t": "end", **end}) + "\n").encode())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path / META)
+        os.replace(tmp, path / META)  # a killed process leaves the old file or the new one, whole
 
     write_meta(replace(header, missed=header.missed + (MERGING,)), {})  # no count: batches are on their way
     adopt_batches(path, [f for _, files in parts for f in files])

@@ -435,3 +435,33 @@ def test_sigterm_taken_by_another_thread_still_ends_the_child(tmp_path):
     assert plain.returncode == traced.returncode == -signal.SIGTERM
     (child,) = t.load().header.processes[1:]
     assert child.state == "exited"
+
+
+def test_sigterm_taken_by_another_thread_still_ends_a_forkserver_child(tmp_path):
+    """As above, in a forkserver child: it starts with the server's wakeup fd, which the server
+    removes before the child runs; the SIGTERM watcher must still be in place."""
+    import signal
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import multiprocessing as mp, signal, sys, threading, time, advisor\n"
+        "def body():\n"
+        "    held = threading.Lock(); held.acquire()\n"
+        "    other = threading.Thread(target=time.sleep, args=(60,), daemon=True); other.start()\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.3), signal.pthread_kill(other.ident, signal.SIGTERM)),"
+        " daemon=True).start()\n"
+        "    held.acquire()\n"  # only SIGTERM ends it
+        "if __name__ == '__main__':\n"
+        "    with advisor.trace(sys.argv[1]) as t:\n"
+        "        p = mp.get_context('forkserver').Process(target=body)\n"
+        "        p.start(); p.join(30)\n"
+        "        print(p.exitcode, p.pid, flush=True)\n"
+        "        if p.exitcode is None:\n"
+        "            p.kill(); p.join()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, str(prog), str(tmp_path / "t.parquet")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    code, pid = out.stdout.split()
+    assert code == str(-signal.SIGTERM), "the traced forkserver child outlived its SIGTERM"
+    (child,) = [p for p in load_trace(tmp_path / "t.parquet").header.processes if p.pid == int(pid)]
+    assert child.state == "exited"
