@@ -26,6 +26,7 @@ counted; entering and leaving the tracer (file creation, a thread start/join,
 once per trace) is not.
 
     python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only]
+                                          [--reps N]
 """
 from __future__ import annotations
 
@@ -196,13 +197,13 @@ def below_python(name: str, cmd, n_calls: int, reps: int, trace_path: Path) -> d
     return row
 
 
-def below_python_cases(quick: bool, tmp: Path) -> list[dict]:
+def below_python_cases(quick: bool, tmp: Path, reps: int | None = None, fmt: str = "parquet") -> list[dict]:
     if interpose.library() is None:
         print(f"below Python: skipped ({interpose.unavailable()})")
         return []
     rows = []
-    trace_path = tmp / "below.jsonl"
-    reps = 3 if quick else 7
+    trace_path = tmp / f"below.{fmt}"  # parquet: what ioadvisor run writes by default
+    reps = reps or (3 if quick else 7)
     if shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists():
         exe = tmp / "h5loop"
         subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "c" / "h5loop.c"), f"-I{HDF5_SERIAL[0]}",
@@ -260,6 +261,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
+    ap.add_argument("--reps", type=int, help="repetitions of each case below Python (default 7, 3 with --quick)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
@@ -268,7 +270,7 @@ def main(argv=None) -> int:
     print(f"load average at start: {load[0]:.2f}")
     if args.below_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
-            below = below_python_cases(q, Path(tmp))
+            below = below_python_cases(q, Path(tmp), args.reps, args.format)
         load.append(os.getloadavg()[0])
         print(f"load average at the end: {load[1]:.2f}")
         print_below(below)
@@ -292,7 +294,7 @@ def main(argv=None) -> int:
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
         loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, 3 if q else 7, trace_path)
-        below = below_python_cases(q, tmp)
+        below = below_python_cases(q, tmp, args.reps, args.format)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")
