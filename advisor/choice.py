@@ -37,6 +37,10 @@ MIN_GAIN = 1.2
 CHUNK_RANGE = (64 * KiB, 16 * MiB)
 """Chunk sizes that are neither a per-chunk-overhead trap nor a whole-array read for a small selection."""
 
+CACHE_ALLOWANCE = 2 * HDF5_DEFAULT_CACHE[0]
+"""Chunk-cache memory no program must be spared at the price of a layout predicted faster (16 MiB: the largest
+chunk of CHUNK_RANGE; the fragile extremes ask for 64 MiB and more)."""
+
 MAX_PADDING = 0.01
 """A chunk shape 'divides' the array when its edge chunks add at most this share of padding."""
 
@@ -137,10 +141,10 @@ def padding(chunks: Sequence[int] | None, shape: Sequence[int]) -> float:
 
 
 def extra_cache(c: Candidate) -> int:
-    """Chunk-cache memory beyond HDF5's default that the layout asks the program to spare."""
+    """Chunk-cache memory beyond CACHE_ALLOWANCE that the layout asks the program to spare."""
     if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None:
         return 0
-    return max(0, c.cache_bytes - HDF5_DEFAULT_CACHE[0])
+    return max(0, c.cache_bytes - CACHE_ALLOWANCE)
 
 
 def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float]) -> float:
