@@ -261,11 +261,12 @@ def test_xarray_default_engine_reads_and_writes_as_h5netcdf_does(tmp_path):
     a = advisor.advise(tmp_path / "default.jsonl", dataset="/temp")
     b = advisor.advise(tmp_path / "t.jsonl", dataset="/temp")
     (da,), (db,) = a.datasets, b.datasets
-    # the same advice; its seconds differ, calibrated on each trace's own call times (iomodel/intrace.py):
-    # H5Dread alone below netCDF-C, the whole Dataset.__getitem__ through h5netcdf
-    # (runners-up within the calibration's noise of each other may swap places)
-    assert da.recommendation.label == db.recommendation.label
-    assert a.h5py_kwargs("/temp") == b.h5py_kwargs("/temp")
+    # the same layouts ranked first; their seconds differ, calibrated on each trace's own call times
+    # (iomodel/intrace.py): H5Dread alone below netCDF-C, the whole Dataset.__getitem__ through h5netcdf
+    # (runners-up within the calibration's noise of each other may swap places). The keep/change verdict
+    # weighs the best change against each run's own traced seconds (3.3 ms and 5.2 ms in one run), so it
+    # may differ when the change's 95% interval ends near them.
+    assert da.candidates[0].label == db.candidates[0].label
 
 
 PYTABLES_PROGRAM = textwrap.dedent("""
