@@ -37,6 +37,7 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.abc
 import os
 import platform
@@ -370,17 +371,25 @@ os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_
 atexit.register(follow.close_all)
 
 
+@functools.lru_cache(maxsize=None)
+def _installed_version(name: str) -> str | None:
+    """A package's installed version, looked up once per process (about 3 ms each; forked children inherit it)."""
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:
+        return None
+
+
 def _versions() -> dict:
     out = {"python": platform.python_version()}
     for name in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin"):
         mod = sys.modules.get(name)
         if mod is None:
-            try:
-                from importlib.metadata import version
-
-                out[name] = version(name)
-            except Exception:
-                continue
+            found = _installed_version(name)
+            if found is not None:
+                out[name] = found
         else:
             out[name] = getattr(mod, "__version__", "")
     h5 = sys.modules.get("h5py")
