@@ -381,11 +381,12 @@ class LibraryCapture:
         width = int(ndim[converted].max(initial=0))
         start, count, stride, block = canonical_hyperslabs(rec, width)
         # past a row's dimensions the record holds whatever the C stack held: the trace's fill instead
-        past = (np.arange(width) >= ndim[:, None]) | none[:, None]
+        beyond = np.arange(width) >= ndim[:, None]
+        past = beyond | none[:, None]
         start = np.where(past, 0, start)
         count = np.where(past, 1, count)
         stride = np.where(past, 1, stride)
-        block = np.where(past, np.where(none[:, None], 0, 1), block)
+        block = np.where(beyond, 1, np.where(none[:, None], 0, block))
         for i, sel in irregular.items():  # their bounding box, as the writers keep it
             lo, hi = sel.bounds()
             start[i, : len(lo)], block[i, : len(lo)] = lo, np.subtract(hi, lo)
