@@ -381,7 +381,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             key = cid * kmul
             if is_zarr:
                 exists = _exists(cid, alloc, prealloc)
-                out[N_ZOPEN] += 1
+                out[N_ZOPEN] += 1 if write else zw
                 out[S_ALLOC] += csize
                 if not write:
                     if exists:
