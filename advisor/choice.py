@@ -96,12 +96,12 @@ def program_blocking(accesses, shape: Sequence[int], share: float = 0.8) -> Bloc
     are ``start + k * step``)."""
     cols = as_columns(accesses)
     ndim = len(shape)
-    reads = cols.take(~cols.write)
+    reads = cols.take(~cols.write) if cols.write.any() else cols  # views, not a copy, when only reads
     n_reads = reads.n_access
     if reads.width < ndim:
         reads = reads.widen(ndim)
     box = (reads.kind == SLAB) & (reads.ndim == ndim) & (reads.count[:, :ndim] == 1).all(axis=1)
-    boxes = reads.take(box)
+    boxes = reads if box.all() else reads.take(box)
     rep = boxes.rep
     n_boxes = int(rep.sum())
     if n_boxes < 2 or n_boxes < share * n_reads:

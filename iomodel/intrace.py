@@ -81,8 +81,9 @@ def traced_seconds(accesses) -> float:
     for its total duration within its span."""
     cols = as_columns(accesses)
     best = 0.0
-    for r in np.unique(cols.rank):
-        m = cols.rank == r
+    ranks = np.unique(cols.rank)
+    for r in ranks:
+        m = slice(None) if len(ranks) == 1 else cols.rank == r  # one rank: views, not copies of the columns
         b, busy, rep = cols.t0[m], cols.dt[m], cols.rep[m]
         e = b + cols.t_step[m] * (rep - 1) + busy / rep
         order = np.argsort(b, kind="stable")
