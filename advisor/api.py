@@ -108,7 +108,8 @@ def advise(
     nprocs = procs if procs is not None else trace.nprocs
     # an imported (synthetic) trace's per-call times are spread from a summary: nothing to fit per call
     fit = calibrate and total > 0 and not trace.header.synthetic
-    reasons = {i: why_not_advised(d, trace.extent(i), n_accesses[i]) for i, d in trace.datasets.items()}
+    extents = {i: trace.extent(i) for i in trace.datasets}  # each a pass over the dataset's accesses
+    reasons = {i: why_not_advised(d, extents[i], n_accesses[i]) for i, d in trace.datasets.items()}
     calibrations, uncalibrated = {}, None
     if fit:
         try:
@@ -121,7 +122,7 @@ def advise(
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
     out, skipped, minor = [], [], []
     for ds in targets:
-        shape = trace.extent(ds.id)
+        shape = extents[ds.id]
         reason = reasons[ds.id]
         if reason is None and dataset is None and out and traced[ds.id] < min_share * total:
             minor.append(MinorDataset(ds.key, traced[ds.id], n_accesses[ds.id]))
@@ -131,7 +132,7 @@ def advise(
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    adv = _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries,
+                    adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries,
                                       top, read_data and no_codec is None, nprocs, exhaustive, calibrations,
                                       traced[ds.id], jobs, comm)
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
@@ -171,7 +172,7 @@ def _warning_notes(caught) -> list[str]:
     return [f"while modelling: {m}" for m in seen]
 
 
-def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
+def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
                 nprocs, exhaustive, calibrations, traced, jobs=None, comm=None) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
@@ -183,7 +184,6 @@ def _advise_one(trace, ds, profile, goal, max_error, lossless_only, compressors,
     from iomodel.intrace import MIN_RESOLUTION
 
     accesses = trace.columns_of(ds.id)
-    shape = trace.extent(ds.id)
     pattern = classify(accesses, shape)
     # a trace of only reads (or only writes) is classified once, never copied whole (a 10M-row loader trace: 1.4 GB)
     n_writes = int(accesses.write.sum())

@@ -58,6 +58,8 @@ SAMPLE_ACCESSES = 50_000
 SAMPLE_BLOCKS = 20
 FINALISTS = 6
 """Best candidates re-evaluated exactly at the end (stage 4), at least ``top``."""
+PROBE_ACCESSES = 4096
+"""Accesses walked to weigh each layout's replay when sharing the replays out over threads or ranks."""
 ESTIMATE_CHUNK_BYTES = 1 << 20
 """Compression is estimated on chunks of at most this size (larger chunk shapes halved, largest axis first):
 ratio and throughput per byte change little above it, and a 64 MiB chunk costs the estimator 5-20 s."""
@@ -273,7 +275,7 @@ class CostModel:
             return
         size = self.comm.Get_size() if self.comm is not None else 1
         if size > 1:
-            shares = _split(todo, size, size)
+            shares = _split(todo, size, size, self._visits_per_access)
             mine = self._count(shares[self.comm.Get_rank()], 1)
             for got in self.comm.allgather(mine):
                 self._vars.update(got)
@@ -281,10 +283,16 @@ class CostModel:
             self._vars.update(self._count(todo, self.jobs))
         self.n_replays += len(todo)
 
+    def _visits_per_access(self, layout: Layout) -> float:
+        """Chunk visits per access of ``layout`` on the first PROBE_ACCESSES accesses: what one walk and one
+        replay of it cost relative to others (zarr's default chunks of a row read: 8 visits, a row chunk's: 1)."""
+        probe = self.work.by_rank[0].window(0, PROBE_ACCESSES)
+        return max(len(trace_visits(probe, layout)), 1) / max(probe.n_access, 1)
+
     def _count(self, layouts: list[Layout], jobs: int) -> dict:
         pcb = self.profile.page_cache_bytes
         kw = dict(cache_curve=self.profile.page_cache_curve, zarr_overlap=self.profile.zarr_overlap)
-        tasks = _split(layouts, jobs, len(layouts))
+        tasks = _split(layouts, jobs, len(layouts), self._visits_per_access)
         tasks = [t for t in tasks if t]
         if len(tasks) <= 1:
             return dict(zip(layouts, self.work.variables_many(layouts, pcb, **kw)))
@@ -397,11 +405,13 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _split(layouts: list[Layout], parts: int, max_parts: int) -> list[list[Layout]]:
+def _split(layouts: list[Layout], parts: int, max_parts: int, visits) -> list[list[Layout]]:
     """``layouts`` in ``parts`` shares (deterministic: every MPI rank computes the same split).
 
     Layouts that share a chunk walk (``visits_key``) go together; when there are fewer such groups than
-    shares, the largest groups are halved (their walk is then done twice, their replays in parallel)."""
+    shares, the largest groups are halved (their walk is then done twice, their replays in parallel).
+    ``visits``: a layout's chunk visits per access; a group costs one walk and one replay per layout of them,
+    and the costliest groups go first, each to the least loaded share."""
     from iomodel.chunks import visits_key
 
     groups: dict[tuple, list[Layout]] = {}
@@ -413,8 +423,13 @@ def _split(layouts: list[Layout], parts: int, max_parts: int) -> list[list[Layou
         g = tasks.pop(big)
         tasks += [g[: len(g) // 2], g[len(g) // 2:]]
     shares: list[list[Layout]] = [[] for _ in range(parts)]
-    for t in sorted(tasks, key=len, reverse=True):  # longest first, to the least loaded share
-        min(shares, key=len).extend(t)
+    load = [0.0] * parts
+    per_visit = {visits_key(t[0]): visits(t[0]) for t in tasks}
+    cost = [per_visit[visits_key(t[0])] * (1 + len(t)) for t in tasks]
+    for i in sorted(range(len(tasks)), key=lambda i: -cost[i]):  # stable: equal costs keep their order
+        j = min(range(parts), key=lambda j: load[j])
+        shares[j].extend(tasks[i])
+        load[j] += cost[i]
     return shares
 
 
