@@ -135,6 +135,9 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     out = np.empty(values.shape[1])
     total = int(weights.sum())
     for d in range(values.shape[1]):
+        if values[:, d].min() == values[:, d].max():  # one value (every row read alike): no sort of 10M rows
+            out[d] = values[0, d]
+            continue
         order = np.argsort(values[:, d], kind="stable")
         v, cw = values[order, d], np.cumsum(weights[order])
         lo = v[np.searchsorted(cw, (total - 1) // 2, side="right")]
@@ -155,6 +158,7 @@ def classify(accesses, shape: tuple[int, ...]) -> AccessPattern:
     classes = []
     for k in np.unique(code[code != EMPTY]):
         m = code == k
+        m = slice(None) if m.all() else m  # one class: views, not copies
         classes.append(PatternClass(
             CLASSES[k], int(rep[m].sum()), int(nbytes[m].sum()),
             tuple(int(v) for v in np.round(_weighted_median(n[m], rep[m]))),

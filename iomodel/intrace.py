@@ -86,8 +86,9 @@ def traced_seconds(accesses) -> float:
         m = slice(None) if len(ranks) == 1 else cols.rank == r  # one rank: views, not copies of the columns
         b, busy, rep = cols.t0[m], cols.dt[m], cols.rep[m]
         e = b + cols.t_step[m] * (rep - 1) + busy / rep
-        order = np.argsort(b, kind="stable")
-        b, e, busy = b[order], e[order], busy[order]
+        if not (b[1:] >= b[:-1]).all():  # a trace is mostly in time order already: no sort, no copies
+            order = np.argsort(b, kind="stable")
+            b, e, busy = b[order], e[order], busy[order]
         before = np.maximum.accumulate(np.concatenate([[-np.inf], e[:-1]]))  # latest end of the earlier calls
         best = max(best, float(np.minimum(np.clip(e - np.maximum(b, before), 0.0, None), busy).sum()))
     return best
