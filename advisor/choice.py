@@ -109,6 +109,9 @@ def program_blocking(accesses, shape: Sequence[int], share: float = 0.8) -> Bloc
     start, step, blk = boxes.start[:, :ndim], boxes.step[:, :ndim], boxes.block[:, :ndim]
     block = []
     for d in range(ndim):  # the most common block length, weighted by accesses (ties: the smallest)
+        if blk[:, d].min() == blk[:, d].max():  # one length (no sort of a long trace's rows)
+            block.append(int(blk[0, d]))
+            continue
         values, inverse = np.unique(blk[:, d], return_inverse=True)
         block.append(int(values[np.argmax(np.bincount(inverse, weights=rep))]))
     block = tuple(block)
@@ -124,7 +127,7 @@ def program_blocking(accesses, shape: Sequence[int], share: float = 0.8) -> Bloc
     fits = int(rep[ok].sum())
     if fits < share * n_boxes:
         return None
-    stepped = tuple(bool(len(np.unique(start[:, d])) > 1 or ((rep > 1) & (step[:, d] != 0)).any())
+    stepped = tuple(bool(start[:, d].min() != start[:, d].max() or ((rep > 1) & (step[:, d] != 0)).any())
                     for d in range(ndim))
     # blocks are multi-element where the program steps (single rows or points are per-sample access, not blocks)
     if not any(stepped) or any(s and block[d] < 2 for d, s in enumerate(stepped)):
