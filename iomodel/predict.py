@@ -138,8 +138,7 @@ class Workload:
                                   zarr_overlap=zarr_overlap, parallel=mpio_uncached(layouts[i].library, self.procs,
                                                                                     self.columns, self.dataset))
                            for i in idx]
-                for window in acc.windows(WINDOW_ACCESSES):  # one walk per window, shared by the group
-                    vis = trace_visits(window, layouts[idx[0]])
+                for window, vis in _walked(acc.windows(WINDOW_ACCESSES), layouts[idx[0]]):  # shared by the group
                     for r in replays:
                         r.feed(window, vis)
                 per_rank.append([r.result() for r in replays])
@@ -197,12 +196,29 @@ class Workload:
             piece = cols.window(done, end)
             for r in ranks:
                 mine = piece if len(ranks) == 1 else piece.take(piece.rank == r)
-                for window in mine.windows(WINDOW_ACCESSES):
-                    replays[r].feed(window)
+                for window, vis in _walked(mine.windows(WINDOW_ACCESSES), layout):
+                    replays[r].feed(window, vis)
             done = end
             present = np.unique(work.columns.rank).tolist() or [0]
             out.append(work._prediction(layout, profile, servers, [replays[r].snapshot() for r in present]))
         return out
+
+def _walked(windows, layout: Layout):
+    """(window, its ``trace_visits``) in order; the next window is walked on another thread while the caller
+    replays this one (both compiled, without the GIL): a long replay's walk is off its critical path when a core
+    is free. One window ahead at most, so that chunk-visit memory stays bounded by two windows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="ioadvisor-walk") as ex:
+        it = iter(windows)
+        window = next(it, None)
+        ahead = None if window is None else ex.submit(trace_visits, window, layout)
+        while ahead is not None:
+            vis, current = ahead.result(), window
+            window = next(it, None)
+            ahead = None if window is None else ex.submit(trace_visits, window, layout)
+            yield current, vis
+
 
 def predict(
     trace_or_accesses: Trace | Sequence[AccessRecord],
