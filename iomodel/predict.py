@@ -101,7 +101,7 @@ class Workload:
         self.process_columns = cols
         self.columns = cols if not (cols.ds != dataset.id).any() else cols.of_dataset(dataset.id)
         self.shape = tuple(shape) if shape is not None else extent(dataset, self.columns)
-        ranks = np.unique(self.columns.rank).tolist() or [0]
+        ranks = _ranks(self.columns.rank) or [0]
         self.by_rank = ([self.columns] if len(ranks) == 1
                         else [self.columns.take(self.columns.rank == r) for r in ranks])
         self.procs = max(procs, len(ranks))
@@ -188,7 +188,7 @@ class Workload:
         if len(parallel) > 1:  # the cache bypass changes along the trace: replay each prefix
             return [w.predict(layout, profile, servers) for w in works]
         bypass = parallel.pop()
-        ranks = np.unique(cols.rank).tolist()
+        ranks = _ranks(cols.rank)
         replays = {r: Replay(self.dataset, layout, profile.page_cache_bytes, parallel=bypass, warm=self.warm,
                              cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap) for r in ranks}
         out, done = [], 0
@@ -199,9 +199,16 @@ class Workload:
                 for window, vis in _walked(mine.windows(WINDOW_ACCESSES), layout):
                     replays[r].feed(window, vis)
             done = end
-            present = np.unique(work.columns.rank).tolist() or [0]
+            present = _ranks(work.columns.rank) or [0]
             out.append(work._prediction(layout, profile, servers, [replays[r].snapshot() for r in present]))
         return out
+
+def _ranks(rank: np.ndarray) -> list[int]:
+    """The distinct ranks, ascending (one rank: two passes, not ``np.unique``'s hashing of every row)."""
+    if len(rank) and rank.min() == rank.max():
+        return [int(rank[0])]
+    return np.unique(rank).tolist()
+
 
 def _walked(windows, layout: Layout):
     """(window, its ``trace_visits``) in order; the next window is walked on another thread while the caller
