@@ -5,11 +5,12 @@ import pytest
 
 from advisor.candidates import Candidate, CodecChoice, baselines, generate
 from compression_model.error_bound import ErrorBound
-from advisor.search import CostModel, DataSource, Objective, estimate_chunks, search
+from advisor.search import CostModel, DataSource, Objective, _split, estimate_chunks, search
 from instrumentation.patterns import classify
 from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
 from instrumentation.tracefile import Trace
 from iomodel import SystemProfile, load_profile, predict
+from iomodel.layout import Layout
 from iomodel.profile import DEFAULT_PROFILE
 from iomodel.variables import FEATURES
 
@@ -127,3 +128,12 @@ def test_nan_data_never_gets_zfp(nan_field):
 def test_estimates_use_capped_chunks():
     assert estimate_chunks((4096, 4096), 4) == (512, 512)
     assert estimate_chunks((100, 32), 4) == (100, 32)
+
+
+def test_replays_are_shared_out_by_their_chunk_visits():
+    """A layout of 8 chunk visits per access gets a thread alone; two of 1 visit share the other."""
+    heavy = Layout("zarr", (1000, 64), 4, (100, 8))
+    light = [Layout("hdf5", (1000, 64), 4, None), Layout("hdf5", (1000, 64), 4, (100, 64))]
+    visits = {heavy: 8.0, light[0]: 1.0, light[1]: 1.0}
+    shares = _split([heavy, *light], 2, 3, visits.__getitem__)
+    assert shares == [[heavy], light]
