@@ -55,6 +55,9 @@ READ_ROWS = 1 << 18
 COMPACT_ROWS = 1 << 20
 """At close, consecutive batches are rewritten into files of up to this many rows: a long run writes a small batch
 every BATCH_SECONDS, and each file costs its reader milliseconds however few rows it holds."""
+COMPACT_FILES = 8
+"""Batches a trace may keep as written: fewer cost a reader a few milliseconds, while rewriting them costs every
+short-lived process (a loader worker's part) as much at its close."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 _PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
@@ -394,7 +397,8 @@ class ColumnarTraceWriter(TraceWriter):
         with self._lock:
             if self._meta.closed:
                 return
-            compact_parts(self._parts)
+            if len(self._parts) > COMPACT_FILES:
+                compact_parts(self._parts)
             end = {"t": "end", "n_access": self.n_access}
             if missed:
                 end["missed"] = list(missed)

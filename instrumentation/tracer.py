@@ -476,7 +476,6 @@ class Tracer:
                                               "(choose another path, or overwrite=True / --force to replace it)")
         capture = CAPTURE_CALLS
         below = HUB.start_below()
-        self._libhdf5_before = interpose.mapped_libhdf5()  # a copy loaded while tracing, unseen, is missed
         if below is not None and below.control is None:
             if self._follow:
                 capture += (interpose.CAPTURE_LEVEL + " in child processes only",)
@@ -515,6 +514,9 @@ class Tracer:
         )
         self._origin = origin
         self._writer = TraceWriter(self._own, header)
+        # a copy loaded while tracing, unseen, is missed; read once the writer loaded its own libraries (pyarrow), so
+        # that forked workers find it unchanged (interpose.mapped_libhdf5 reads /proc/self/maps only after a load)
+        self._libhdf5_before = interpose.mapped_libhdf5()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if self._state == "forked":  # a forked child leaving its parent's with-block ends its own part

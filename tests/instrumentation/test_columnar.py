@@ -200,6 +200,16 @@ def _batched_trace(path, batches=10, rows=30):
     return w, starts
 
 
+def test_close_keeps_a_few_batches_as_written(tmp_path):
+    from instrumentation.columnar import COMPACT_FILES
+
+    w, starts = _batched_trace(tmp_path / "a.parquet", batches=COMPACT_FILES)
+    w.close()
+    names = [f.name for f in part_files(tmp_path / "a.parquet")]
+    assert names == [f"part-{i:06d}.parquet" for i in range(COMPACT_FILES)]
+    assert load_trace(tmp_path / "a.parquet").columns.expanded().start[:, 0].tolist() == starts
+
+
 def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     from instrumentation.columnar import compact_parts
 
