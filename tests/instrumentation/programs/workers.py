@@ -73,8 +73,10 @@ def run(kind: str, path: str) -> list[int]:
         subprocess.run([sys.executable, "-c", code], check=True)
         return list(range(N))
     if kind == "killed":  # a child that dies by SIGKILL after its first reads were flushed
+        # a batch is written once a second (columnar.BATCH_SECONDS), checked at the flusher's passes (every
+        # 0.2 s): 1.6 s leaves the write time to finish (sleeping 1.0 s raced it)
         code = (f"import h5py, os, signal, time; x = h5py.File({path!r})['x']; [x[i] for i in range(5)]; "
-                "time.sleep(1.0); os.kill(os.getpid(), signal.SIGKILL)")
+                "time.sleep(1.6); os.kill(os.getpid(), signal.SIGKILL)")
         subprocess.run([sys.executable, "-c", code])
         return list(range(5))
     raise SystemExit(f"unknown kind {kind}")
