@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -96,13 +95,13 @@ def _dl_counter():
         return 1  # the counters are the same in every entry: the first is enough
 
     callback = _DL_CALLBACK(first)
-    lock = threading.Lock()  # tracers start and exit on any thread
 
     def counter():
-        with lock:
-            seen.clear()
-            iterate(callback, None)
-            return seen[0] if seen else None
+        # no lock (one held by another thread at a fork would hang the child): the counters are the process's,
+        # so threads racing here read the same values, or none (then the caller reads the maps)
+        seen.clear()
+        iterate(callback, None)
+        return next(iter(seen), None)
 
     return counter if counter() is not None else None
 
