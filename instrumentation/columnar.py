@@ -185,9 +185,10 @@ def _fill(cols: AccessColumns, pos: int, table: pa.Table, where: str, base: int 
     for t in TIMES:  # absent or not read: 0 (as allocated)
         if f"{t}_ns" in names:
             np.divide(values(f"{t}_ns"), _NS, out=getattr(cols, t)[pos:end])
+    width = _width(names)
     for name in _DIMS:
         arr = getattr(cols, name)
-        for d in range(_width(names)):
+        for d in range(width):
             arr[pos:end, d] = values(f"{name}_{d}") if f"{name}_{d}" in names else (
                 1 if name in ("count", "stride", "block") else 0)
     rep = cols.rep[pos:end]
