@@ -318,7 +318,9 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
         "",
         f"Measured {result['date']} on {mach.get('cpu', '?')}, {mach.get('cores')} cores, kernel {mach.get('kernel')}, "
         f"h5py {mach['versions'].get('h5py')} (HDF5 {mach['versions'].get('hdf5')}), zarr {mach['versions'].get('zarr')}; "
-        f"{result['repeat']} repetition(s) per case (the fastest kept). 1-minute load average "
+        f"{result['repeat']} repetition(s) per case (the fastest kept)"
+        + (f", {result['passes']} passes over all cases (the median pass kept)" if result["passes"] > 1 else "")
+        + ". 1-minute load average "
         f"{result['loadavg'][0]:.1f} at the start and {result['loadavg'][1]:.1f} at the end (2 cores)"
         + (": **the machine was shared with other benchmarks while this ran; absolute times carry that noise.**"
            if max(result["loadavg"]) > 1.5 else "."),
@@ -371,9 +373,11 @@ def write_doc(path: Path, result: dict, rows: list[dict], figs: list[Path], argv
                   f"predicted {w['predicted'][0]:.4f} / {w['predicted'][1]:.4f}" for w in fl["wrong"]]
         lines.append("")
     if result.get("floor_metrics"):
+        what = (f"The same cases measured in an earlier run (`{result['floor_results']}`), their times taken as the "
+                "prediction of this run's" if result["floor_results"] else
+                "This run's first pass taken as the prediction of its second")
         lines += ["## Measurement floor", "",
-                  f"The same cases measured in an earlier run (`{result['floor_results']}`), their times taken as the "
-                  "prediction of this run's: how well this machine reproduces its own measurements, the best any "
+                  what + ": how well this machine reproduces its own measurements, the best any "
                   "model can score here: " + headline(result["floor_metrics"]) + ".", ""]
     if result.get("transfer_metrics"):
         lines += [f"## The same runs predicted with `{result['transfer_profile']}`", "",
@@ -401,6 +405,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="keep the cases whose label contains TEXT (repeatable: all of them), e.g. "
                          "--only chunks=32768x3 --only columns")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="measure every case this many times over, minutes apart (each the fastest of --repeat); "
+                         "the median pass is the measured time, and the first pass taken as the prediction of "
+                         "the second gives the measurement floor (unless --floor)")
     ap.add_argument("--floor", default=None, metavar="RESULT_JSON",
                     help="an earlier run's raw results (same cases): its measured times taken as the prediction "
                          "give the measurement floor, how well this machine reproduces its own times")
@@ -416,16 +424,22 @@ def main(argv=None) -> int:
     if not cases:
         ap.error(f"no case label contains all of {args.only}")
     repeat = args.repeat or 3
+    if args.passes < 1:
+        ap.error("--passes must be >= 1")
     work = Path(args.workdir)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    print(f"{len(cases)} cases, {repeat} repetition(s), cold page cache", file=sys.stderr)
-    runs = measure_cases(cases, work / "data", repeat=repeat, progress=lambda m: print(m, file=sys.stderr))
+    print(f"{len(cases)} cases, {args.passes} pass(es) of {repeat} repetition(s), cold page cache", file=sys.stderr)
+    passes = [measure_cases(cases, work / "data", repeat=repeat, progress=lambda m: print(m, file=sys.stderr))
+              for _ in range(args.passes)]
     t_meas = time.perf_counter() - t0
+    seconds = np.array([[r.total_seconds for r in runs] for runs in passes])  # pass x case
     rows = []
     transfer_rows = []
     t_pred = 0.0
-    for case, run in zip(cases, runs):
+    for i, case in enumerate(cases):
+        # the pass with the median time (the lower middle of an even count) stands for the case
+        run = passes[int(np.argsort(seconds[:, i])[(args.passes - 1) // 2])][i]
         n = len(run.per_access)
         sec = run.total_seconds
         tpath = work / "traces" / (case.label.replace(" ", "_").replace("=", "-") + ".jsonl")
@@ -436,6 +450,7 @@ def main(argv=None) -> int:
         t_pred += time.perf_counter() - t
         rows.append({"shape": shape_name(case), "array": list(case.shape), "library": case.library,
                      "chunks": list(case.chunks), "pattern": case.pattern, "n_access": n, "measured": sec,
+                     "passes": seconds[:, i].tolist(),
                      "predicted": pr.seconds, "terms": dict(pr.terms), "variables": pr.variables.as_features()})
         if other is not None:
             po = predict(trace, case.layout(), other)
@@ -452,10 +467,12 @@ def main(argv=None) -> int:
         if set(before) != {key(r) for r in rows}:
             raise SystemExit(f"{args.floor}: not the same cases as this run (--quick on both or neither)")
         mf = metrics([{**r, "predicted": before[key(r)]} for r in rows])
+    elif args.passes > 1:
+        mf = metrics([{**r, "measured": r["passes"][1], "predicted": r["passes"][0]} for r in rows])
     stem = "iomodel-validation" + ("-quick" if args.quick else "")
     figs = figures(rows, Path(args.figures), stem)
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "quick": args.quick, "repeat": repeat, "machine": machine_info(), "profile_path": args.profile,
+              "quick": args.quick, "repeat": repeat, "passes": args.passes, "machine": machine_info(), "profile_path": args.profile,
               "loadavg": [load0, os.getloadavg()[0]], "measure_seconds": t_meas, "predict_seconds": t_pred, "metrics": m, "rows": rows,
               "figures": [str(p) for p in figs], "transfer_profile": args.transfer, "transfer_metrics": mt,
               "floor_results": args.floor, "floor_metrics": mf}
@@ -476,14 +493,15 @@ def main(argv=None) -> int:
     if mt is not None:
         print(f"with {args.transfer}: " + headline(mt))
     if mf is not None:
-        print("measurement floor (earlier measured times as the prediction): " + headline(mf))
+        print("measurement floor (another measurement of the same cases as the prediction): " + headline(mf))
     print(f"measured in {t_meas:.0f}s, predicted in {t_pred:.1f}s; raw results {out}; figures "
           + ", ".join(str(p) for p in figs))
     if args.doc:
         cmd = (["--quick"] if args.quick else []) + (["--profile", args.profile] if args.profile else []) \
             + (["--transfer", args.transfer] if args.transfer else []) \
             + (["--floor", args.floor] if args.floor else []) \
-            + (["--repeat", str(args.repeat)] if args.repeat else []) + ["--doc", args.doc]
+            + (["--repeat", str(args.repeat)] if args.repeat else []) \
+            + (["--passes", str(args.passes)] if args.passes > 1 else []) + ["--doc", args.doc]
         write_doc(Path(args.doc), result, rows, figs, cmd)
         print(f"report {args.doc}")
     return 0

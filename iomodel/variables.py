@@ -42,12 +42,15 @@ from .profile import PageCacheCurve
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
-    "x_cache", "s_alloc", "s_rseek",
+    "x_cache", "s_alloc", "s_rseek", "s_mtouch",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
- N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK) = range(len(FEATURES))
+ N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK, S_MTOUCH) = range(len(FEATURES))
+
+CACHE_LINE = 64
+"""Bytes of a CPU cache line: the unit a copy moves through the memory hierarchy."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ class Variables:
     """Bytes of the device reads that seek (formula 4 by bytes): a read continuing the previous one is
     served by the kernel's readahead stream, overlapping the library's work; one after a seek waits
     for the device."""
+    s_mtouch: float = 0.0
+    """Bytes of the chunk buffer's cache lines the copy touches (formula 1 by memory traffic): a strided copy
+    moves whole lines, so a column of a wide chunk costs about a line per element, one of a narrow chunk
+    a line per few elements; for contiguous runs it equals s_memcpy."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -145,6 +152,19 @@ def _curve_seconds(curve_b, curve_s, nbytes):
         i += 1
     x0, x1 = np.log2(curve_b[i - 1]), np.log2(curve_b[i])
     return curve_s[i - 1] + (curve_s[i] - curve_s[i - 1]) * (x - x0) / (x1 - x0)
+
+
+@numba.njit(cache=True)
+def _copy(out, nsel, nrun, nfrun, lo, hi, itemsize, numpy_loop):
+    """The copy between chunk buffer and user buffer of one chunk visit (Algorithm 1's memcpy calls). Its
+    cache lines in the chunk buffer: a run of b bytes touches (b + CACHE_LINE - 1) / CACHE_LINE lines on
+    average, and the runs together no more than the span they lie in. ``numpy_loop`` (zarr): numpy drops
+    an axis the selection spans one element of and loops along the next one, so runs of one element are
+    one strided loop, not a call each."""
+    nbytes = nsel * itemsize
+    out[N_MEMCPY] += 1 if numpy_loop and nrun == nsel else nrun
+    out[S_MEMCPY] += nbytes
+    out[S_MTOUCH] += min(nbytes + (CACHE_LINE - 1) * nfrun, hi - lo + CACHE_LINE)
 
 
 @numba.njit(cache=True)
@@ -219,8 +239,7 @@ def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi
         j = v0 + k
         cid = cid_a[j]
         out[N_CHUNKS] += 1
-        out[N_MEMCPY] += nrun_a[j]
-        out[S_MEMCPY] += nsel_a[j] * itemsize
+        _copy(out, nsel_a[j], nrun_a[j], nfrun_a[j], lo_a[j], hi_a[j], itemsize, False)
         off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
         lo[k] = off + lo_a[j]
         hi[k] = off + hi_a[j]
@@ -324,8 +343,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 while k2 < nv and sid[order[k2]] == s:
                     j = v0 + order[k2]
                     out[N_CHUNKS] += 1
-                    out[N_MEMCPY] += nrun_a[j]
-                    out[S_MEMCPY] += nsel_a[j] * itemsize
+                    _copy(out, nsel_a[j], nrun_a[j], nfrun_a[j], lo_a[j], hi_a[j], itemsize, True)
                     all_full = all_full and full_a[j]
                     k2 += 1
                 cnt = k2 - k
@@ -376,8 +394,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             cid = cid_a[j]
             nbytes = nsel_a[j] * itemsize
             out[N_CHUNKS] += 1
-            out[N_MEMCPY] += nrun_a[j]
-            out[S_MEMCPY] += nbytes
+            _copy(out, nsel_a[j], nrun_a[j], nfrun_a[j], lo_a[j], hi_a[j], itemsize, is_zarr)
             key = cid * kmul
             if is_zarr:
                 exists = _exists(cid, alloc, prealloc)

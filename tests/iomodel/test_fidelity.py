@@ -57,6 +57,34 @@ def test_hdf5_allocates_a_buffer_per_chunk_entering_its_cache_zarr_per_chunk_vis
     assert count_variables(same, ds, big, BIG).s_alloc == 0
 
 
+def test_a_strided_copy_touches_whole_cache_lines_of_the_chunk_buffer():
+    # one column of (100, 100) float32 chunks: 100 runs of 4 bytes, 400 bytes apart, a line each
+    ds = _ds()
+    column = [_acc(Selection.box((0, 7), (1000, 1)))]
+    v = count_variables(column, ds, Layout.from_dataset(ds), BIG)
+    assert (v.n_memcpy, v.s_memcpy) == (1000, 4000)
+    assert v.s_mtouch == 10 * (400 + 63 * 100)
+    # a column of (100, 3) chunks: runs 12 bytes apart, the lines of the span they lie in
+    narrow = _ds(shape=(1000, 3), chunks=(100, 3))
+    v = count_variables([_acc(Selection.box((0, 1), (1000, 1)))], narrow,
+                        Layout.from_dataset(narrow), BIG)
+    assert v.s_mtouch == 10 * ((99 * 3 + 1) * 4 + 64)
+    # one contiguous run: its bytes and the line it starts in part-way, on average
+    rows = [_acc(Selection.box((0, 0), (10, 100)))]
+    assert count_variables(rows, ds, Layout.from_dataset(ds), BIG).s_mtouch == 4000 + 63
+
+
+def test_zarr_copies_runs_of_one_element_in_one_numpy_loop():
+    z = _ds(library="zarr")
+    lay = Layout.from_dataset(z)
+    column = [_acc(Selection.box((0, 7), (1000, 1)))]
+    assert count_variables(column, z, lay, BIG).n_memcpy == 10  # one strided loop per chunk
+    box = [_acc(Selection.box((0, 7), (1000, 2)))]
+    assert count_variables(box, z, lay, BIG).n_memcpy == 1000  # a loop per row of two elements
+    ds = _ds()
+    assert count_variables(column, ds, Layout.from_dataset(ds), BIG).n_memcpy == 1000  # HDF5: a memcpy per run
+
+
 def test_zarr_device_reads_of_one_call_overlap():
     z = _ds(library="zarr", chunks=(100, 10))
     lay = Layout.from_dataset(z)
