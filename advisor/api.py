@@ -182,6 +182,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
     from iomodel.intrace import MIN_RESOLUTION
+    from iomodel.predict import process_arrays
 
     accesses = trace.columns_of(ds.id)
     pattern = classify(accesses, shape)
@@ -218,7 +219,11 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         # one factor for every candidate: the trace sets the scale, never the order (TraceCalibration.uniform);
         # searched at factor 1 (with the fit's band), then scaled onto the fit's time for the current layout
         scaled = cal.uniform(1.0) if calibrated else None
-        model = CostModel(ds, accesses, shape, profile, procs=nprocs, calibration=scaled, jobs=jobs, comm=comm)
+        # the process's other arrays share the page cache with this one, as in ``iomodel.predict``; the
+        # accesses counted stay this record's (its traced time is what the in-trace calibration scales to)
+        others = process_arrays(trace, ds)[1] if len(trace.datasets) > 1 else ()
+        model = CostModel(ds, trace.columns if others else accesses, shape, profile, procs=nprocs,
+                          calibration=scaled, jobs=jobs, comm=comm, others=others)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         if calibrated:
             factor = cal.dataset_factor(ds.id, result.baselines["current"].model_seconds)

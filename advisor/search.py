@@ -215,13 +215,16 @@ class CostModel:
 
     Equivalent to ``iomodel.predict`` (same ranks, contention and per-rank
     maximum) with the extent and the per-rank split computed once, and the
-    counted variables cached per layout.
+    counted variables cached per layout. ``accesses`` and ``others`` as
+    ``Workload``'s: given the process's other arrays (``iomodel.predict.process_arrays``),
+    they share the simulated page cache with this one, as in ``predict``.
     """
 
     def __init__(self, ds: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]", shape: Sequence[int],
                  profile: SystemProfile, procs: int = 1, warm: bool = False,
-                 calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None, comm=None):
-        self.work = Workload(ds, accesses, shape, procs, warm)
+                 calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None, comm=None,
+                 others: Sequence[tuple[DatasetRecord, Layout]] = ()):
+        self.work = Workload(ds, accesses, shape, procs, warm, others)
         self.calibration = calibration
         """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
         self.jobs = default_jobs() if jobs is None else jobs
@@ -291,7 +294,8 @@ class CostModel:
 
     def _count(self, layouts: list[Layout], jobs: int) -> dict:
         pcb = self.profile.page_cache_bytes
-        kw = dict(cache_curve=self.profile.page_cache_curve, zarr_overlap=self.profile.zarr_overlap)
+        kw = dict(cache_curve=self.profile.page_cache_curve, zarr_overlap=self.profile.zarr_overlap,
+                  readahead=self.profile.readahead_bytes)
         tasks = _split(layouts, jobs, len(layouts), self._visits_per_access)
         tasks = [t for t in tasks if t]
         if len(tasks) <= 1:

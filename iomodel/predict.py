@@ -113,12 +113,14 @@ class Workload:
         return self.columns.records()
 
     def variables(self, layout: Layout, page_cache_bytes: int, *, cache_curve: PageCacheCurve | None = None,
-                  zarr_overlap: float = 1.0) -> list[Variables]:
+                  zarr_overlap: float = 1.0, readahead: int = 0) -> list[Variables]:
         """Counted variables of each recorded rank."""
-        return self.variables_many([layout], page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap)[0]
+        return self.variables_many([layout], page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap,
+                                   readahead=readahead)[0]
 
     def variables_many(self, layouts: Sequence[Layout], page_cache_bytes: int, *,
-                       cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0) -> list[list[Variables]]:
+                       cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
+                       readahead: int = 0) -> list[list[Variables]]:
         """``variables`` of several layouts; layouts that differ only in cache or shards share one chunk walk."""
         layouts = [lay if lay.shape == self.shape else lay.with_shape(self.shape) for lay in layouts]
         out: list = [None] * len(layouts)
@@ -128,14 +130,15 @@ class Workload:
         for i, lay in enumerate(layouts):
             if rest and stored_bytes_bound(lay) + rest > page_cache_bytes:
                 out[i] = [count_variables(self.process_columns, self.dataset, lay, page_cache_bytes, warm=self.warm,
-                                          cache_curve=cache_curve, zarr_overlap=zarr_overlap, others=self.others)]
+                                          cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
+                                          others=self.others)]
                 continue
             groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
             per_rank = []
             for acc in self.by_rank:
                 replays = [Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm, cache_curve=cache_curve,
-                                  zarr_overlap=zarr_overlap, parallel=mpio_uncached(layouts[i].library, self.procs,
+                                  zarr_overlap=zarr_overlap, readahead=readahead, parallel=mpio_uncached(layouts[i].library, self.procs,
                                                                                     self.columns, self.dataset))
                            for i in idx]
                 for window, vis in _walked(acc.windows(WINDOW_ACCESSES), layouts[idx[0]]):  # shared by the group
@@ -159,7 +162,8 @@ class Workload:
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
         return self._prediction(layout, profile, servers, self.variables(
-            layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap))
+            layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap,
+            readahead=profile.readahead_bytes))
 
     def _prediction(self, layout: Layout, profile: SystemProfile, servers: int | None,
                     variables: Sequence[Variables]) -> Prediction:
@@ -190,7 +194,8 @@ class Workload:
         bypass = parallel.pop()
         ranks = _ranks(cols.rank)
         replays = {r: Replay(self.dataset, layout, profile.page_cache_bytes, parallel=bypass, warm=self.warm,
-                             cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap) for r in ranks}
+                             cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap,
+                             readahead=profile.readahead_bytes) for r in ranks}
         out, done = [], 0
         for end, work in zip(ends, works):
             piece = cols.window(done, end)

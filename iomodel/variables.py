@@ -168,22 +168,46 @@ def _copy(out, nsel, nrun, nfrun, lo, hi, itemsize, numpy_loop):
 
 
 @numba.njit(cache=True)
-def _os_read(out, pc, key, nbytes, offset, last_end, curve_b, curve_s, dev_weight):
+def _readahead_window(size, nbytes, ra_max):
+    """The kernel's next readahead window of a sequential stream (mm/readahead.c): the first one 4x the
+    request (2x for larger ones), then 4x / 2x the previous, up to the device's maximum."""
+    if size == 0:
+        if nbytes <= ra_max // 32:
+            return 4 * nbytes
+        return min(2 * nbytes, ra_max) if nbytes <= ra_max // 4 else ra_max
+    return min(4 * size if size < ra_max // 16 else 2 * size, ra_max)
+
+
+@numba.njit(cache=True)
+def _os_read(out, pc, key, nbytes, offset, last_end, curve_b, curve_s, dev_weight, ra):
     """One read request through the page cache; returns the new device position.
 
     ``dev_weight`` < 1: the device wait overlaps with other requests of the same call (zarr's
-    concurrent chunk fetches)."""
+    concurrent chunk fetches). ``ra`` (readahead maximum, end of the stream's window, window size; updated):
+    a read continuing the previous one inside the window the kernel's readahead already asked the device
+    for is a page-cache copy whose bytes still come from the device; one crossing it starts the next,
+    larger window (a device request); a read after a seek gets no readahead."""
     nodes, free, st, index = pc
     if pc_access(nodes, free, st, index, key, nbytes):
         out[N_CACHE] += 1
         out[S_CACHE] += nbytes
         out[X_CACHE] += _curve_seconds(curve_b, curve_s, nbytes)
         return last_end
+    if ra[0] > 0 and offset == last_end and offset + nbytes <= ra[1]:
+        out[N_CACHE] += 1
+        out[S_CACHE] += nbytes
+        out[X_CACHE] += _curve_seconds(curve_b, curve_s, nbytes)
+        out[S_RDISK] += nbytes * dev_weight
+        return offset + nbytes
     out[N_RDISK] += dev_weight
     out[S_RDISK] += nbytes * dev_weight
     if offset != last_end:
         out[N_RSEEK] += dev_weight
         out[S_RSEEK] += nbytes * dev_weight
+        ra[1], ra[2] = offset + nbytes, 0
+    elif ra[0] > 0:
+        ra[2] = _readahead_window(ra[2], nbytes, ra[0])
+        ra[1] = offset + max(nbytes, ra[2])
     return offset + nbytes
 
 
@@ -222,7 +246,7 @@ ROMIO_READ_BUFFER = 4 << 20
 
 @numba.njit(cache=True)
 def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul,
-                ibc, alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s):
+                ibc, alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s, ra):
     """One collective MPI-IO transfer of an unfiltered chunked dataset (ROMIO, one node, ranks not interleaved).
 
     HDF5 hands MPI-IO the whole selection as one file type (linked-chunk I/O). ROMIO writes each extent
@@ -274,10 +298,10 @@ def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi
             key = (p_off // ROMIO_WRITE_BUFFER) * kmul + 1 + kmul * (1 << 40)
             if write:
                 if e_holes:
-                    rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0)
+                    rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0, ra)
                 wr_end = _os_write(out, pc, key, p_len, p_off, wr_end)
             else:
-                rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0)
+                rd_end = _os_read(out, pc, key, p_len, p_off, rd_end, curve_b, curve_s, 1.0, ra)
     return rd_end, wr_end, next_off
 
 
@@ -302,7 +326,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
               is_zarr, itemsize, csize, stored, grid, bits,
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
-              prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap,
+              prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap, ra,
               kmul, out, ent, cc, evicted, mdc, node_bytes, wtouched, pos):
     """Replay one window of accesses; the state (``out`` onwards; ``pos`` = device read end, write end, next
     allocation offset) carries over to the next window."""
@@ -354,15 +378,15 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                     if exists:
                         off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
                         if cnt == n_inner:
-                            rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, zw)
+                            rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, zw, ra)
                         else:
                             out[N_RINDEX] += 1
-                            rd_end = _os_read(out, pc, skey + 1, index_bytes, off + n_inner * stored, rd_end, curve_b, curve_s, 1.0)
+                            rd_end = _os_read(out, pc, skey + 1, index_bytes, off + n_inner * stored, rd_end, curve_b, curve_s, 1.0, ra)
                             for q in range(k, k2):
                                 j = v0 + order[q]
                                 out[N_ZOPEN] += 1
                                 inner = cid_a[j] * kmul
-                                rd_end = _os_read(out, pc, inner, stored, off, rd_end, curve_b, curve_s, zw)
+                                rd_end = _os_read(out, pc, inner, stored, off, rd_end, curve_b, curve_s, zw, ra)
                         if filtered:
                             out[S_DECODE] += cnt * csize
                     out[S_ALLOC] += cnt * csize
@@ -371,7 +395,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                     if exists and not complete:
                         out[N_ZOPEN] += 1
                         off, next_off = _offset_of(s, alloc, prealloc, shard_stored, next_off)
-                        rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, 1.0)
+                        rd_end = _os_read(out, pc, skey, shard_stored, off, rd_end, curve_b, curve_s, 1.0, ra)
                         if filtered:
                             for q in range(k, k2):
                                 if not full_a[v0 + order[q]]:
@@ -388,7 +412,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
         if coll[a] and parallel and not filtered and not is_zarr and chunked:
             rd_end, wr_end, next_off = _collective(
                 out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul, ibc,
-                alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s)
+                alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s, ra)
             continue
         for j in range(v0, v1):
             cid = cid_a[j]
@@ -403,14 +427,14 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 if not write:
                     if exists:
                         off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw, ra)
                         if filtered:
                             out[S_DECODE] += csize
                 else:
                     if exists and not full_a[j]:
                         out[N_ZOPEN] += 1
                         off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw)
+                        rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, zw, ra)
                         if filtered:
                             out[S_DECODE] += csize
                     if filtered:
@@ -441,7 +465,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                     # requests are served by the page cache, after a seek per further run contiguous in
                     # the file (measured: 960,017 read calls for 960,005 counted took 0.7 s, page-cache
                     # speed, not device speed; docs/parallel-validation.md)
-                    rd_end = _os_read(out, pc, key, nbytes, off, rd_end, curve_b, curve_s, 1.0)
+                    rd_end = _os_read(out, pc, key, nbytes, off, rd_end, curve_b, curve_s, 1.0, ra)
                     out[N_CACHE] += nrun_a[j] - 1
                     out[N_RSEEK] += nfrun_a[j] - 1
                 continue
@@ -471,7 +495,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                         if write:
                             wr_end = _os_write(out, pc, wkey, run, off + roff, wr_end)
                         else:
-                            rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0)
+                            rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0, ra)
                 else:
                     # contiguous storage goes through the 64 KiB sieve buffer: windows over the
                     # selected span, each read (and for writes, read then written back)
@@ -480,7 +504,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                         woff = lo + r * sieve
                         wlen = min(sieve, csize - woff)
                         wkey = key + 1 + woff // sieve
-                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end, curve_b, curve_s, 1.0)
+                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end, curve_b, curve_s, 1.0, ra)
                         if write:
                             wr_end = _os_write(out, pc, wkey, wlen, off + woff, wr_end)
                 if write and blk not in wtouched:
@@ -492,7 +516,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             out[S_ALLOC] += csize
             if allocated and (not write or not full_a[j]):
                 off, next_off = _offset_of(cid, alloc, prealloc, stored, next_off)
-                rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, 1.0)
+                rd_end = _os_read(out, pc, key, stored, off, rd_end, curve_b, curve_s, 1.0, ra)
                 if filtered:
                     out[S_DECODE] += csize
             n_ev = 0
@@ -566,10 +590,12 @@ class Replay:
 
     def __init__(self, dataset: DatasetRecord, layout: Layout, page_cache_bytes: int, *, parallel: bool = False,
                  warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
-                 page_cache: SharedPageCache | None = None):
+                 readahead: int = 0, page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         self._curve = (cache_curve or PageCacheCurve()).arrays()
         self._zarr_overlap = float(zarr_overlap)
+        # one file per zarr chunk: no stream runs from one chunk's file into the next
+        self._ra = np.array([0 if layout.library == "zarr" else readahead, -1, 0], np.int64)
         self._alloc = alloc = int64_dict()
         prealloc = 0 if dataset.created else 1
         same_layout = (dataset.library == layout.library and dataset.chunks is not None
@@ -643,7 +669,7 @@ class Replay:
             lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
             lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
             self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
-            lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap,
+            lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap, self._ra,
             self._kmul, self._out, self._ent, self._cc, self._evicted, self._mdc, self._node_bytes, self._wtouched, self._pos,
         )
 
@@ -681,6 +707,7 @@ def count_variables(
     warm: bool = False,
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
+    readahead: int = 0,
     others: Sequence[tuple[DatasetRecord, Layout]] = (),
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
@@ -693,7 +720,8 @@ def count_variables(
     stored byte of the array starts in the page cache (the library cache empty).
     ``cache_curve``: the profile's page-cache copy time by request size (``x_cache``
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
-    overlap on the device (the profile's, measured by calibration). Long traces are walked and replayed
+    overlap on the device (the profile's, measured by calibration); ``readahead``: the kernel's largest
+    readahead window on the data's device, bytes (the profile's; 0: readahead not modelled). Long traces are walked and replayed
     WINDOW_ACCESSES at a time (``Replay``).
     ``others``: the process's other arrays (their record and stored layout) whose accesses, among
     ``accesses`` in trace order, run through the same page cache: they evict this array's pages (one page
@@ -702,7 +730,8 @@ def count_variables(
     cols = as_columns(accesses)
     replays = {}
     shared = SharedPageCache(page_cache_bytes)
-    kw = dict(parallel=parallel, warm=warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap, page_cache=shared)
+    kw = dict(parallel=parallel, warm=warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
+              page_cache=shared)
     replays[dataset.id] = replay = Replay(dataset, layout, page_cache_bytes, **kw)
     for d, lay in others:
         if d.id != dataset.id:

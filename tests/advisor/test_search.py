@@ -59,6 +59,23 @@ def test_cost_model_equals_iomodel_predict(ranks):
         assert r.terms["t_compress"] == r.terms["t_decompress"] == 0.0
 
 
+def test_cost_model_shares_the_page_cache_with_the_other_arrays_like_predict():
+    from iomodel.predict import process_arrays
+
+    # /a read, /b read (evicting /a's pages from a page cache that holds one of them), /a read again
+    a = DatasetRecord(0, "hdf5", "2", "f.h5", "/a", (1000, 100), "float32", chunks=(100, 100))
+    b = replace(a, id=1, path="/b")
+    rows = [AccessRecord(i, "read", Selection.box((0, 0), (1000, 100)), 100_000, 400_000, 0.0, 0.0) for i in (0, 1, 0)]
+    trace = Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {0: a, 1: b}, rows)
+    prof = replace(profile(), page_cache_bytes=600_000)
+    cand = Candidate("hdf5", (100, 100), cache_bytes=0, cache_slots=8191)  # no chunk cache: every read goes to the OS
+    others = process_arrays(trace, a)[1]
+    shared = CostModel(a, trace.columns, (1000, 100), prof, others=others)
+    alone = CostModel(a, trace.columns_of(0), (1000, 100), prof)
+    assert shared.variables(shared.layout(cand))[0].n_cache == 0 < alone.variables(alone.layout(cand))[0].n_cache
+    assert shared.evaluate(cand).seconds == pytest.approx(predict(trace, shared.layout(cand), prof).seconds, rel=1e-9)
+
+
 def test_pruned_search_keeps_the_exhaustive_winner():
     accs = row_reads(150) + [acc((0, j), (SHAPE[0], 1)) for j in (3, 17)]
     pat = classify(accs, SHAPE)

@@ -85,6 +85,21 @@ def test_zarr_copies_runs_of_one_element_in_one_numpy_loop():
     assert count_variables(column, ds, Layout.from_dataset(ds), BIG).n_memcpy == 1000  # HDF5: a memcpy per run
 
 
+def test_a_sequential_stream_is_read_ahead_in_growing_windows_a_seek_is_not():
+    # 512 chunks of 16 KiB in file order, read in order: after the first read the kernel reads ahead in
+    # windows of 64 KiB, 256 KiB, 1, 2, 4 and 8 MiB (read_ahead_kb 8192): 7 device requests, not 512
+    ds = _ds(shape=(512, 4096), chunks=(1, 4096))
+    lay = Layout.from_dataset(ds)
+    rows = [_acc(Selection.box((i, 0), (1, 4096))) for i in range(512)]
+    v = count_variables(rows, ds, lay, BIG, readahead=8 << 20)
+    assert (v.n_rdisk, v.n_cache, v.s_rdisk) == (7, 505, 512 * 16 * KiB)
+    assert count_variables(rows, ds, lay, BIG).n_rdisk == 512  # readahead not modelled
+    backwards = count_variables(rows[::-1], ds, lay, BIG, readahead=8 << 20)
+    assert backwards.n_rdisk == backwards.n_rseek == 512 and backwards.n_cache == 0
+    z = _ds(library="zarr", shape=(512, 4096), chunks=(1, 4096))  # a file per chunk: no stream
+    assert count_variables(rows, z, Layout.from_dataset(z), BIG, readahead=8 << 20).n_rdisk == 512
+
+
 def test_zarr_device_reads_of_one_call_overlap():
     z = _ds(library="zarr", chunks=(100, 10))
     lay = Layout.from_dataset(z)
@@ -127,9 +142,11 @@ def test_collective_flag_round_trips_and_is_omitted_when_false():
 def test_profile_keeps_curve_overlap_and_probe_and_rejects_old_schema():
     prof = SystemProfile(coefficients={"hdf5": {"x_cache": 1.0}}, page_cache_bytes=1 << 30,
                          page_cache_curve=PageCacheCurve((4096, 8192), (1e-6, 2e-6)), zarr_overlap=2.0,
+                         readahead_bytes=8 << 20,
                          probe={"page_cache_bps": 5e9, "disk_bps": 1e9})
     again = SystemProfile.from_config(json.loads(json.dumps(prof.get_config())))
     assert again.page_cache_curve == prof.page_cache_curve and again.zarr_overlap == 2.0
+    assert again.readahead_bytes == 8 << 20
     assert again.probe == prof.probe
     with pytest.raises(ProfileError, match="schema 1.*calibrate"):
         SystemProfile.from_config({**prof.get_config(), "schema": 1})
