@@ -41,9 +41,8 @@ PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-sl
 
 def zarr_concurrency() -> float:
     """How many of one zarr call's chunk reads overlap on the device: zarr's ``async.concurrency`` (10 by
-    default). Fitted from a grid of values instead, the quick calibration's 56 zarr runs picked 3 to 10 from
-    one run to the next on in-sample error differences of a few percent, and 10 predicted the validation
-    runs better (docs/iomodel-validation.md)."""
+    default). Fitted from a grid of values instead, the quick calibration's 56 zarr runs picked 10 or 3 on
+    in-sample error differences of a few percent, and 10 predicted the validation runs better (docs/iomodel.md)."""
     import zarr
 
     return float(zarr.config.get("async.concurrency"))
