@@ -25,7 +25,7 @@ with ``Tracer.flush()``, so the formatting and writing of its records is
 counted; entering and leaving the tracer (file creation, a thread start/join,
 once per trace) is not.
 
-    python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only]
+    python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only | --python-only]
                                           [--reps N]
 """
 from __future__ import annotations
@@ -261,7 +261,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
-    ap.add_argument("--reps", type=int, help="repetitions of each case below Python (default 7, 3 with --quick)")
+    ap.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
+    ap.add_argument("--reps", type=int,
+                    help="repetitions of the realistic loop and of each case below Python (default 7, 3 with --quick)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
@@ -293,8 +295,8 @@ def main(argv=None) -> int:
         z[:] = 0
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
-        loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, 3 if q else 7, trace_path)
-        below = below_python_cases(q, tmp, args.reps, args.format)
+        loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, args.reps or (3 if q else 7), trace_path)
+        below = [] if args.python_only else below_python_cases(q, tmp, args.reps, args.format)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")
@@ -308,11 +310,14 @@ def main(argv=None) -> int:
     print(f"| {loop['case']} | {loop['cpu_untraced_s']:.2f} | {loop['cpu_slowdown_pct']:+.2f}% / "
           f"{loop['cpu_slowdown_min_pct']:+.2f}% | {loop['wall_untraced_s']:.2f} | {loop['wall_slowdown_pct']:+.2f}% / "
           f"{loop['wall_slowdown_min_pct']:+.2f}% |")
-    print()
-    print_below(below)
+    load.append(os.getloadavg()[0])
+    print(f"load average at the end: {load[1]:.2f}")
+    if below:
+        print()
+        print_below(below)
     if args.json:
-        args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "below": below,
-                                         "date": time.strftime("%Y-%m-%d"), "quick": q, "format": args.format},
+        args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "below": below, "load": load,
+                                         "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q, "format": args.format},
                                         indent=2))
     return 0
 

@@ -180,15 +180,13 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
         return
     if type(args) is not tuple:
         args = (args,)
-    collective = info.template.driver == "mpio" and _collective(ds)
+    collective = info.mpio and _collective(ds)
     for a in args:
-        if collective:
+        if collective or type(a) not in SIMPLE_INDEX_TYPES:
             break
-        if type(a) not in SIMPLE_INDEX_TYPES:
-            break
-    else:  # immutable ints/slices: the flusher thread normalizes them, in a cache-warm batch
-        size = info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize
-        item = (info, op, args, shape, size, t0, dt)
+    else:  # immutable ints/slices: the flusher thread normalizes them in bulk (Tracer._write_simple)
+        item = (info, op, args, shape,
+                info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize, t0, dt)
         for tr in HUB.active:
             queue = tr._queue
             queue.append(item)  # Tracer._drain normalizes and formats it

@@ -96,6 +96,41 @@ def fast_hyperslab(args: tuple, shape: tuple[int, ...]):
     return start, count, stride, block, n
 
 
+def hyperslab_columns(index: list[tuple], shape: tuple[int, ...]):
+    """``fast_hyperslab`` of many indexes into one array at once, or None.
+
+    (start, count, stride, block) as (m, ndim) int64 arrays and n as (m,), equal
+    row by row to ``fast_hyperslab``. None unless every index has one int or
+    slice per dimension and each dimension is all ints or all slices (the shape
+    of a loop's indexes); the caller then goes index by index.
+    """
+    m, ndim = len(index), len(shape)
+    if any(len(ix) != ndim for ix in index):
+        return None
+    start = np.zeros((m, ndim), np.int64)
+    count = np.ones((m, ndim), np.int64)
+    stride = np.ones((m, ndim), np.int64)
+    block = np.ones((m, ndim), np.int64)
+    for d, dim in enumerate(shape):
+        col = [ix[d] for ix in index]
+        types = set(map(type, col))
+        if types == {slice}:
+            lo, hi, step = np.array([s.indices(dim) for s in col], np.int64).reshape(m, 3).T
+            size = np.abs(step)
+            k = np.maximum(np.where(step > 0, hi - lo, lo - hi) + size - 1, 0) // size  # len(range(lo, hi, step))
+            spread = (k > 1) & (step != 1)  # n >= 2 elements step > 1 apart; else one contiguous run
+            start[:, d] = np.where(spread & (step < 0), lo + (k - 1) * step, lo)
+            count[:, d] = np.where(spread, k, 1)
+            stride[:, d] = np.where(spread, size, 1)
+            block[:, d] = np.where(spread, 1, k)
+        elif all(issubclass(t, _INT_TYPES) for t in types):
+            i = np.array(col, np.int64)
+            start[:, d] = np.where(i < 0, i + dim, i)
+        else:
+            return None
+    return start, count, stride, block, (count * block).prod(axis=1)
+
+
 def _regular(ix: np.ndarray, dim_len: int):
     """(start, count, stride, block) or None for a sorted index array."""
     m = len(ix)
@@ -319,6 +354,7 @@ __all__ = [
     "SelectionError",
     "fast_hyperslab",
     "field_itemsize",
+    "hyperslab_columns",
     "from_dataspace",
     "from_zarr_indexer",
     "normalize",

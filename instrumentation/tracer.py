@@ -50,8 +50,11 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from . import follow, interpose
-from .selection import fast_hyperslab
+from .columns import AccessColumns
+from .selection import fast_hyperslab, hyperslab_columns
 from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 
@@ -82,7 +85,7 @@ class DatasetInfo:
     datasets themselves and look them up by ``key``.
     """
 
-    __slots__ = ("template", "key", "shape", "itemsize", "dtype", "__weakref__")
+    __slots__ = ("template", "key", "shape", "itemsize", "dtype", "mpio", "__weakref__")
 
     def __init__(self, template: DatasetRecord, dtype):
         self.template = template
@@ -90,6 +93,7 @@ class DatasetInfo:
         self.shape = tuple(template.shape)
         self.itemsize = template.itemsize
         self.dtype = dtype
+        self.mpio = template.driver == "mpio"  # only then can a transfer be collective
 
 
 class _Hub:
@@ -199,6 +203,8 @@ class _Hub:
 
     # -- fork: the child gets parts of its own, never its parent's queues or files --
     def _before_fork(self) -> None:
+        if self.active:  # the child's part starts from this reading of the libraries loaded (not its own 1-3 ms)
+            interpose.mapped_libhdf5()
         self._forking = [tr._drain_lock for tr in self.active]
         # a flush in progress ends before the fork, so no lock of the writers is copied held
         self._forking = [lock for lock in self._forking if lock.acquire(timeout=1.0)]
@@ -659,44 +665,96 @@ class Tracer:
 
     def _drain(self, force: bool = True) -> None:
         """Hand what the hooks queued to the writer (the flusher thread, a full queue, or exit)."""
-        writer, queue, origin = self._writer, self._queue, self._origin
-        # the normalized selection of the previous int/slice access: a loop re-reading one index (equal
-        # ints/slices, same dataset, extent, op and item size) skips normalizing it
-        last = last_args = slab = None
+        writer, queue = self._writer, self._queue
         with self._drain_lock:
-            rows = []
-            append = rows.append
+            simple, rows = [], []  # consecutive int/slice accesses; consecutive finished rows
             while queue:
                 item = queue.popleft()
                 kind = type(item)
                 if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
-                    info, op, args, shape, itemsize, t0, dt = item
-                    if self._spans is not None:
-                        self._spans.append((info.key, t0, t0 + dt))
-                    try:
-                        if args != last_args or last != (info, op, shape, itemsize):
-                            start, count, stride, block, n = fast_hyperslab(args, shape)
-                            tid = self._ids.get(info)
-                            if tid is None:
-                                tid = self._register(info)
-                            slab = (tid, op == WRITE, start, count, stride, block, n, n * itemsize)
-                            last, last_args = (info, op, shape, itemsize), args
-                        append((*slab, t0 - origin, dt))
-                    except Exception as exc:  # noqa: BLE001 - the program already has its data
-                        HUB.error(exc, (self,))
+                    if rows:  # keep file order = call order
+                        writer.hyperslab_rows(rows)
+                        rows = []
+                    simple.append(item)
                     continue
+                if simple:
+                    self._write_simple(simple)
+                    simple = []
                 if kind is list:
-                    append(tuple(item))
+                    rows.append(tuple(item))
                     continue
-                writer.hyperslab_rows(rows)  # keep file order = call order
+                writer.hyperslab_rows(rows)
                 rows = []
-                append = rows.append
                 if kind is AccessRecord:
                     writer.access(item)
                 else:
                     writer.resize(item)
+            if simple:
+                self._write_simple(simple)
             writer.hyperslab_rows(rows)
             writer.flush(force)
+
+    def _write_simple(self, items: list[tuple]) -> None:
+        """Normalize queued int/slice accesses in bulk, one array at a time, and write them as columns."""
+        if self._spans is not None:
+            self._spans.extend((info.key, t0, t0 + dt) for info, _, _, _, _, t0, dt in items)
+        groups: dict[tuple, list[int]] = {}  # (info, op, shape, itemsize) -> positions in items
+        for i, item in enumerate(items):
+            key = (item[0], item[1], item[3], item[4])
+            at = groups.get(key)
+            if at is None:
+                groups[key] = at = []
+            at.append(i)
+        width = max(len(key[2]) for key in groups)
+        m = len(items)
+        start, stride, block = (np.zeros((m, width), np.int64) for _ in range(3))
+        count = np.ones((m, width), np.int64)
+        stride += 1
+        block += 1
+        ds, n = np.zeros(m, np.int32), np.zeros(m, np.int64)
+        nbytes, write = np.zeros(m, np.int64), np.zeros(m, bool)
+        ok = np.ones(m, bool)
+        for (info, op, shape, itemsize), at in groups.items():
+            tid = self._ids.get(info)
+            if tid is None:
+                tid = self._register(info)
+            slabs = self._slabs([items[i][2] for i in at], shape)
+            k = len(shape)
+            for col, part in zip((start, count, stride, block), slabs[:4]):
+                col[at, :k] = part
+            n[at] = slabs[4]
+            nbytes[at] = slabs[4] * itemsize
+            ds[at] = tid
+            write[at] = op == WRITE
+            ok[at] = slabs[5]
+        t0 = np.fromiter((item[5] for item in items), float, m) - self._origin
+        dt = np.fromiter((item[6] for item in items), float, m)
+        cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank)
+        self._writer.access_columns(cols if ok.all() else cols.take(np.flatnonzero(ok)))
+
+    def _slabs(self, index: list[tuple], shape: tuple[int, ...]):
+        """(start, count, stride, block, n, ok) of one array's indexes: in bulk, else index by index (an
+        index that fails is left out, counted in the trace)."""
+        try:
+            cols = hyperslab_columns(index, shape)
+        except Exception:  # noqa: BLE001 - index by index below says which one and counts it
+            cols = None
+        if cols is not None:
+            return (*cols, np.ones(len(index), bool))
+        m, k = len(index), len(shape)
+        out = [np.zeros((m, k), np.int64), np.ones((m, k), np.int64), np.ones((m, k), np.int64),
+               np.ones((m, k), np.int64), np.zeros(m, np.int64), np.zeros(m, bool)]
+        for i, args in enumerate(index):
+            try:
+                *dims, nel = fast_hyperslab(args, shape)
+            except Exception as exc:  # noqa: BLE001 - the program already has its data
+                HUB.error(exc, (self,))
+                continue
+            for col, v in zip(out, dims):
+                col[i] = v
+            out[4][i] = nel
+            out[5][i] = True
+        return out
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:

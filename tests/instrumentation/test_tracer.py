@@ -134,6 +134,7 @@ def test_recording_error_goes_to_trace_and_one_stderr_line_never_an_exception(tm
     def broken(*args):
         raise RuntimeError("boom")
 
+    monkeypatch.setattr(tracer_module, "hyperslab_columns", broken)  # the bulk path, then index by index
     monkeypatch.setattr(tracer_module, "fast_hyperslab", broken)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # as under pytest's filterwarnings = error
