@@ -86,14 +86,15 @@ class AccessColumns:
                    z.astype(float), z, z, z, z.astype(np.int8), z.astype(np.int8), zk, zk, zk, zk, zk)
 
     @classmethod
-    def slabs(cls, ds, write, start, count, stride, block, n, nbytes, t0, dt, rank: int) -> "AccessColumns":
-        """One regular hyperslab per row, from its columns ((m, ndim) for the four per-dimension ones)."""
+    def slabs(cls, ds, write, start, count, stride, block, n, nbytes, t0, dt, rank: int, ndim) -> "AccessColumns":
+        """One regular hyperslab per row, from its columns ((m, K) for the four per-dimension ones; a row's
+        dimensions beyond its ``ndim`` hold 0/1/1/1)."""
         m, width = start.shape
         return cls(
             ds=np.asarray(ds, np.int32), write=np.asarray(write, bool), rank=np.full(m, rank, np.int32),
             t0=np.asarray(t0, float), dt=np.asarray(dt, float), t_step=np.zeros(m),
             n=np.asarray(n, np.int64), nbytes=np.asarray(nbytes, np.int64), rep=np.ones(m, np.int64),
-            kind=np.full(m, SLAB, np.int8), ndim=np.full(m, width, np.int8), start=start, count=count,
+            kind=np.full(m, SLAB, np.int8), ndim=np.asarray(ndim, np.int8), start=start, count=count,
             stride=stride, block=block, step=np.zeros((m, width), np.int64))
 
     @classmethod

@@ -711,7 +711,7 @@ class Tracer:
         count = np.ones((m, width), np.int64)
         stride += 1
         block += 1
-        ds, n = np.zeros(m, np.int32), np.zeros(m, np.int64)
+        ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
         nbytes, write = np.zeros(m, np.int64), np.zeros(m, bool)
         ok = np.ones(m, bool)
         for (info, op, shape, itemsize), at in groups.items():
@@ -725,11 +725,12 @@ class Tracer:
             n[at] = slabs[4]
             nbytes[at] = slabs[4] * itemsize
             ds[at] = tid
+            ndim[at] = k
             write[at] = op == WRITE
             ok[at] = slabs[5]
         t0 = np.fromiter((item[5] for item in items), float, m) - self._origin
         dt = np.fromiter((item[6] for item in items), float, m)
-        cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank)
+        cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank, ndim)
         self._writer.access_columns(cols if ok.all() else cols.take(np.flatnonzero(ok)))
 
     def _slabs(self, index: list[tuple], shape: tuple[int, ...]):

@@ -63,6 +63,32 @@ def test_read_selection_exact_and_result_unchanged(h5, tmp_path, name, i):
     assert tr.datasets[acc.dataset].path == f"/{name}"
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_loop_over_arrays_of_different_ranks_keeps_each_selection(tmp_path, suffix):
+    # the queued int/slice reads of one batch are normalized together, array by array
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        one, three = f.create_dataset("one", data=np.arange(10.0)), f.create_dataset("three", data=np.zeros((4, 5, 6)))
+        sc = f.create_dataset("sc", data=1.0)
+
+        def loop():
+            for i in range(4):
+                one[i]
+                three[i, 1:3, ::2]
+                sc[()]
+                one[-1 - i:]
+
+        with advisor.trace(tmp_path / f"t{suffix}") as t:
+            loop()
+        tr = t.load()
+    path = {i: d.path for i, d in tr.datasets.items()}
+    got = [(path[a.dataset], a.selection) for a in tr.accesses]
+    assert got == [x for i in range(4) for x in (
+        ("/one", box((i,), (1,))),
+        ("/three", Selection((i, 1, 0), (1, 1, 3), (1, 1, 2), (1, 2, 1))),
+        ("/sc", Selection((), (), (), ())),
+        ("/one", box((9 - i,), (i + 1,))))]
+
+
 def test_points_mask(h5, tmp_path):
     mask = np.zeros((20, 10), bool)
     mask[3, 4] = mask[0, 9] = mask[19, 0] = True
