@@ -29,7 +29,7 @@ from h5py._hl import selections as _selections
 
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, field_itemsize, from_dataspace, normalize
-from .tracer import HUB, MAX_PENDING, DatasetInfo
+from .tracer import HUB, MAX_PENDING, DatasetInfo, _hotpath
 
 MAX_OFFSET_CHUNKS = 100_000
 """Chunk byte offsets are recorded for datasets with at most this many allocated chunks
@@ -37,10 +37,21 @@ MAX_OFFSET_CHUNKS = 100_000
 
 Dataset = _dataset.Dataset
 Group = _group.Group
-_tls = HUB.tls
 _by_obj: dict[int, tuple[weakref.ref, DatasetInfo]] = {}
 _by_dsid: "weakref.WeakKeyDictionary[h5py.h5d.DatasetID, DatasetInfo]" = weakref.WeakKeyDictionary()
 _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
+
+
+if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
+    _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
+else:
+    _tls = HUB.tls
+
+    def _depth() -> int:
+        return _tls.depth
+
+    def _set_depth(value: int) -> None:
+        _tls.depth = value
 
 
 def reset() -> None:
@@ -224,19 +235,18 @@ def _outermost(original, record, makes_data=None):
     """
 
     def wrapper(self, *args, **kwargs):
-        tls = _tls
-        if tls.depth or not HUB.active or (makes_data is not None and not makes_data(args)):
+        if _depth() or not HUB.active or (makes_data is not None and not makes_data(args)):
             return original(self, *args, **kwargs)
-        tls.depth = 1
+        _set_depth(1)
         t0 = perf_counter()
         try:
             result = original(self, *args, **kwargs)
         except BaseException:
-            tls.depth = 0
+            _set_depth(0)
             _failed(self)
             raise
         dt = perf_counter() - t0
-        tls.depth = 0
+        _set_depth(0)
         try:
             record(self, args, kwargs, result, t0, dt)
         except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
@@ -256,30 +266,46 @@ def _traced_io(op: str, original, selection_of):
     return _outermost(original, record)
 
 
+def _read(self, args, new_dtype, t0: float, dt: float) -> None:
+    try:
+        _record(self, READ, args, new_dtype, t0, dt)
+    except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+        HUB.error(exc)
+
+
+def _drain_full_queues() -> None:
+    for tr in HUB.active:
+        if len(tr._queue) > MAX_PENDING:
+            tr._drain()
+
+
 def _traced_getitem(original):
-    """The hot path (every read): ``_outermost`` specialised, without packing arguments (about 1 µs)."""
+    """The hot path (every read): in C (``_hotpath.Hook``, which hands all but known datasets' int/slice reads
+    to ``_read``), else ``_outermost`` specialised, without packing arguments."""
+    if _hotpath is not None:
+        return functools.update_wrapper(_hotpath.Hook(original, _read, _failed), original)
 
     def __getitem__(self, args, new_dtype=None):
-        tls = _tls
-        if tls.depth or not HUB.active:
+        if _depth() or not HUB.active:
             return original(self, args, new_dtype)
-        tls.depth = 1
+        _set_depth(1)
         t0 = perf_counter()
         try:
             result = original(self, args, new_dtype)
         except BaseException:
-            tls.depth = 0
+            _set_depth(0)
             _failed(self)
             raise
         dt = perf_counter() - t0
-        tls.depth = 0
-        try:
-            _record(self, READ, args, new_dtype, t0, dt)
-        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
-            HUB.error(exc)
+        _set_depth(0)
+        _read(self, args, new_dtype, t0, dt)
         return result
 
     return functools.update_wrapper(__getitem__, original)
+
+
+if _hotpath is not None:
+    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, READ, _drain_full_queues, MAX_PENDING)
 
 
 def _setitem_sel(args, kwargs):

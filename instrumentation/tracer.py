@@ -53,6 +53,11 @@ from pathlib import Path
 import numpy as np
 
 from . import follow, interpose
+
+try:
+    from . import _hotpath  # the traced h5py read in C (setup.py); hooks_h5py does the same in Python without it
+except ImportError:
+    _hotpath = None
 from .columns import AccessColumns
 from .selection import fast_hyperslab, hyperslab_columns
 from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
@@ -101,7 +106,7 @@ class _Hub:
 
     def __init__(self):
         self.lock = threading.RLock()
-        self.active: tuple[Tracer, ...] = ()
+        self.active = ()
         self.tls = _TLS()
         self._patched: list[tuple[object, str, object, bool]] = []  # owner, attr, original, was_own
         self._hooked: dict[str, object] = {}  # library -> its hook module
@@ -112,6 +117,17 @@ class _Hub:
         self._forking: list[threading.Lock] = []
         self.below: interpose.LibraryCapture | None = None
         self._below_lock = threading.Lock()  # not self.lock: detach holds that while joining the flusher
+
+    @property
+    def active(self) -> "tuple[Tracer, ...]":
+        """The tracers recording now (innermost last)."""
+        return self._active
+
+    @active.setter
+    def active(self, tracers: "tuple[Tracer, ...]") -> None:
+        self._active = tracers
+        if _hotpath is not None:
+            _hotpath.set_queues(tuple(tr._queue.append for tr in tracers))
 
     # -- recording (hot path: no locks, no allocation beyond the record) --
     def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,

@@ -1,4 +1,8 @@
 """Capture of real h5py I/O: every way to read or write, the exact selection, and the dataset record."""
+import json
+import subprocess
+import sys
+
 import h5py
 import numpy as np
 import pytest
@@ -87,6 +91,45 @@ def test_loop_over_arrays_of_different_ranks_keeps_each_selection(tmp_path, suff
         ("/three", Selection((i, 1, 0), (1, 1, 3), (1, 1, 2), (1, 2, 1))),
         ("/sc", Selection((), (), (), ())),
         ("/one", box((9 - i,), (i + 1,))))]
+
+
+HOOK_PROGRAM = """
+import json, sys
+if sys.argv[2] == "python":
+    sys.modules["instrumentation._hotpath"] = None  # as where no C compiler built it
+import h5py, numpy as np
+import advisor
+from h5py._hl.dataset import Dataset
+with h5py.File(sys.argv[1] + ".h5", "w") as f:
+    d = f.create_dataset("x", data=np.arange(200.0).reshape(20, 10))
+    with advisor.trace(sys.argv[1] + ".parquet", overwrite=True) as t:
+        hook = type(Dataset.__getitem__).__name__
+        out = [d[3], d[2:7, 1:3], d[-1, ::3], d[np.int64(4)], d[[1, 4]], d.astype("f4")[0:2, 0], d[5:5],
+               d.__getitem__((1, 1)), d[(slice(None), 9)]]
+        try:
+            d[99]
+        except IndexError:
+            out.append("IndexError")
+tr = t.load()
+print(json.dumps({"hook": hook, "out": [np.asarray(o).tolist() if not isinstance(o, str) else o for o in out],
+                  "acc": [[a.op, list(a.selection.start), list(a.selection.block), list(a.selection.stride),
+                           a.nelements, a.nbytes] for a in tr.accesses], "failed": t.failed_calls}))
+"""
+
+
+def test_c_and_python_read_hooks_record_the_same(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(HOOK_PROGRAM)
+    got = {}
+    for impl in ("c", "python"):
+        run_ = subprocess.run([sys.executable, str(prog), str(tmp_path / impl), impl], capture_output=True, text=True,
+                              timeout=120)
+        assert run_.returncode == 0, run_.stderr
+        got[impl] = json.loads(run_.stdout)
+    assert got["c"]["hook"] == "Hook" and got["python"]["hook"] == "function"
+    assert got["c"]["out"] == got["python"]["out"] and got["c"]["out"][-1] == "IndexError"
+    assert got["c"]["acc"] == got["python"]["acc"] and len(got["c"]["acc"]) == 9
+    assert got["c"]["failed"] == got["python"]["failed"] == 1
 
 
 def test_points_mask(h5, tmp_path):
