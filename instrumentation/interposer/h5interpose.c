@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,23 +47,28 @@ typedef unsigned long long hsize_t;
 typedef long long hssize_t;
 typedef herr_t (*H5E_auto2_t)(hid_t, void *);
 typedef uint64_t haddr_t;
+typedef int seloper_t; /* H5S_seloper_t */
+typedef bool hbool_t;
 typedef int (*chunk_iter_op_t)(const hsize_t *, unsigned, haddr_t, hsize_t, void *); /* HDF5 >= 1.14 */
 
 #define H5S_ALL ((hid_t)0)
 #define H5E_DEFAULT ((hid_t)0)
 enum { SEL_NONE = 0, SEL_POINTS = 1, SEL_HYPERSLABS = 2, SEL_ALL = 3 };
+enum { SELECT_SET = 0 };
 enum { LAYOUT_CHUNKED = 2 };
 
 #define MAXD 8          /* dimensions held inline in an access record */
 #define MAX_RANK 32     /* HDF5's H5S_MAX_RANK */
 #define MAX_LIBS 16     /* libhdf5 copies in one process */
-#define MAX_CALLERS 64  /* libraries calling H5Dread/H5Dwrite */
+#define MAX_CALLERS 256 /* libraries calling the hooked functions */
+#define SITE_SLOTS 8     /* call sites remembered per thread */
 #define DS_SLOTS 8192   /* dataset descriptions cached per process (open addressing) */
 #define ACC_BATCH 256
 #define FLUSH_NS 200000000LL
 #define MAX_SEL_VALUES (1u << 22) /* coordinates written for one irregular selection */
 #define MAX_OFFSET_CHUNKS 100000  /* chunk byte offsets are written for datasets with at most this many chunks */
 #define CREATED_SLOTS 4096
+#define SPACE_SLOTS 1024
 
 /* One access, as written to h5-PID.acc (little-endian, 48 + 32 * MAXD bytes). */
 struct ioadv_access {
@@ -109,6 +115,22 @@ struct h5lib {
     hid_t (*Dget_create_plist)(hid_t);
     hid_t (*Dget_access_plist)(hid_t);
     herr_t (*Sclose)(hid_t);
+    herr_t (*Sselect_hyperslab)(hid_t, seloper_t, const hsize_t *, const hsize_t *, const hsize_t *, const hsize_t *);
+    herr_t (*Sselect_all)(hid_t);
+    herr_t (*Sselect_none)(hid_t);
+    herr_t (*Sselect_elements)(hid_t, seloper_t, size_t, const hsize_t *);
+    herr_t (*Sselect_adjust)(hid_t, const hssize_t *);
+    herr_t (*Sselect_copy)(hid_t, hid_t);
+    herr_t (*Smodify_select)(hid_t, seloper_t, hid_t);
+    herr_t (*Soffset_simple)(hid_t, const hssize_t *);
+    herr_t (*Sset_extent_simple)(hid_t, int, const hsize_t *, const hsize_t *);
+    herr_t (*Sset_extent_none)(hid_t);
+    herr_t (*Sextent_copy)(hid_t, hid_t);
+    int (*Sget_simple_extent_ndims)(hid_t);
+    int (*Idec_ref)(hid_t);
+    herr_t (*close)(void);
+    herr_t (*Iclear_type)(int, hbool_t); /* H5I_type_t */
+    herr_t (*Idestroy_type)(int);
     herr_t (*Tclose)(hid_t);
     herr_t (*Pclose)(hid_t);
     int (*Sget_simple_extent_dims)(hid_t, hsize_t *, hsize_t *);
@@ -145,6 +167,14 @@ static struct caller callers[MAX_CALLERS];
 static int n_callers; /* read without the lock: entries are complete before the count grows */
 static struct dsdesc dsets[DS_SLOTS];
 static struct { struct h5lib *lib; hid_t id; } created_ids[CREATED_SLOTS]; /* datasets made by H5Dcreate2 */
+/* The file selections H5Dread/H5Dwrite need not ask libhdf5 about (its three selection queries are about
+ * 0.26 µs per call in a thread-safe build): a regular hyperslab set with H5S_SELECT_SET on a dataspace id,
+ * kept while every later change of that id goes through a hooked call. Any change the entry does not
+ * follow (other ops, H5Sselect_elements/all/none/adjust/copy, H5Smodify_select, H5Soffset_simple, a new
+ * extent, H5Sclose, H5Idec_ref, H5close) removes it, and an id without an entry is asked of libhdf5 as
+ * before. Direct-mapped: a collision drops the older entry, which costs speed, never correctness. */
+struct spacesel { struct h5lib *lib; hid_t id; int rank; hsize_t start[MAXD], stride[MAXD], count[MAXD], block[MAXD]; };
+static struct spacesel spaces[SPACE_SLOTS];
 static uint32_t n_dsets;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -159,9 +189,8 @@ static char *meta_buf;
 static size_t meta_len, meta_cap;
 static long long last_flush_ns;
 static __thread pid_t my_tid;
-/* per thread: the last call site's library, and the last memory type's size (most loops repeat both) */
-static __thread void *last_ret;
-static __thread struct caller *last_caller;
+/* per thread: the last call sites' libraries, and the last memory type's size (most loops repeat both) */
+static __thread struct { void *ret; struct caller *caller; } sites[SITE_SLOTS];
 static __thread hid_t last_mem_type = -1;
 static __thread struct h5lib *last_mem_lib;
 static __thread size_t last_mem_size;
@@ -302,6 +331,22 @@ static struct h5lib *lib_for_real(void *real_read) {
     BIND(Dget_create_plist, "H5Dget_create_plist");
     BIND(Dget_access_plist, "H5Dget_access_plist");
     BIND(Sclose, "H5Sclose");
+    BIND(Sselect_hyperslab, "H5Sselect_hyperslab");
+    BIND(Sselect_all, "H5Sselect_all");
+    BIND(Sselect_none, "H5Sselect_none");
+    BIND(Sselect_elements, "H5Sselect_elements");
+    BIND(Sselect_adjust, "H5Sselect_adjust");
+    BIND(Sselect_copy, "H5Sselect_copy");
+    BIND(Smodify_select, "H5Smodify_select");
+    BIND(Soffset_simple, "H5Soffset_simple");
+    BIND(Sset_extent_simple, "H5Sset_extent_simple");
+    BIND(Sset_extent_none, "H5Sset_extent_none");
+    BIND(Sextent_copy, "H5Sextent_copy");
+    BIND(Sget_simple_extent_ndims, "H5Sget_simple_extent_ndims");
+    BIND(Idec_ref, "H5Idec_ref");
+    BIND(close, "H5close");
+    BIND(Iclear_type, "H5Iclear_type");
+    BIND(Idestroy_type, "H5Idestroy_type");
     BIND(Tclose, "H5Tclose");
     BIND(Pclose, "H5Pclose");
     BIND(Sget_simple_extent_dims, "H5Sget_simple_extent_dims");
@@ -347,14 +392,15 @@ static struct h5lib *lib_for_real(void *real_read) {
 
 /* The caller's library and the libhdf5 it is linked with; NULL when none is found. */
 static struct caller *caller_for(void *ret) {
-    if (ret == last_ret && last_caller) return last_caller;
+    unsigned site = (unsigned)((uintptr_t)ret >> 2) % SITE_SLOTS;
+    if (sites[site].ret == ret && sites[site].caller) return sites[site].caller;
     Dl_info info;
     if (!dladdr(ret, &info)) return NULL;
     int n = __atomic_load_n(&n_callers, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
         if (callers[i].base == info.dli_fbase) {
-            last_ret = ret;
-            return last_caller = &callers[i];
+            sites[site].ret = ret;
+            return sites[site].caller = &callers[i];
         }
     pthread_mutex_lock(&lock);
     struct caller *found = NULL;
@@ -387,6 +433,41 @@ static struct caller *caller_for(void *ret) {
 /* ---- datasets ---- */
 
 static uint64_t id_hash(struct h5lib *L, hid_t id) { return ((uint64_t)id * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)L->index; }
+
+/* ---- dataspace selections set through hooked calls ---- */
+
+static struct spacesel *space_slot(struct h5lib *L, hid_t space) { return &spaces[id_hash(L, space) % SPACE_SLOTS]; }
+
+/* The id's selection may have changed in a way the table does not follow. */
+static void forget_space(struct h5lib *L, hid_t space) {
+    pthread_mutex_lock(&lock);
+    struct spacesel *s = space_slot(L, space);
+    if (s->lib == L && s->id == space) s->lib = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+/* After a successful H5Sselect_hyperslab(space, H5S_SELECT_SET, ...): the selection is exactly this. */
+static void remember_hyperslab(struct h5lib *L, hid_t space, const hsize_t *start, const hsize_t *stride,
+                               const hsize_t *count, const hsize_t *block) {
+    pthread_mutex_lock(&lock);
+    struct spacesel *s = space_slot(L, space);
+    int rank = s->lib == L && s->id == space ? s->rank : 0;
+    s->lib = NULL;
+    pthread_mutex_unlock(&lock);
+    if (!rank) rank = L->Sget_simple_extent_ndims ? L->Sget_simple_extent_ndims(space) : -1; /* once per id */
+    if (rank < 1 || rank > MAXD) return;
+    struct spacesel e = {.lib = L, .id = space, .rank = rank};
+    for (int k = 0; k < rank; k++) {
+        e.start[k] = start[k];
+        e.stride[k] = stride ? stride[k] : 1;
+        e.count[k] = count[k];
+        e.block[k] = block ? block[k] : 1;
+        if (!e.count[k] || !e.block[k]) return; /* HDF5 selects nothing: asked, as before */
+    }
+    pthread_mutex_lock(&lock);
+    *space_slot(L, space) = e;
+    pthread_mutex_unlock(&lock);
+}
 
 static void remember_created(struct h5lib *L, hid_t id) {
     uint64_t h = id_hash(L, id);
@@ -591,16 +672,25 @@ static void extent_changed(struct dsdesc *d, const hsize_t *dims, int nd) {
 }
 
 /* Everything about the access, asked before the real call. 0: record it after.
- * The common case, a regular hyperslab, costs three HDF5 calls: its selection type and corners; the
- * extent is asked only when the selection reaches beyond the one last seen (an append). */
+ * The common case, a regular hyperslab set through a hooked H5Sselect_hyperslab, costs no HDF5 call;
+ * others are asked (selection type and corners: three calls for a regular hyperslab). The extent is
+ * asked only when the selection reaches beyond the one last seen (an append). */
 static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t file_space, struct pending *p) {
     struct h5lib *L = c->lib;
     struct ioadv_access *r = &p->rec;
     p->space = -1;
     pthread_mutex_lock(&lock);
     struct dsdesc *d = dataset_for(L, dset);
-    pthread_mutex_unlock(&lock);
     int ndim = d->ndim;
+    int known = 0;
+    if (file_space > 2 && ndim > 0) {
+        struct spacesel *s = space_slot(L, file_space);
+        if (s->lib == L && s->id == file_space && s->rank == ndim) {
+            known = 1;
+            memcpy(r->start, s->start, sizeof r->start * 4); /* start, stride, count, block */
+        }
+    }
+    pthread_mutex_unlock(&lock);
     memset(r, 0, offsetof(struct ioadv_access, start));
     r->ds = d->num;
     r->op = (uint8_t)op;
@@ -635,10 +725,10 @@ static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t f
         r->kind = KIND_OTHER;
         return 0;
     }
-    int sel = L->Sget_select_type(file_space);
-    if (sel == SEL_HYPERSLABS && ndim <= MAXD && L->Sis_regular_hyperslab(file_space) > 0) {
+    int sel = known ? SEL_HYPERSLABS : L->Sget_select_type(file_space);
+    if (known || (sel == SEL_HYPERSLABS && ndim <= MAXD && L->Sis_regular_hyperslab(file_space) > 0)) {
         r->kind = KIND_REGULAR;
-        L->Sget_regular_hyperslab(file_space, r->start, r->stride, r->count, r->block);
+        if (!known) L->Sget_regular_hyperslab(file_space, r->start, r->stride, r->count, r->block);
         int beyond = 0;
         r->n = 1;
         for (int k = 0; k < ndim; k++) {
@@ -756,6 +846,82 @@ hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcp
     return id;
 }
 
+/* ---- what changes a dataspace's selection ---- */
+
+#define REAL_OR_REFUSE(F)                                                                         \
+    struct caller *c = caller_for(__builtin_return_address(0));                                    \
+    if (!c || !c->lib->F) {                                                                         \
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");   \
+        return -1;                                                                                  \
+    }
+
+/* A call that changes the space in a way the table does not follow: its entry goes (after the call:
+ * a failed call may have changed it too). */
+#define FORGET_AFTER(F, space, ...)                                                                 \
+    REAL_OR_REFUSE(F)                                                                               \
+    herr_t status = c->lib->F(__VA_ARGS__);                                                         \
+    if (recording) forget_space(c->lib, space);                                                     \
+    return status;
+
+herr_t H5Sselect_hyperslab(hid_t space, seloper_t op, const hsize_t start[], const hsize_t stride[],
+                           const hsize_t count[], const hsize_t block[]) {
+    REAL_OR_REFUSE(Sselect_hyperslab)
+    herr_t status = c->lib->Sselect_hyperslab(space, op, start, stride, count, block);
+    if (recording) {
+        if (status >= 0 && op == SELECT_SET) remember_hyperslab(c->lib, space, start, stride, count, block);
+        else forget_space(c->lib, space);
+    }
+    return status;
+}
+
+herr_t H5Sselect_all(hid_t space) { FORGET_AFTER(Sselect_all, space, space) }
+herr_t H5Sselect_none(hid_t space) { FORGET_AFTER(Sselect_none, space, space) }
+herr_t H5Sselect_elements(hid_t space, seloper_t op, size_t n, const hsize_t *coord) {
+    FORGET_AFTER(Sselect_elements, space, space, op, n, coord)
+}
+herr_t H5Sselect_adjust(hid_t space, const hssize_t *offset) { FORGET_AFTER(Sselect_adjust, space, space, offset) }
+herr_t H5Sselect_copy(hid_t dst, hid_t src) { FORGET_AFTER(Sselect_copy, dst, dst, src) }
+herr_t H5Smodify_select(hid_t space1, seloper_t op, hid_t space2) {
+    FORGET_AFTER(Smodify_select, space1, space1, op, space2)
+}
+herr_t H5Soffset_simple(hid_t space, const hssize_t *offset) { FORGET_AFTER(Soffset_simple, space, space, offset) }
+herr_t H5Sset_extent_simple(hid_t space, int rank, const hsize_t dims[], const hsize_t max[]) {
+    FORGET_AFTER(Sset_extent_simple, space, space, rank, dims, max)
+}
+herr_t H5Sset_extent_none(hid_t space) { FORGET_AFTER(Sset_extent_none, space, space) }
+herr_t H5Sextent_copy(hid_t dst, hid_t src) { FORGET_AFTER(Sextent_copy, dst, dst, src) }
+herr_t H5Sclose(hid_t space) { FORGET_AFTER(Sclose, space, space) }
+int H5Idec_ref(hid_t id) { FORGET_AFTER(Idec_ref, id, id) }
+
+static void forget_spaces_of(struct h5lib *L) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < SPACE_SLOTS; i++)
+        if (spaces[i].lib == L) spaces[i].lib = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Calls that end ids in bulk (a new id may then take an old number): every entry of that libhdf5 goes. */
+herr_t H5close(void) {
+    REAL_OR_REFUSE(close)
+    herr_t status = c->lib->close();
+    forget_spaces_of(c->lib);
+    return status;
+}
+
+herr_t H5Iclear_type(int type, hbool_t force) {
+    REAL_OR_REFUSE(Iclear_type)
+    herr_t status = c->lib->Iclear_type(type, force);
+    forget_spaces_of(c->lib);
+    return status;
+}
+
+herr_t H5Idestroy_type(int type) {
+    REAL_OR_REFUSE(Idestroy_type)
+    herr_t status = c->lib->Idestroy_type(type);
+    forget_spaces_of(c->lib);
+    return status;
+}
+
 herr_t H5Dread(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf) {
     INTERPOSE(0, Dread, void *)
 }
@@ -785,6 +951,7 @@ void ioadv_set_dir(const char *dir) {
         recording = 1;
         /* the new files describe again what they refer to */
         memset(dsets, 0, sizeof dsets);
+        memset(spaces, 0, sizeof spaces); /* changes made while not recording were not followed */
         n_dsets = 0;
         for (int i = 0; i < n_libs; i++) {
             Dl_info where;

@@ -108,6 +108,23 @@ def test_c_program_every_selection_with_its_op(tmp_path, output):
     assert f"libhdf5 hooked: {lib}" in format_capture(trace)
 
 
+def test_every_way_of_changing_a_selection_between_reads(tmp_path):
+    """One dataspace id re-selected between reads by every call that changes a selection: the interposer
+    knows a selection set with H5S_SELECT_SET without asking libhdf5, so each other change must reach the
+    trace too. The ground truth is the element list libhdf5 itself gives after each read."""
+    exe = compile_c(tmp_path, "selection_changes.c", SERIAL)
+    trace, truth = traced_run(tmp_path, exe, tmp_path / "changes.h5")
+    (ds,) = trace.datasets.values()
+    assert ds.shape == (30, 20) and len(truth) == 22
+    assert [a.op for a in trace.accesses] == [t["op"] for t in truth]
+    everything = set(range(30 * 20))
+    for i, (access, line) in enumerate(zip(trace.accesses, truth)):
+        want = everything if line["points"] == "all" else \
+            set(np.ravel_multi_index(np.asarray(line["points"], np.int64).reshape(-1, 2).T, ds.shape).tolist())
+        assert elements(access.selection, ds.shape) == want, (i, access.selection)
+        assert access.nelements == len(want), i
+
+
 def test_multi_dataset_calls_are_one_access_per_dataset(tmp_path):
     """H5Dread_multi / H5Dwrite_multi (HDF5 >= 1.14), through h5py's bundled libhdf5."""
     import h5py
