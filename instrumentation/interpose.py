@@ -41,7 +41,11 @@ ACCESS = np.dtype([
     ("ndim", "u1"), ("pad", "u1"), ("caller", "<u2"), ("pad2", "<u2"), ("n", "<u8"), ("nbytes", "<u8"),
     ("start", "<u8", (MAXD,)), ("stride", "<u8", (MAXD,)), ("count", "<u8", (MAXD,)), ("block", "<u8", (MAXD,)),
 ])
-"""One access as the interposer writes it (``struct ioadv_access``)."""
+"""One access as the interposer holds it (``struct ioadv_access``)."""
+BATCH = np.dtype([("magic", "<u4"), ("n", "<u4"), ("width", "<u4"), ("pad", "<u4")])
+"""The head of a batch of records in an ``.acc`` file (``struct ioadv_batch``): ``n`` records of ``ACCESS``
+follow, each of start, stride, count and block cut to ``width`` dimensions."""
+BATCH_MAGIC = 0x31414F49
 KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
 
 LOG_DIR_VAR = "IOADVISOR_H5_DIR"
@@ -233,6 +237,39 @@ def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
     )
 
 
+def _cut(width: int) -> np.dtype:
+    """An ``ACCESS`` record as written in a batch of this width."""
+    return np.dtype([(n, ACCESS[n].base, (width,)) if ACCESS[n].shape else (n, ACCESS[n]) for n in ACCESS.names])
+
+
+_CUT = [_cut(w) for w in range(MAXD + 1)]
+
+
+def read_batches(data: bytes) -> tuple[np.ndarray, int, bool]:
+    """(the records of the complete batches at the start of ``data``, the bytes they take, whether a
+    batch head is unreadable there: nothing after it can be read)."""
+    parts, at, bad = [], 0, False
+    while at + BATCH.itemsize <= len(data):
+        head = np.frombuffer(data, BATCH, 1, at)[0]
+        if head["magic"] != BATCH_MAGIC or head["width"] > MAXD:
+            bad = True
+            break
+        n, cut = int(head["n"]), _CUT[int(head["width"])]
+        end = at + BATCH.itemsize + n * cut.itemsize
+        if end > len(data):
+            break  # still being written
+        packed = np.frombuffer(data, cut, n, at + BATCH.itemsize)
+        rec = np.zeros(n, ACCESS)
+        for name in ACCESS.names:
+            if rec[name].ndim == 2:
+                rec[name][:, :cut[name].shape[0]] = packed[name]
+            else:
+                rec[name] = packed[name]
+        parts.append(rec)
+        at = end
+    return (np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0, ACCESS)), at, bad
+
+
 def canonical_hyperslabs(rec: np.ndarray, width: int = MAXD) -> tuple[np.ndarray, ...]:
     """(start, count, stride, block) of ``rec``'s regular selections in the trace's canonical form, first
     ``width`` dimensions.
@@ -267,6 +304,9 @@ class ProcessLog:
         self.acc_path = log_dir / f"h5-{pid}.acc"
         self._meta_at = 0
         self._acc_at = 0
+        self._held = np.zeros(0, ACCESS)  # records given back by ``unread``
+        self._last = self._held
+        self._acc_lost = False  # an unreadable batch head: the rest of the file cannot be read
         self.libs: dict[int, dict] = {}
         self.callers: dict[int, dict] = {}
         self.datasets: dict[int, dict] = {}
@@ -297,18 +337,23 @@ class ProcessLog:
         try:
             with open(self.acc_path, "rb") as fh:
                 fh.seek(self._acc_at)
-                data = fh.read()
+                data = b"" if self._acc_lost else fh.read()
         except FileNotFoundError:
             data = b""
-        n = len(data) // ACCESS.itemsize
-        self._acc_at += n * ACCESS.itemsize
-        rec = np.frombuffer(data, dtype=ACCESS, count=n)
-        self.n_read += n
+        new, used, bad = read_batches(data)
+        if bad:
+            self._acc_lost = True
+            self.bad_lines += 1
+        self._acc_at += used
+        rec = np.concatenate([self._held, new]) if len(self._held) else new
+        self._held = rec[:0]
+        self._last = rec
+        self.n_read += len(rec)
         return rec
 
     def unread(self, n: int) -> None:
         """Give back the last ``n`` access records read: the next ``read`` returns them again."""
-        self._acc_at -= n * ACCESS.itemsize
+        self._held = self._last[len(self._last) - n:] if n else self._last[:0]
         self.n_read -= n
 
     def _new_lines(self) -> list[bytes]:

