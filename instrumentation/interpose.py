@@ -4,9 +4,9 @@ The interposer is a shared library built at install time (``setup.py``) and
 loaded with ``LD_PRELOAD``; it sees every ``H5Dread``/``H5Dwrite`` of a
 process, whoever calls it: netCDF-C (netCDF4-python, xarray's default engine),
 PyTables, h5py's low-level calls, C/C++/Fortran programs. Each process writes
-``h5-PID.meta`` (JSON lines) and ``h5-PID.acc`` (batches of ``ACCESS`` records) into a
+``h5-PID.meta`` (JSON lines) and ``h5-PID.acc`` (``ACCESS`` records) into a
 log directory; ``LibraryCapture`` reads them while the program runs (every
-``CONVERT_INTERVAL``, on the tracer's flusher thread, never on the program's) and
+flush interval, on the tracer's flusher thread, never on the program's) and
 hands them to the active tracers in bulk: the records are read as a numpy
 structured array and become the trace writer's columns (``AccessColumns``)
 with no Python object per access, but for point and block lists (rare). A
@@ -15,7 +15,7 @@ process's trace (``load_trace(..., allow_truncated=True)``) holds them.
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
-call of the same process is dropped. Records are converted at least one flush
+call of the same process is dropped. Records are converted one flush
 interval after they were made, so the h5py call around them is known by then.
 """
 from __future__ import annotations
@@ -52,9 +52,6 @@ LOG_DIR_VAR = "IOADVISOR_H5_DIR"
 """Environment variable naming the directory a preloaded interposer writes into."""
 CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 """``TraceHeader.capture`` entry when the interposer records."""
-CONVERT_INTERVAL = 0.6
-"""Seconds between two conversions of the records into the trace: fewer, larger batches take the GIL from the
-program less often (the trace writer writes only every second; the poll is called every flush interval)."""
 _UNLIMITED = 2**64 - 1
 _LIB_NAME = "_h5interpose"
 
@@ -385,7 +382,6 @@ class LibraryCapture:
         self.logs: dict[int, ProcessLog] = {}
         self.infos: dict[tuple[int, int], object] = {}
         self._cutoff = 0.0
-        self._converted_at = 0.0
         self.hooked: dict[str, str] = {}  # libhdf5 file -> its version, as the processes reported them
         self.unconverted = 0
         self._spans: dict[object, list] = {}  # tracer -> h5py calls (key, t0, t1) not yet behind the cutoff
@@ -417,16 +413,12 @@ class LibraryCapture:
         shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def poll(self, tracers, final: bool = False) -> None:
-        """Convert what the processes recorded, up to the previous call (everything when ``final``), once
-        every CONVERT_INTERVAL."""
+        """Convert what the processes recorded, up to one flush interval ago (everything when ``final``)."""
         now = time.perf_counter()
         if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
             self.control.ioadv_flush()
         cutoff = float("inf") if final else self._cutoff
         self._cutoff = now
-        if not final and now - self._converted_at < CONVERT_INTERVAL:
-            return
-        self._converted_at = now
         for name in os.listdir(self.log_dir):
             if name.startswith("h5-") and name.endswith(".acc") and name[3:-4].isdigit():
                 pid = int(name[3:-4])
