@@ -216,9 +216,10 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                          blocks=None if blocking is None else blocking.shape)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
-        # one factor for every candidate: the trace sets the scale, never the order (TraceCalibration.uniform);
-        # searched at factor 1 (with the fit's band), then scaled onto the fit's time for the current layout
-        scaled = cal.uniform(1.0) if calibrated else None
+        # each term the trace exercised at its fitted factor, the others as profiled (TraceCalibration.for_dataset);
+        # searched so, then the fitted terms of every prediction scaled so that the current layout meets this
+        # dataset's fit
+        scaled = cal.for_dataset(1.0) if calibrated else None
         # the process's other arrays share the page cache with this one, as in ``iomodel.predict``; the
         # accesses counted stay this record's (its traced time is what the in-trace calibration scales to)
         others = process_arrays(trace, ds)[1] if len(trace.datasets) > 1 else ()
@@ -226,13 +227,13 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                           calibration=scaled, jobs=jobs, comm=comm, others=others)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         if calibrated:
-            factor = cal.dataset_factor(ds.id, result.baselines["current"].model_seconds)
-            result = result.scaled(factor)
-            scaled = model.calibration = cal.uniform(factor)
+            factor = cal.dataset_factor(ds.id, result.baselines["current"].terms)
+            scaled = model.calibration = cal.for_dataset(factor)
+            result = result.scaled(factor, {lib: c.fitted for lib, c in scaled.items()})
         current = result.baselines["current"]
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
-        # a time budget is on the calibrated seconds (the order within the budget is unchanged)
-        ranked = sorted(result.ranked, key=goal.key) if goal.max_seconds is not None else result.ranked
+        # ranked again on the calibrated seconds (and a time budget is on them)
+        ranked = sorted(result.ranked, key=goal.key)
         if goal.kind == "time":
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
                                        with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible,
@@ -266,8 +267,10 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     if cal is not None:
         notes.append(cal.describe())
     if calibrated:
-        notes.append(f"every candidate's prediction scaled by x{scaled[ds.library].factors['t_call']:.3g} (this "
-                     "dataset's calibrated / uncalibrated current time): the trace sets the scale, the model the order")
+        fitted = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(scaled[ds.library].factors.items())
+                           if k in cal.factors)
+        notes.append(f"every candidate's terms calibrated as the trace's for this dataset ({fitted}), the others "
+                     "as profiled; each interval widened by the uncertainty of the terms it moves time into")
     other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")
     if not calibrated and other is not None and other.borrowed and other.library in libraries:
         notes.append(other.describe())

@@ -150,11 +150,18 @@ def extra_cache(c: Candidate) -> int:
     return max(0, c.cache_bytes - CACHE_ALLOWANCE)
 
 
+def storage_path(c: Candidate) -> tuple[str, bool]:
+    """The library's code path a layout's calls take: HDF5 reads a contiguous dataset through its sieve buffer,
+    a chunked one through the chunk index and cache, so a trace of one never timed the other's calls."""
+    return c.library, c.chunks is None
+
+
 def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float]) -> float:
     """Share of ``r``'s predicted seconds that lies in what the trace's timings checked: the variables holding at
     least SIGNIFICANT of the current layout's prediction (which the in-trace calibration fitted), only the
-    device, page-cache and copy ones (SHARED_VARIABLES) under the other library, and the codec's seconds only
-    for the codec the current layout has (another codec is priced by an estimate on a 1% sample).
+    device, page-cache and copy ones (SHARED_VARIABLES) under another storage path (``storage_path``: the other
+    library, or HDF5 contiguous against chunked), and the codec's seconds only for the codec the current layout
+    has (another codec is priced by an estimate on a 1% sample).
     ``coefficient(library, variable)``: the profile's seconds per unit."""
     def seconds(rec: Recommendation) -> dict[str, float]:
         return {v: coefficient(rec.library, v) * x for v, x in rec.variables.items()}
@@ -162,7 +169,7 @@ def measured_share(r: Recommendation, current: Recommendation, coefficient: Call
     cur = seconds(current)
     total = sum(cur.values())
     checked = {v for v, t in cur.items() if total > 0 and t >= SIGNIFICANT * total}
-    if r.library != current.library:
+    if storage_path(r.candidate) != storage_path(current.candidate):
         checked &= SHARED_VARIABLES
     mine = seconds(r)
     io_model = sum(mine.values())
@@ -280,4 +287,4 @@ def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommenda
 
 
 __all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses",
-           "measured_share", "padding", "program_blocking", "rewrite_seconds", "tie_key", "verdict"]
+           "measured_share", "padding", "storage_path", "program_blocking", "rewrite_seconds", "tie_key", "verdict"]

@@ -314,12 +314,13 @@ class CostModel:
         cal = self.calibration.get(library) if self.calibration else None
         return terms if cal is None else cal.scale(terms)
 
-    def band(self, library: str) -> tuple[float, float]:
-        """95% band of the I/O seconds: what the in-trace calibration left unexplained when it covers the
-        library, else the profile's own measured band."""
+    def band(self, library: str, terms: dict[str, float]) -> tuple[float, float]:
+        """95% band of the I/O seconds made of ``terms`` (calibrated): what the in-trace calibration left
+        unexplained, widened by the uncertainty of each term's factor (``TraceCalibration.interval``) when it
+        covers the library, else the profile's own measured band."""
         cal = self.calibration.get(library) if self.calibration else None
         if cal is not None and cal.covers:
-            return cal.band
+            return cal.interval(terms)
         return self.profile.band(library)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
@@ -378,7 +379,8 @@ class CostModel:
                 lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library, codec).values())
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library, codec).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
-            io_lo, io_hi = self.band(cand.library)
+            io_lo, io_hi = self.band(cand.library, {k: t for k, t in terms.items()
+                                                    if k not in ("t_compress", "t_decompress")})
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
             model = sum(t for k, t in self.work.terms(v, cand.library, self.profile).items()
                         if k != "t_codec" or not priced) + raw_codec
@@ -482,16 +484,20 @@ class SearchResult:
     n_evaluated: int
     notes: list[str]
 
-    def scaled(self, f: float) -> "SearchResult":
-        """Every prediction times ``f`` (a uniform calibration: the order is unchanged)."""
-        return replace(self, ranked=[scale_seconds(r, f) for r in self.ranked],
-                       baselines={k: scale_seconds(r, f) for k, r in self.baselines.items()})
+    def scaled(self, f: float, terms: dict[str, frozenset]) -> "SearchResult":
+        """Every prediction with its terms in ``terms[library]`` times ``f`` (the order may move a little:
+        re-rank)."""
+        return replace(self, ranked=[scale_terms(r, f, terms[r.library]) for r in self.ranked],
+                       baselines={k: scale_terms(r, f, terms[r.library]) for k, r in self.baselines.items()})
 
 
-def scale_seconds(r: Recommendation, f: float) -> Recommendation:
-    """``r`` with its seconds, interval and terms times ``f`` (its uncalibrated ``model_seconds`` kept)."""
-    return replace(r, seconds=r.seconds * f, seconds_ci=(r.seconds_ci[0] * f, r.seconds_ci[1] * f),
-                   terms={k: t * f for k, t in r.terms.items()})
+def scale_terms(r: Recommendation, f: float, which: frozenset) -> Recommendation:
+    """``r`` with the terms in ``which`` times ``f``, its seconds their new sum, its interval in proportion (its
+    uncalibrated ``model_seconds`` kept)."""
+    terms = {k: t * f if k in which else t for k, t in r.terms.items()}
+    seconds = sum(terms.values())
+    g = seconds / r.seconds if r.seconds > 0 else 1.0
+    return replace(r, seconds=seconds, seconds_ci=(r.seconds_ci[0] * g, r.seconds_ci[1] * g), terms=terms)
 
 
 def _primary(variants: list[Candidate]) -> Candidate:

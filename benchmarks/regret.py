@@ -89,7 +89,7 @@ def trace_workload(w: Path, workdir: Path, scale: float) -> tuple[Path, float]:
 
 
 def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: int, deadline: float,
-                     profile=None) -> dict:
+                     profile=None, keep: Path | None = None) -> dict:
     from advisor.api import advise
     from advisor.candidates import h5py_default_chunks
     from advisor.verify import Choice, choices_from_advice, verify_choices
@@ -97,6 +97,9 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
     from iomodel.layout import Layout
 
     trace_path, traced_s = trace_workload(w, workdir, scale)
+    if keep is not None:  # to re-advise the same trace offline against this run's measured layouts
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(trace_path, keep / f"{w.stem}.jsonl")
     trace = load_trace(trace_path)
     t = time.perf_counter()
     adv = advise(trace, profile=profile, top=top)
@@ -283,6 +286,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="workload name prefixes (e.g. w01 w08)")
     ap.add_argument("--workdir", default="/tmp/ioadvisor-regret", help="scratch directory (removed per workload)")
     ap.add_argument("--out", help="raw results JSON (default benchmarks/results/regret-<date>.json)")
+    ap.add_argument("--keep-traces", metavar="DIR", help="copy each workload's trace to DIR/<workload>.jsonl")
     ap.add_argument("--show", metavar="JSON", help="print the tables of an earlier run's raw results and exit")
     args = ap.parse_args(argv)
     if args.show:
@@ -307,7 +311,8 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         try:
             r = measure_workload(w, wd, scale=scale, repeat=repeat, top=args.top, deadline=deadline,
-                                 profile=args.profile)
+                                 profile=args.profile,
+                                 keep=Path(args.keep_traces) if args.keep_traces else None)
         except Exception as exc:  # one broken workload must not hide the others' numbers
             r = {"workload": w.stem, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
         finally:

@@ -11,29 +11,26 @@ a traced time, and fits per library
 
     traced_g ~ sum_k factor_k * predicted_term_{g,k}
 
-- **per term** (non-negative least squares) when the terms that matter can be
-  told apart across the groups: at least two, columns not collinear (datasets
-  dominated by different terms, reads and writes), and the fit explains clearly
-  more than one common factor does;
-- else **one factor** for every term that matters in the recorded layout.
+on the terms that matter (at least SIGNIFICANT of the predicted time): first one
+common factor, then per term (non-negative least squares) with each term's
+standard error from the residuals. Each per-term factor is shrunk toward the
+common one by its uncertainty (precision weighting in log units against
+PRIOR_SPREAD): terms the groups tell apart (the cold start against the warm
+rest, cache misses against hits, reads against writes) keep their own factor;
+terms that always come in one mix end at the common factor. The factors are
+then rescaled so that the calibrated prediction of the whole trace equals its
+traced time. What the fit leaves unexplained (the time-weighted spread of
+log(traced / calibrated) over the groups, as the error of their weighted sum:
+1.96 sd x sqrt(sum of squared weights)) is the band of the recorded layout.
 
-Either way the factors are then rescaled so that the calibrated prediction of
-the whole trace equals its traced time. What the fit leaves unexplained (the
-time-weighted spread of log(traced / calibrated) over the groups, as the error
-of their weighted sum: 1.96 sd x sqrt(sum of squared weights)) becomes the
-interval the calibrated predictions carry (``band``).
-
-Terms of the storage and the OS (``SHARED_TERMS``) behave the same under both
-libraries: their factors also apply to the library the trace did not use; the
-library's own terms (calls, chunk handling, file opens, filters) stay
-uncalibrated there.
-
-The advisor ranks candidates with ``uniform``: the fit brings each dataset's
-recorded layout onto its traced time, and that dataset's factor (calibrated
-prediction of the recorded layout / the advisor's uncalibrated one) multiplies
-every term of every candidate, HDF5 and Zarr alike. Factors fitted per term on one layout, applied
-to other layouts, would re-rank them on what the recorded layout happened to
-exercise (and favour the library whose own terms stayed as profiled).
+The advisor applies the factors term by term to every candidate
+(``for_dataset``): a term the trace exercised takes its fitted factor, a term it
+never exercised keeps the profile's coefficient. Terms of the storage and the OS
+(``SHARED_TERMS``) behave the same under both libraries and carry over to the
+library the trace did not use; that library's own terms stay as profiled. A
+candidate's interval (``interval``) is the band widened by how far its mix of
+terms departs from the recorded layout's, each term weighted by its factor's
+uncertainty (a term the trace never exercised: the profile's own, ``prior``).
 
 A pure function of the trace and the profile: nothing is timed here.
 """
@@ -54,21 +51,23 @@ from .layout import Layout
 from .predict import Workload
 from .profile import SystemProfile
 
-SEGMENTS = 8
-"""Time-ordered segments per dataset and operation (fewer when there are fewer accesses)."""
+SEGMENTS = 32
+"""Time-ordered segments per dataset (fewer when there are fewer accesses): enough groups for the terms' mix to
+vary (the cold start against the warm rest, cache misses against hits)."""
 SIGNIFICANT = 0.05
 """A term is fitted when it holds at least this share of the predicted time of the calibrating groups."""
-MAX_CONDITION = 30.0
-"""Column-normalised term matrices worse conditioned than this cannot tell their terms apart."""
-PER_TERM_GAIN = 0.8
-"""Per-term factors are kept only when their residual sum of squares is below this share of one factor's."""
 MAX_RESOLUTION = 0.15
 """Near-ties are never wider than this, however noisy the trace's timings."""
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
 Z95 = 1.959964
-UNIFORM_TERMS = tuple(TERMS) + ("t_compress", "t_decompress")
-"""Every term of a candidate's cost, the compression model's included (``TraceCalibration.uniform``)."""
+MAX_CONDITION = 1e8
+"""Term matrices (column-normalised Gram) worse conditioned than this are singular: one mix in every group."""
+PRIOR_SPREAD = math.log(2.0)
+"""Prior standard deviation of log(term factor / common factor): how far apart the model's terms can plausibly
+be wrong; a fitted factor is shrunk toward the common one by its standard error against this."""
+MIN_FACTOR = 0.05
+"""A term factor the non-negative fit sets to (near) zero counts as this share of the common factor."""
 MIN_RESOLUTION = 0.10
 """Relative difference the calibrated model cannot resolve even when the fit leaves nothing unexplained."""
 
@@ -112,7 +111,16 @@ class TraceCalibration:
     borrowed: bool = False
     """True for a library the trace did not use: only SHARED_TERMS factors, taken from the traced library."""
     dataset_seconds: dict = field(default_factory=dict, compare=False)
-    """Dataset id -> calibrated prediction of its recorded layout (what ``uniform`` scales onto)."""
+    """Dataset id -> calibrated prediction of its recorded layout (what ``for_dataset`` scales onto)."""
+    common: float = 1.0
+    """The one factor that best explains the traced time alone (every fitted term's shrinkage target)."""
+    spread: dict = field(default_factory=dict, compare=False)
+    """Term -> standard deviation of log(factor) left after the fit (fitted terms only)."""
+    mix: dict = field(default_factory=dict, compare=False)
+    """Term -> share of the recorded layouts' calibrated time: the mix the fit pinned down as a whole."""
+    prior: float = 0.0
+    """Standard deviation of log(measured / predicted) of the profile itself (``SystemProfile.band``): the
+    uncertainty of a term the trace did not exercise."""
 
     def scale(self, terms: dict[str, float]) -> dict[str, float]:
         """Calibrated seconds per term of a prediction for this library."""
@@ -123,29 +131,63 @@ class TraceCalibration:
         """True when the factors were fitted on this library's own traced calls."""
         return self.method != "none" and not self.borrowed
 
-    def dataset_factor(self, ds_id: int, model_seconds: float) -> float:
-        """The factor that brings ``model_seconds`` (the caller's uncalibrated prediction of a dataset's recorded
-        layout) onto the fit's calibrated prediction of it (1 when unknown)."""
-        target = self.dataset_seconds.get(ds_id)
-        return target / model_seconds if target and model_seconds > 0 else 1.0
+    @property
+    def fitted(self) -> frozenset:
+        """The terms whose factor the trace's timings set (the codec's seconds with t_codec)."""
+        codec = ("t_compress", "t_decompress") if "t_codec" in self.factors else ()
+        return frozenset(self.factors) | frozenset(codec)
 
-    def uniform(self, f: float) -> dict[str, "TraceCalibration"]:
-        """The calibration every candidate of one dataset gets, HDF5 and Zarr alike: one factor ``f``
-        (``dataset_factor``) on every term, the codec's included. The per-term fit explains the traced time;
-        applied per term to other layouts it would re-rank them on factors fitted to one layout (and leave the
-        other library's own terms as profiled), so the ranking stays the profile's and only the scale is the
-        trace's. The other library keeps the profile's band (``covers`` is False for it)."""
-        every = {k: f for k in UNIFORM_TERMS}
-        return {lib: TraceCalibration(lib, f"one factor x{f:.3g} on every candidate", every,
-                                      self.band if lib == self.library else (1.0, 1.0), self.traced_seconds,
-                                      self.predicted_seconds, self.n_groups, borrowed=lib != self.library)
-                for lib in ("hdf5", "zarr")}
+    def dataset_factor(self, ds_id: int, terms: dict[str, float]) -> float:
+        """The factor on the fitted terms that brings ``terms`` (the caller's prediction of a dataset's recorded
+        layout under ``for_dataset(1.0)``, which may price the codec otherwise) onto the fit's calibrated
+        prediction of it; 1 when unknown or when the other terms alone exceed it."""
+        target = self.dataset_seconds.get(ds_id)
+        moving = sum(t for k, t in terms.items() if k in self.fitted)
+        fixed = sum(t for k, t in terms.items() if k not in self.fitted)
+        return (target - fixed) / moving if target and moving > 0 and target > fixed else 1.0
+
+    def for_dataset(self, f: float) -> dict[str, "TraceCalibration"]:
+        """The calibration every candidate of one dataset gets, HDF5 and Zarr: each term the trace exercised
+        takes its fitted factor times ``f`` (``dataset_factor``: this dataset's recorded layout onto its fitted
+        time), every other term (and the other library's own terms) keeps the profile's coefficient. The
+        codec's seconds take the fitted t_codec factor when the recorded layout's codec was exercised."""
+        own = {k: self.factors[k] * f for k in self.factors}
+        if "t_codec" in own:
+            own.update(t_compress=own["t_codec"], t_decompress=own["t_codec"])
+        other = {k: v for k, v in own.items() if k in SHARED_TERMS}
+        out = {}
+        for lib in ("hdf5", "zarr"):
+            mine = lib == self.library
+            out[lib] = TraceCalibration(
+                lib, f"{self.method} x{f:.3g} for this dataset" if mine else f"{self.library}'s device terms",
+                own if mine else other, self.band if mine else (1.0, 1.0), self.traced_seconds,
+                self.predicted_seconds, self.n_groups, borrowed=not mine, common=self.common * f,
+                spread=self.spread if mine else {k: v for k, v in self.spread.items() if k in SHARED_TERMS},
+                mix=self.mix, prior=self.prior)
+        return out
+
+    def interval(self, terms: dict[str, float]) -> tuple[float, float]:
+        """95% band of a calibrated prediction made of ``terms`` (calibrated seconds per term): the fit's
+        unexplained band, widened by how far the prediction's mix of terms departs from the recorded layouts'
+        (``mix``), each term weighted by the uncertainty of its factor (``spread``; a term the trace did not
+        exercise, or could not pin down, by the profile's own: ``prior``). The recorded layout keeps the band."""
+        total = sum(terms.values())
+        lo, hi = self.band
+        if total <= 0 or self.method == "none":
+            return lo, hi
+        # the terms' factor errors taken as independent: what the prediction moved into or out of each term
+        moved = math.sqrt(sum(((terms.get(k, 0.0) / total - self.mix.get(k, 0.0))
+                               * min(self.spread.get(k, self.prior), self.prior)) ** 2
+                              for k in set(terms) | set(self.mix)))
+        half = math.hypot(math.log(hi / lo) / 2, Z95 * moved)
+        return math.exp(-half), math.exp(half)
 
     def borrow(self, library: str) -> "TraceCalibration":
         """The calibration another library gets from this one: the device and page-cache terms only."""
         shared = {k: v for k, v in self.factors.items() if k in SHARED_TERMS}
         return TraceCalibration(library, f"{self.library}'s {self.method}" if shared else "none", shared,
-                                (1.0, 1.0), 0.0, 0.0, self.n_groups, borrowed=True)
+                                (1.0, 1.0), 0.0, 0.0, self.n_groups, borrowed=True, common=self.common,
+                                spread={k: v for k, v in self.spread.items() if k in SHARED_TERMS})
 
     @property
     def resolution(self) -> float:
@@ -169,14 +211,17 @@ class TraceCalibration:
         return {"library": self.library, "method": self.method, "factors": dict(self.factors),
                 "band": list(self.band), "traced_seconds": self.traced_seconds,
                 "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed,
-                "dataset_seconds": {str(k): v for k, v in self.dataset_seconds.items()}}
+                "dataset_seconds": {str(k): v for k, v in self.dataset_seconds.items()},
+                "common": self.common, "spread": dict(self.spread), "mix": dict(self.mix), "prior": self.prior}
 
     @classmethod
     def from_config(cls, c: dict) -> "TraceCalibration":
         return cls(c["library"], c["method"], {k: float(v) for k, v in c["factors"].items()},
                    tuple(float(x) for x in c["band"]), float(c["traced_seconds"]),
                    float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)),
-                   {int(k): float(v) for k, v in (c.get("dataset_seconds") or {}).items()})
+                   {int(k): float(v) for k, v in (c.get("dataset_seconds") or {}).items()},
+                   float(c.get("common", 1.0)), {k: float(v) for k, v in (c.get("spread") or {}).items()},
+                   {k: float(v) for k, v in (c.get("mix") or {}).items()}, float(c.get("prior", 0.0)))
 
 
 def _segments(accesses) -> list[int]:
@@ -203,18 +248,33 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
     pred = terms.sum(1)
     scalar = float(traced @ pred / max(pred @ pred, 1e-300))
     factors = {names[k]: scalar for k in big}
+    spread = {names[k]: PRIOR_SPREAD for k in big}
     method = "one factor"
-    if len(big) >= 2 and len(traced) >= len(big) + 2:
+    if len(big) >= 2 and len(traced) >= len(big) + 2 and scalar > 0:
         from scipy.optimize import nnls
 
         a = terms[:, big]
         norm = np.linalg.norm(a, axis=0)
-        if np.all(norm > 0) and np.linalg.cond(a / norm) < MAX_CONDITION:
+        if np.all(norm > 0):
             s, _ = nnls(a, traced)
-            rss = float(np.sum((a @ s - traced) ** 2))
-            rss1 = float(np.sum((scalar * pred - traced) ** 2))
-            if np.all(s > 0) and rss < PER_TERM_GAIN * rss1:
-                factors = {names[k]: float(v) for k, v in zip(big, s)}
+            resid = a @ s - traced
+            sigma2 = float(resid @ resid) / (len(traced) - len(big))
+            # the factors' standard errors: collinear terms (one mix in every group) get wide ones, and terms
+            # that never vary apart (a singular matrix) cannot be told apart at all
+            gram = (a / norm).T @ (a / norm)
+            if np.linalg.cond(gram) < MAX_CONDITION:
+                se = np.sqrt(np.clip(np.diag(sigma2 * np.linalg.inv(gram)), 0.0, None)) / norm
+            else:
+                se = np.full(len(big), np.inf)
+            told = 0
+            for k, f, e in zip(big, s, se):
+                f = max(float(f), scalar * MIN_FACTOR)
+                # shrunk toward the common factor by its standard error in log units (precision-weighted)
+                w = PRIOR_SPREAD ** 2 / (PRIOR_SPREAD ** 2 + (e / f) ** 2) if e < np.inf else 0.0
+                factors[names[k]] = scalar * math.exp(w * math.log(f / scalar))
+                spread[names[k]] = math.sqrt(1.0 / (1.0 / PRIOR_SPREAD ** 2 + (f / e) ** 2)) if e > 0 else 0.0
+                told += w >= 0.5
+            if told:
                 method = "per-term"
     # the whole trace's calibrated prediction equals its traced time
     fitted = sum(factors.get(n, 1.0) * whole_terms[i] for i, n in enumerate(names))
@@ -224,6 +284,7 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
         c = (whole_traced - fixed) / moving
     else:  # the terms that matter are not enough to explain the traced time: scale every term
         factors = {n: 1.0 for n in names}
+        spread = {n: PRIOR_SPREAD for n in names}
         c = whole_traced / whole_pred
     factors = {n: f * c for n, f in factors.items()}
     calibrated = np.array([sum(factors.get(n, 1.0) * row[i] for i, n in enumerate(names)) for row in terms])
@@ -238,7 +299,14 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
         band = (math.exp(-half), math.exp(half))
     else:
         band = (1.0, 1.0)
-    return TraceCalibration(library, method, factors, band, whole_traced, whole_pred, len(traced))
+    return TraceCalibration(library, method, factors, band, whole_traced, whole_pred, len(traced),
+                            common=scalar * c, spread=spread)
+
+
+def _sd(band: tuple[float, float]) -> float:
+    """Standard deviation of log(time) of a 95% band."""
+    lo, hi = band
+    return math.log(hi / lo) / (2 * Z95) if lo > 0 and hi >= lo else 0.0
 
 
 def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None = None,
@@ -282,13 +350,15 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
                   np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
         per_ds = {ds_id: float(sum(cal.factors.get(n, 1.0) * t[i] for i, n in enumerate(names)))
                   for ds_id, t in whole[lib].items()}
-        out[lib] = replace(cal, dataset_seconds=per_ds)
+        calibrated = np.array([cal.factors.get(n, 1.0) for n in names]) * np.sum(w_terms, axis=0)
+        mix = {n: float(x / calibrated.sum()) for n, x in zip(names, calibrated) if x > 0}
+        out[lib] = replace(cal, dataset_seconds=per_ds, mix=mix, prior=_sd(profile.band(lib)))
     if out and library is None:
         # the other library borrows the device terms of the library with the most traced time
         donor = max(out.values(), key=lambda c: c.traced_seconds)
         for lib in ("hdf5", "zarr"):
-            out.setdefault(lib, donor.borrow(lib))
+            out.setdefault(lib, replace(donor.borrow(lib), prior=_sd(profile.band(lib))))
     return out
 
 
-__all__ = ["SHARED_TERMS", "UNIFORM_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]
+__all__ = ["SHARED_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]

@@ -176,20 +176,31 @@ def test_failed_calibration_leaves_the_advice_standing(traced, monkeypatch):
     assert adv.current.seconds == pytest.approx(adv.current.model_seconds)
 
 
-def test_calibration_scales_every_candidate_alike(traced):
-    """The trace sets the scale of the predictions, never their order: calibrated / uncalibrated is one factor
-    for every candidate of both libraries, and the speed-ups are stated against the traced time only when
-    calibrated (else against the predicted current time)."""
+def test_calibration_per_term_on_every_candidate(traced):
+    """Each term of every candidate takes one factor per library (the trace's fitted factor, or 1 for a term it
+    did not exercise), the current layout meets the traced time, and the speed-ups are stated against the
+    traced time only when calibrated (else against the predicted current time)."""
     d, _ = traced
     cal = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50).dataset()
     raw = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50,
                          calibrate=False).dataset()
     assert cal.calibrated and not raw.calibrated
-    before = {r.candidate: r.seconds for r in raw.candidates}
-    factors = [r.seconds / before[r.candidate] for r in cal.candidates if r.candidate in before]
-    assert {r.library for r in cal.candidates} == {"hdf5", "zarr"} and len(factors) > 5
-    assert max(factors) == pytest.approx(min(factors), rel=1e-9)
-    assert factors[0] == pytest.approx(cal.current.seconds / raw.current.seconds, rel=1e-9)
+    before = {r.candidate: r for r in raw.candidates}
+    assert {r.library for r in cal.candidates} == {"hdf5", "zarr"}
+    factors: dict = {}
+    for r in cal.candidates:
+        if r.candidate not in before:
+            continue
+        for k, t in r.terms.items():
+            t0 = before[r.candidate].terms[k]
+            if t0 > 1e-9 * before[r.candidate].seconds:
+                factors.setdefault((r.library, k), []).append(t / t0)
+        lo, hi = r.seconds_ci
+        assert lo <= r.seconds <= hi
+    assert len(factors) > 5
+    for (lib, k), f in factors.items():
+        assert max(f) == pytest.approx(min(f), rel=1e-6), (lib, k)
+    assert any(f[0] != pytest.approx(1.0) for f in factors.values())
     assert cal.current.seconds == pytest.approx(cal.traced_seconds, rel=1e-6)  # one dataset: the fit meets its time
     assert cal.speedup_vs_current() == pytest.approx(cal.traced_seconds / cal.recommendation.seconds)
     assert raw.traced_seconds == cal.traced_seconds

@@ -77,3 +77,44 @@ def test_overlapping_calls_of_threads_count_once():
     sel = Selection.box((0,), (1,))
     accs = [AccessRecord(0, "read", sel, 1, 4, 0.1 * i, 1.0) for i in range(4)]
     assert traced_seconds(accs) == pytest.approx(1.3)
+
+
+def test_noisy_per_term_factors_shrink_toward_the_common_one():
+    # the same true factors as above, but few groups and 30% noise: the factors' standard errors are large, so
+    # each is pulled toward the common factor, and its spread says how uncertain it still is
+    rng = np.random.default_rng(2)
+    rows = [{"t_call": 1.0, "t_chunk": 0.01} if g % 2 else {"t_call": 1.0, "t_cache": 3.0} for g in range(6)]
+    t = _terms(rows)
+    exact = t[:, _col("t_call")] / 4 + t[:, _col("t_cache")] / 2 + t[:, _col("t_chunk")]
+    clean = fit("hdf5", t, exact, NAMES, t.sum(0), float(exact.sum()))
+    traced = exact * rng.uniform(0.7, 1.3, len(exact))
+    noisy = fit("hdf5", t, traced, NAMES, t.sum(0), float(traced.sum()))
+    gap = lambda c: abs(np.log(c.factors["t_call"] / c.factors["t_cache"]))
+    assert 0 < gap(noisy) < gap(clean)
+    assert noisy.spread["t_call"] > clean.spread["t_call"]
+
+
+def test_each_candidate_term_at_its_factor_and_the_interval_by_its_mix():
+    rng = np.random.default_rng(0)
+    rows = [{"t_call": 1.0, "t_chunk": 0.01} if g % 2 else {"t_call": 1.0, "t_cache": 3.0 + rng.uniform(0, 0.1)}
+            for g in range(16)]
+    t = _terms(rows)
+    traced = t[:, _col("t_call")] / 4 + t[:, _col("t_cache")] / 2 + t[:, _col("t_chunk")]
+    cal = fit("hdf5", t, traced, NAMES, t.sum(0), float(traced.sum()))
+    whole = t.sum(0) * np.array([cal.factors.get(n, 1.0) for n in NAMES])
+    cal = TraceCalibration.from_config({**cal.get_config(), "prior": 0.2,
+                                        "mix": {n: float(x / whole.sum()) for n, x in zip(NAMES, whole) if x}})
+    per = cal.for_dataset(2.0)
+    h5, z = per["hdf5"], per["zarr"]
+    # a term the trace exercised at its fitted factor, one it never did (t_rdisk: device reads) as profiled
+    assert h5.factors["t_call"] == pytest.approx(2 * cal.factors["t_call"])
+    assert h5.scale({"t_rdisk": 1.0}) == {"t_rdisk": 1.0} and h5.covers and "t_rdisk" not in h5.fitted
+    # the other library: the shared device and cache terms from the fit, its own terms as profiled
+    assert z.factors["t_cache"] == pytest.approx(2 * cal.factors["t_cache"])
+    assert z.scale({"t_call": 1.0}) == {"t_call": 1.0} and not z.covers
+    # the recorded mix keeps the fit's band; time moved into a term never exercised widens it
+    recorded = {n: float(x) for n, x in zip(NAMES, whole)}
+    assert cal.interval(recorded) == pytest.approx(cal.band)
+    moved = cal.interval({"t_rdisk": 1.0})
+    assert moved[1] > cal.band[1] * 1.3 and moved[0] < cal.band[0] / 1.3
+    assert TraceCalibration.from_config(cal.get_config()).mix == cal.mix
