@@ -403,6 +403,14 @@ def pitfalls(r: Recommendation, pattern_reads=None) -> list[str]:
     return out
 
 
+def _gain_interval(adv: DatasetAdvice, r: Recommendation) -> str:
+    """The speed-up's 95% interval: the current time over the ends of ``r``'s interval."""
+    lo, hi = r.seconds_ci
+    if not (lo > 0 and hi > 0):
+        return "interval unknown"
+    return f"95% interval {adv.current_seconds / hi:.3g}-{adv.current_seconds / lo:.3g}x"
+
+
 def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
     """Why the winner wins, in sentences computed from the predictions."""
     rec, cur = adv.recommendation, adv.current
@@ -417,12 +425,14 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         alt = adv.best_change
         if alt is not None:
             out.append(f"Best change: {alt.label}, predicted {alt.seconds:.3g} s (95% interval "
-                       f"{alt.seconds_ci[0]:.3g}-{alt.seconds_ci[1]:.3g} s), {adv.speedup_vs_current(alt):.3g}x.")
+                       f"{alt.seconds_ci[0]:.3g}-{alt.seconds_ci[1]:.3g} s), {adv.speedup_vs_current(alt):.3g}x "
+                       f"({_gain_interval(adv, alt)}).")
     else:
         head = (f"Verdict: change to {rec.label}, predicted {rec.seconds:.3g} s (95% interval {ci[0]:.3g}-"
                 f"{ci[1]:.3g} s) for the traced {adv.pattern or 'accesses'}")
         cmp = [f"{adv.speedup_vs_current():.3g}x faster than the current layout "
-               f"({adv.current_seconds:.3g} s {'traced' if adv.traced_seconds and adv.calibrated else 'predicted'})"]
+               f"({adv.current_seconds:.3g} s {'traced' if adv.traced_seconds and adv.calibrated else 'predicted'}; "
+               f"{_gain_interval(adv, rec)})"]
         for k, d in adv.defaults.items():
             cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
         out.append(head + ": " + "; ".join(cmp) + ".")
