@@ -14,8 +14,8 @@ a traced time, and fits per library
 on the terms that matter (at least SIGNIFICANT of the predicted time): first one
 common factor, then per term (non-negative least squares) with each term's
 standard error from the residuals. Each per-term factor is shrunk toward the
-common one by its uncertainty (precision weighting in log units against
-PRIOR_SPREAD): terms the groups tell apart (the cold start against the warm
+common one by its uncertainty (precision weighting in log units against the
+profile's own band, else PRIOR_SPREAD): terms the groups tell apart (the cold start against the warm
 rest, cache misses against hits, reads against writes) keep their own factor;
 terms that always come in one mix end at the common factor. The factors are
 then rescaled so that the calibrated prediction of the whole trace equals its
@@ -64,8 +64,10 @@ Z95 = 1.959964
 MAX_CONDITION = 1e8
 """Term matrices (column-normalised Gram) worse conditioned than this are singular: one mix in every group."""
 PRIOR_SPREAD = math.log(2.0)
-"""Prior standard deviation of log(term factor / common factor): how far apart the model's terms can plausibly
-be wrong; a fitted factor is shrunk toward the common one by its standard error against this."""
+"""Prior standard deviation of log(term factor / common factor) when the profile carries no band of its own: how
+far apart the model's terms can plausibly be wrong. With a band (``SystemProfile.band``: how far the profile's
+predictions stray on this machine) that band's standard deviation is the prior; a fitted factor is shrunk
+toward the common one by its standard error against it."""
 MIN_FACTOR = 0.05
 """A term factor the non-negative fit sets to (near) zero counts as this share of the common factor."""
 MIN_RESOLUTION = 0.10
@@ -233,11 +235,12 @@ def _segments(accesses) -> list[int]:
 
 
 def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str],
-        whole_terms: np.ndarray, whole_traced: float) -> TraceCalibration:
+        whole_terms: np.ndarray, whole_traced: float, prior: float = PRIOR_SPREAD) -> TraceCalibration:
     """Fit factors from per-group predicted terms (G x K) and traced seconds (G); see the module docstring.
 
     ``whole_terms`` (K) / ``whole_traced``: the prediction and traced time of the trace replayed whole (not in
-    groups), which the calibrated prediction must reproduce.
+    groups), which the calibrated prediction must reproduce. ``prior``: standard deviation of log(term factor /
+    common factor) before the fit (PRIOR_SPREAD).
     """
     names = list(names)
     whole_pred = float(whole_terms.sum())
@@ -248,7 +251,7 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
     pred = terms.sum(1)
     scalar = float(traced @ pred / max(pred @ pred, 1e-300))
     factors = {names[k]: scalar for k in big}
-    spread = {names[k]: PRIOR_SPREAD for k in big}
+    spread = {names[k]: prior for k in big}
     method = "one factor"
     if len(big) >= 2 and len(traced) >= len(big) + 2 and scalar > 0:
         from scipy.optimize import nnls
@@ -270,9 +273,9 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
             for k, f, e in zip(big, s, se):
                 f = max(float(f), scalar * MIN_FACTOR)
                 # shrunk toward the common factor by its standard error in log units (precision-weighted)
-                w = PRIOR_SPREAD ** 2 / (PRIOR_SPREAD ** 2 + (e / f) ** 2) if e < np.inf else 0.0
+                w = prior ** 2 / (prior ** 2 + (e / f) ** 2) if e < np.inf else 0.0
                 factors[names[k]] = scalar * math.exp(w * math.log(f / scalar))
-                spread[names[k]] = math.sqrt(1.0 / (1.0 / PRIOR_SPREAD ** 2 + (f / e) ** 2)) if e > 0 else 0.0
+                spread[names[k]] = math.sqrt(1.0 / (1.0 / prior ** 2 + (f / e) ** 2)) if e > 0 else 0.0
                 told += w >= 0.5
             if told:
                 method = "per-term"
@@ -284,7 +287,7 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
         c = (whole_traced - fixed) / moving
     else:  # the terms that matter are not enough to explain the traced time: scale every term
         factors = {n: 1.0 for n in names}
-        spread = {n: PRIOR_SPREAD for n in names}
+        spread = {n: prior for n in names}
         c = whole_traced / whole_pred
     factors = {n: f * c for n, f in factors.items()}
     calibrated = np.array([sum(factors.get(n, 1.0) * row[i] for i, n in enumerate(names)) for row in terms])
@@ -346,13 +349,14 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         whole.setdefault(ds.library, {})[ds_id] = before
     out = {}
     for lib, (g_terms, g_traced, w_terms, w_traced) in rows.items():
+        spread = _sd(profile.band(lib))
         cal = fit(lib, np.asarray(g_terms, float), np.asarray(g_traced, float), names,
-                  np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)))
+                  np.asarray(w_terms, float).sum(0), float(np.sum(w_traced)), spread or PRIOR_SPREAD)
         per_ds = {ds_id: float(sum(cal.factors.get(n, 1.0) * t[i] for i, n in enumerate(names)))
                   for ds_id, t in whole[lib].items()}
         calibrated = np.array([cal.factors.get(n, 1.0) for n in names]) * np.sum(w_terms, axis=0)
         mix = {n: float(x / calibrated.sum()) for n, x in zip(names, calibrated) if x > 0}
-        out[lib] = replace(cal, dataset_seconds=per_ds, mix=mix, prior=_sd(profile.band(lib)))
+        out[lib] = replace(cal, dataset_seconds=per_ds, mix=mix, prior=spread)
     if out and library is None:
         # the other library borrows the device terms of the library with the most traced time
         donor = max(out.values(), key=lambda c: c.traced_seconds)
