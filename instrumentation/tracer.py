@@ -723,10 +723,8 @@ class Tracer:
             at.append(i)
         width = max(len(key[2]) for key in groups)
         m = len(items)
-        start, stride, block = (np.zeros((m, width), np.int64) for _ in range(3))
-        count = np.ones((m, width), np.int64)
-        stride += 1
-        block += 1
+        start = np.zeros((m, width), np.int64)
+        count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
         ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
         nbytes, write = np.zeros(m, np.int64), np.zeros(m, bool)
         ok = np.ones(m, bool)
@@ -759,8 +757,8 @@ class Tracer:
         if cols is not None:
             return (*cols, np.ones(len(index), bool))
         m, k = len(index), len(shape)
-        out = [np.zeros((m, k), np.int64), np.ones((m, k), np.int64), np.ones((m, k), np.int64),
-               np.ones((m, k), np.int64), np.zeros(m, np.int64), np.zeros(m, bool)]
+        out = [np.zeros((m, k), np.int64), *(np.ones((m, k), np.int64) for _ in range(3)), np.zeros(m, np.int64),
+               np.zeros(m, bool)]
         for i, args in enumerate(index):
             try:
                 *dims, nel = fast_hyperslab(args, shape)
