@@ -294,8 +294,7 @@ class CostModel:
 
     def _count(self, layouts: list[Layout], jobs: int) -> dict:
         pcb = self.profile.page_cache_bytes
-        kw = dict(cache_curve=self.profile.page_cache_curve, zarr_overlap=self.profile.zarr_overlap,
-                  readahead=self.profile.readahead_bytes)
+        kw = self.profile.replay_options
         tasks = _split(layouts, jobs, len(layouts), self._visits_per_access)
         tasks = [t for t in tasks if t]
         if len(tasks) <= 1:

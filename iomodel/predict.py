@@ -138,8 +138,8 @@ class Workload:
             per_rank = []
             for acc in self.by_rank:
                 replays = [Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm, cache_curve=cache_curve,
-                                  zarr_overlap=zarr_overlap, readahead=readahead, parallel=mpio_uncached(layouts[i].library, self.procs,
-                                                                                    self.columns, self.dataset))
+                                  zarr_overlap=zarr_overlap, readahead=readahead,
+                                  parallel=mpio_uncached(layouts[i].library, self.procs, self.columns, self.dataset))
                            for i in idx]
                 for window, vis in _walked(acc.windows(WINDOW_ACCESSES), layouts[idx[0]]):  # shared by the group
                     for r in replays:
@@ -161,9 +161,8 @@ class Workload:
         """The job takes as long as its slowest rank."""
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
-        return self._prediction(layout, profile, servers, self.variables(
-            layout, profile.page_cache_bytes, cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap,
-            readahead=profile.readahead_bytes))
+        return self._prediction(layout, profile, servers, self.variables(layout, profile.page_cache_bytes,
+                                                                          **profile.replay_options))
 
     def _prediction(self, layout: Layout, profile: SystemProfile, servers: int | None,
                     variables: Sequence[Variables]) -> Prediction:
@@ -194,8 +193,7 @@ class Workload:
         bypass = parallel.pop()
         ranks = _ranks(cols.rank)
         replays = {r: Replay(self.dataset, layout, profile.page_cache_bytes, parallel=bypass, warm=self.warm,
-                             cache_curve=profile.page_cache_curve, zarr_overlap=profile.zarr_overlap,
-                             readahead=profile.readahead_bytes) for r in ranks}
+                             **profile.replay_options) for r in ranks}
         out, done = [], 0
         for end, work in zip(ends, works):
             piece = cols.window(done, end)

@@ -148,6 +148,12 @@ class SystemProfile:
         lo, hi = self.time_band.get(library, (1.0, 1.0))
         return float(lo), float(hi)
 
+    @property
+    def replay_options(self) -> dict:
+        """The measured behaviours a replay simulates (``Replay``/``Workload.variables`` keyword arguments)."""
+        return {"cache_curve": self.page_cache_curve, "zarr_overlap": self.zarr_overlap,
+                "readahead": self.readahead_bytes}
+
     def coefficient(self, library: str, variable: str) -> float:
         """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""
         return float(self.coefficients.get(library, {}).get(variable, 0.0))
