@@ -260,8 +260,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
-    ap.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
-    ap.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
+    part = ap.add_mutually_exclusive_group()
+    part.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
+    part.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
     ap.add_argument("--reps", type=int,
                     help="repetitions of the realistic loop and of each case below Python (default 7, 3 with --quick)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
