@@ -495,20 +495,24 @@ def _batches(parts, datasets, times):
     """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) of the batch files ``parts``
     ((path, ParquetFile) pairs) in order; of the timing columns only ``times`` are read; accesses to datasets not
     in ``datasets`` are errors."""
-    known = np.fromiter(datasets, np.int64, len(datasets))
+    known = np.zeros(max(datasets, default=-1) + 2, bool)  # a lookup table; the last entry stands for "too big"
+    known[np.fromiter(datasets, np.int64, len(datasets))] = True
     skip = {f"{t}_ns" for t in TIMES if t not in times}
     for part, pf in parts:
         names = [c for c in pf.schema_arrow.names if c not in skip]
         base = 0
         try:
-            for batch in pf.iter_batches(batch_size=READ_ROWS, columns=names):
-                ds = batch.column("ds").to_numpy() if "ds" in names else np.zeros(0, np.int64)
-                bad = ~np.isin(ds, known)
+            # row groups are READ_ROWS long; reading one whole decodes its columns on Arrow's threads, which
+            # iter_batches does not
+            for group in range(pf.num_row_groups):
+                table = pf.read_row_group(group, columns=names)
+                ds = table.column("ds").to_numpy() if "ds" in names else np.zeros(0, np.int64)
+                bad = ~known[np.clip(ds, -1, len(known) - 1)]
                 if bad.any():
                     i = int(np.argmax(bad))
                     raise TraceError(f"{part}: row {base + i}: access refers to unknown dataset id {int(ds[i])}")
-                yield part, pa.Table.from_batches([batch]), base
-                base += batch.num_rows
+                yield part, table, base
+                base += table.num_rows
         except (OSError, pa.ArrowException) as exc:
             raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
 
@@ -570,7 +574,10 @@ def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
 # ---------------------------------------------------------------------------- writing whole traces
 
 class _DirectoryOut:
-    """A trace directory written from whole records and batches (conversion, merging)."""
+    """A trace directory written from whole records and batches (conversion, merging).
+
+    Batches are gathered into files of up to COMPACT_ROWS rows: 1,000 ranks of one folded scan each make one
+    file, not 1,000 that would each cost a reader a millisecond."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -578,6 +585,8 @@ class _DirectoryOut:
         self.meta = open(self.path / META, "w", encoding="utf-8")
         self.n_part = 0
         self.n_access = 0
+        self._pending: list[AccessColumns] = []
+        self._pending_rows = 0
 
     def record(self, t: str, config: dict) -> None:
         self.meta.write(_dumps({"t": t, **config}) + "\n")
@@ -585,13 +594,22 @@ class _DirectoryOut:
     def batch(self, cols: AccessColumns) -> None:
         if not cols.rows:
             return
-        for lo in range(0, cols.rows, BATCH_ROWS * 16):
-            chunk = cols.take(np.arange(lo, min(lo + BATCH_ROWS * 16, cols.rows)))
-            write_table(to_table(chunk), self.path / f"part-{self.n_part:06d}.parquet")
-            self.n_part += 1
+        if self._pending_rows + cols.rows > COMPACT_ROWS:
+            self._write_pending()
+        self._pending.append(cols)
+        self._pending_rows += cols.rows
         self.n_access += cols.n_access
 
+    def _write_pending(self) -> None:
+        cols = AccessColumns.concat(self._pending)
+        for lo in range(0, cols.rows, COMPACT_ROWS):
+            chunk = cols.take(np.arange(lo, min(lo + COMPACT_ROWS, cols.rows))) if cols.rows > COMPACT_ROWS else cols
+            write_table(to_table(chunk), self.path / f"part-{self.n_part:06d}.parquet")
+            self.n_part += 1
+        self._pending, self._pending_rows = [], 0
+
     def close(self) -> None:
+        self._write_pending()
         self.record("end", {"n_access": self.n_access})
         self.meta.close()
 

@@ -131,6 +131,22 @@ def test_merge_streams_rank_files_into_one_columnar_trace(tmp_path):
     assert m.nprocs == 3 and [h.rank for h in m.headers] == [0, 1, 2]
     key = lambda a: (a.rank, a.t_start)  # noqa: E731 - the merged file is in rank order, the in-memory one in time order
     same_accesses(sorted(m.accesses, key=key), sorted(ref.accesses, key=key))
+    assert len(part_files(tmp_path / "m.parquet")) == 1  # every file costs a reader a fixed time
+
+
+def test_merge_writes_files_of_at_most_compact_rows(tmp_path, monkeypatch):
+    import instrumentation.columnar as columnar
+
+    paths = []
+    for r in range(3):
+        paths.append(tmp_path / f"t.rank{r}.parquet")
+        write_sample(paths[-1], n=20, rank=r, size=3, t=1000.0 + r)
+    monkeypatch.setattr(columnar, "COMPACT_ROWS", 4)  # each rank folds to 3 rows
+    merge_trace_files(paths, tmp_path / "m.parquet")
+    rows = [columnar.pq.read_metadata(f).num_rows for f in part_files(tmp_path / "m.parquet")]
+    assert len(rows) == 3 and max(rows) <= 4, rows
+    assert sum(rows) == load_trace(tmp_path / "m.parquet").columns.rows
+
 
 
 SCAN = """
