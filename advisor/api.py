@@ -77,7 +77,7 @@ def advise(
     from compression_model.error_bound import ErrorBound
     from instrumentation.formats import untraced_inputs
     from iomodel.intrace import calibrate_in_trace, traced_seconds
-    from iomodel.predict import pick_dataset
+    from iomodel.predict import Workload, pick_dataset
     from iomodel.profile import SystemProfile, load_profile
 
     t0 = time.perf_counter()
@@ -110,11 +110,15 @@ def advise(
     fit = calibrate and total > 0 and not trace.header.synthetic
     extents = {i: trace.extent(i) for i in trace.datasets}  # each a pass over the dataset's accesses
     reasons = {i: why_not_advised(d, extents[i], n_accesses[i]) for i, d in trace.datasets.items()}
+    # an array alone in its trace: one Workload for the calibration and the search, whose recorded layout is
+    # then replayed once (a tenth of a 10M-access advise)
+    works = {i: Workload(d, trace.columns_of(i), extents[i], nprocs) for i, d in trace.datasets.items()
+             if reasons[i] is None} if len(trace.datasets) == 1 else {}
     calibrations, uncalibrated = {}, None
     if fit:
         try:
             calibrations = calibrate_in_trace(trace, profile, nprocs, layout_of=_current_layout,
-                                              datasets=[i for i, r in reasons.items() if r is None])
+                                              datasets=[i for i, r in reasons.items() if r is None], workloads=works)
         except Exception as exc:  # noqa: BLE001 - the advice stands on the profile's predictions then, and says so
             if os.environ.get("IOADVISOR_DEBUG"):
                 raise
@@ -134,7 +138,7 @@ def advise(
                     warnings.simplefilter("always")
                     adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries,
                                       top, read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id], jobs, comm)
+                                      traced[ds.id], jobs, comm, works.get(ds.id))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -173,7 +177,7 @@ def _warning_notes(caught) -> list[str]:
 
 
 def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
-                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None) -> "DatasetAdvice":
+                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None) -> "DatasetAdvice":
     from advisor.advice import DatasetAdvice, explain
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
@@ -224,7 +228,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         # accesses counted stay this record's (its traced time is what the in-trace calibration scales to)
         others = process_arrays(trace, ds)[1] if len(trace.datasets) > 1 else ()
         model = CostModel(ds, trace.columns if others else accesses, shape, profile, procs=nprocs,
-                          calibration=scaled, jobs=jobs, comm=comm, others=others)
+                          calibration=scaled, jobs=jobs, comm=comm, others=others, work=None if others else work)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         if calibrated:
             factor = cal.dataset_factor(ds.id, result.baselines["current"].terms)

@@ -223,8 +223,9 @@ class CostModel:
     def __init__(self, ds: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]", shape: Sequence[int],
                  profile: SystemProfile, procs: int = 1, warm: bool = False,
                  calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None, comm=None,
-                 others: Sequence[tuple[DatasetRecord, Layout]] = ()):
-        self.work = Workload(ds, accesses, shape, procs, warm, others)
+                 others: Sequence[tuple[DatasetRecord, Layout]] = (), work: Workload | None = None):
+        # ``work``: these accesses' Workload already built (and replayed) by the caller
+        self.work = work if work is not None else Workload(ds, accesses, shape, procs, warm, others)
         self.calibration = calibration
         """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
         self.jobs = default_jobs() if jobs is None else jobs

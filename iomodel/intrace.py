@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -315,12 +315,14 @@ def _sd(band: tuple[float, float]) -> float:
 def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None = None,
                        library: str | None = None, datasets: Collection[int] | None = None,
                        layout_of: Callable[[DatasetRecord], Layout] = Layout.from_dataset,
-                       ) -> dict[str, TraceCalibration]:
+                       workloads: Mapping[int, Workload] | None = None) -> dict[str, TraceCalibration]:
     """A TraceCalibration for HDF5 and Zarr: fitted for the libraries the trace used, borrowed for the other
     (only ``library``'s own fit when named), on the ``datasets`` (ids) given, else on all: the caller leaves
     out those the models cannot replay (scalars, variable-length data). ``layout_of``: the recorded layout of
     a dataset as the caller models it (the advisor's current candidate), so that its calibrated prediction
-    meets the traced time."""
+    meets the traced time. ``workloads``: the caller's Workload of some datasets (their accesses in trace order,
+    ``procs``), replayed when in time order, so that the caller's later replays of the recorded layout come from
+    their cache."""
     procs = procs if procs is not None else trace.nprocs
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
@@ -333,13 +335,17 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         shape = trace.extent(ds_id)
         layout = layout_of(ds).with_shape(shape)
         g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
+        work = (workloads or {}).get(ds_id)
         if (np.diff(accs.t0) < 0).any():
             accs = accs.take(np.argsort(accs.t0, kind="stable"))  # in time order (a run: by its first access)
+            work = None
+        if work is None:
+            work = Workload(ds, accs, shape, procs)
         # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and
         # the page cache carry over as they did in the run
         before, start = np.zeros(len(names)), 0
         ends = _segments(accs)
-        for end, p in zip(ends, Workload(ds, accs, shape, procs).predict_prefixes(layout, profile, ends)):
+        for end, p in zip(ends, work.predict_prefixes(layout, profile, ends)):
             upto = np.array([p.terms.get(n, 0.0) for n in names])
             g_terms.append(np.maximum(upto - before, 0.0))
             g_traced.append(traced_seconds(accs.window(start, end)))

@@ -106,6 +106,10 @@ class Workload:
                         else [self.columns.take(self.columns.rank == r) for r in ranks])
         self.procs = max(procs, len(ranks))
         self._procs = procs
+        self._replayed: dict[tuple, list[Variables]] = {}
+        """Per-rank variables of the whole replays ``predict_prefixes`` did, by layout and replay settings:
+        ``variables`` takes them from here (the in-trace calibration and the advisor's search both replay the
+        recorded layout)."""
 
     @property
     def accesses(self) -> list[AccessRecord]:
@@ -127,13 +131,16 @@ class Workload:
         groups: dict[tuple, list[int]] = {}
         # the others' pages can evict this array's only when all of them do not fit the page cache together
         rest = sum(stored_bytes_bound(o) for _, o in self.others) if self.procs == 1 else 0
+        settings = _settings(page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead)
         for i, lay in enumerate(layouts):
-            if rest and stored_bytes_bound(lay) + rest > page_cache_bytes:
+            if (lay, settings) in self._replayed:
+                out[i] = self._replayed[lay, settings]
+            elif rest and stored_bytes_bound(lay) + rest > page_cache_bytes:
                 out[i] = [count_variables(self.process_columns, self.dataset, lay, page_cache_bytes, warm=self.warm,
                                           cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
                                           others=self.others)]
-                continue
-            groups.setdefault(visits_key(lay), []).append(i)
+            else:
+                groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
             per_rank = []
             for acc in self.by_rank:
@@ -203,8 +210,17 @@ class Workload:
                     replays[r].feed(window, vis)
             done = end
             present = _ranks(work.columns.rank) or [0]
-            out.append(work._prediction(layout, profile, servers, [replays[r].snapshot() for r in present]))
+            whole = done >= cols.n_access
+            variables = [replays[r].result() if whole else replays[r].snapshot() for r in present]
+            if whole:
+                self._replayed[layout, _settings(profile.page_cache_bytes, **profile.replay_options)] = variables
+            out.append(work._prediction(layout, profile, servers, variables))
         return out
+
+def _settings(page_cache_bytes: int, *, cache_curve, zarr_overlap, readahead) -> tuple:
+    """What a replay's variables depend on besides the accesses and the layout."""
+    return page_cache_bytes, cache_curve, zarr_overlap, readahead
+
 
 def _ranks(rank: np.ndarray) -> list[int]:
     """The distinct ranks, ascending (one rank: two passes, not ``np.unique``'s hashing of every row)."""

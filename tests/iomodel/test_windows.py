@@ -117,3 +117,26 @@ def test_prefix_predictions_from_one_replay_equal_replays_of_each_prefix(traced,
         for end, p in zip(ends, got):
             want = Workload(ds, cols.window(0, end), SHAPE, 2).predict(lay, profile)
             assert p.variables == want.variables and p.seconds == want.seconds, (lay.label, end)
+
+
+def test_whole_prefix_replay_is_reused_by_variables_with_the_same_settings(traced, monkeypatch):
+    """The in-trace calibration's replay of the whole trace serves the search's later replay of the same layout,
+    and only under the replay settings it was made with."""
+    per = {"n_calls": 1.5e-4, "s_memcpy": 2e-10, "n_rdisk": 2e-5, "s_rdisk": 7e-10, "n_wdisk": 1e-5}
+    profile = SystemProfile({"hdf5": per, "zarr": per}, page_cache_bytes=300_000)
+    ds = _datasets(traced)["hdf5"]
+    cols = traced.columns.of_dataset(ds.id)
+    lay = LAYOUTS[2]  # no chunk cache: what the page cache holds counts
+    work = Workload(ds, cols, SHAPE)
+    work.predict_prefixes(lay, profile, [cols.n_access // 2, cols.n_access])
+    replays = []
+    monkeypatch.setattr(predict, "Replay", lambda *a, **k: replays.append(a) or variables.Replay(*a, **k))
+    reused = work.variables(lay, profile.page_cache_bytes, **profile.replay_options)
+    assert not replays
+    fresh = Workload(ds, cols, SHAPE)
+    assert reused == fresh.variables(lay, profile.page_cache_bytes, **profile.replay_options) and replays
+    # not the calibration's page cache: replayed anew
+    assert work.variables(lay, 1 << 30, **profile.replay_options) == fresh.variables(lay, 1 << 30,
+                                                                                     **profile.replay_options)
+    assert fresh.variables(lay, 300_000, **profile.replay_options) != fresh.variables(lay, 1 << 30,
+                                                                                     **profile.replay_options)
