@@ -245,6 +245,8 @@ class AccessColumns:
         if r0 == 0 and r1 == self.rows - 1 and skip == 0 and keep == self.rep[r1]:
             return self
         out = self.rows_between(r0, r1 + 1)  # views: no copy of a long trace's columns per window; only the cut rows change
+        if skip == 0 and keep == out.rep[-1]:  # cut between rows: nothing changes (the calibration's prefixes)
+            return out
         rep = out.rep.copy()
         rep[-1] = keep
         rep[0] -= skip

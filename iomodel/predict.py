@@ -192,17 +192,19 @@ class Workload:
         if layout.shape != self.shape:
             layout = layout.with_shape(self.shape)
         cols = self.columns
-        prefixes = [cols.window(0, end) for end in ends]
-        works = [Workload(self.dataset, p, self.shape, self._procs, self.warm) for p in prefixes]
-        parallel = {mpio_uncached(layout.library, w.procs, p, self.dataset) for w, p in zip(works, prefixes)}
+
+        def works():  # made one at a time: a window that cuts a run copies its rows' repeat counts
+            return (Workload(self.dataset, cols.window(0, end), self.shape, self._procs, self.warm) for end in ends)
+
+        parallel = {mpio_uncached(layout.library, w.procs, w.columns, self.dataset) for w in works()}
         if len(parallel) > 1:  # the cache bypass changes along the trace: replay each prefix
-            return [w.predict(layout, profile, servers) for w in works]
+            return [w.predict(layout, profile, servers) for w in works()]
         bypass = parallel.pop()
         ranks = _ranks(cols.rank)
         replays = {r: Replay(self.dataset, layout, profile.page_cache_bytes, parallel=bypass, warm=self.warm,
                              **profile.replay_options) for r in ranks}
         out, done = [], 0
-        for end, work in zip(ends, works):
+        for end, work in zip(ends, works()):
             piece = cols.window(done, end)
             for r in ranks:
                 mine = piece if len(ranks) == 1 else piece.take(piece.rank == r)
