@@ -14,6 +14,7 @@ that replay accesses one by one for real (``verify``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -72,6 +73,12 @@ class AccessColumns:
 
     def __len__(self) -> int:
         return self.n_access
+
+    @cached_property
+    def access_ends(self) -> np.ndarray:
+        """Access number after each row (``rep`` summed up), computed once: the in-trace calibration cuts a long
+        trace into windows by access number dozens of times."""
+        return np.cumsum(self.rep)
 
     @property
     def width(self) -> int:
@@ -212,7 +219,7 @@ class AccessColumns:
         """Every k-th access, in order (the first kept), as one row each, without unrolling the runs."""
         if k <= 1:
             return self
-        ends = np.cumsum(self.rep)
+        ends = self.access_ends
         pos = np.arange(0, int(ends[-1]) if self.rows else 0, k)
         row = np.searchsorted(ends, pos, side="right")
         off = pos - (ends - self.rep)[row]
@@ -224,12 +231,12 @@ class AccessColumns:
 
     def window(self, lo: int, hi: int) -> "AccessColumns":
         """Accesses lo..hi-1 (by access number, runs cut where the window cuts them)."""
-        return self._window(lo, hi, np.cumsum(self.rep))
+        return self._window(lo, hi, self.access_ends)
 
     def windows(self, size: int):
         """Consecutive windows of ``size`` accesses (the last may be shorter), in order: bounded pieces of a
         long trace whose runs stay folded."""
-        ends = np.cumsum(self.rep)
+        ends = self.access_ends
         total = int(ends[-1]) if self.rows else 0
         for lo in range(0, total, size):
             yield self._window(lo, lo + size, ends)
