@@ -9,7 +9,8 @@ evaluated and how one of them is chosen change independently.
   (the current layout, then the predictions that rest on what the trace
   measured, then robust layouts), and the rule that decided is named.
 - Verdict: change only when the gain over the traced current time is at least
-  ``MIN_GAIN`` and outside the recommended layout's 95% interval; else keep.
+  ``MIN_GAIN``, and at least ``MIN_SURE_GAIN`` at the slow end of the
+  recommended layout's 95% interval; else keep.
 - Rewrite cost: the copy (read the array in its current layout, write it in the
   recommended one) replayed through the same calibrated model.
 """
@@ -27,12 +28,15 @@ from instrumentation.columns import SLAB, as_columns
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
 from iomodel.cost import TERMS
 from iomodel.intrace import SHARED_TERMS
-from iomodel.layout import HDF5_DEFAULT_CACHE
+from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
 
 KiB, MiB = 1 << 10, 1 << 20
 
 MIN_GAIN = 1.2
 """A change is recommended only for a predicted speed-up of at least this over the traced current time."""
+MIN_SURE_GAIN = 1.1
+"""... and only when the slow end of its 95% interval still gains this much: a rewrite whose gain may be noise
+(a measured 1.05x) is not worth its cost."""
 
 CHUNK_RANGE = (64 * KiB, 16 * MiB)
 """Chunk sizes that are neither a per-chunk-overhead trap nor a whole-array read for a small selection."""
@@ -150,26 +154,34 @@ def extra_cache(c: Candidate) -> int:
     return max(0, c.cache_bytes - CACHE_ALLOWANCE)
 
 
-def storage_path(c: Candidate) -> tuple[str, bool]:
+def storage_path(layout: Layout) -> tuple[str, str]:
     """The library's code path a layout's calls take: HDF5 reads a contiguous dataset through its sieve buffer,
-    a chunked one through the chunk index and cache, so a trace of one never timed the other's calls."""
-    return c.library, c.chunks is None
+    an unfiltered chunk larger than its chunk cache (no cache at all included) piecewise, one request per
+    selected run straight from the file, other chunks whole through the chunk cache (field notes: 28x apart
+    for aligned boxes); a trace of one path never timed the others' calls."""
+    if layout.library != "hdf5":
+        return layout.library, "chunks"
+    if layout.chunks is None:
+        return "hdf5", "contiguous"
+    fits = layout.rdcc_nslots > 0 and layout.chunk_nbytes <= layout.rdcc_nbytes
+    return "hdf5", "chunk cache" if layout.filtered or fits else "piecewise"
 
 
-def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float]) -> float:
+def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float],
+                   path: Callable[[Candidate], tuple[str, str]]) -> float:
     """Share of ``r``'s predicted seconds that lies in what the trace's timings checked: the variables holding at
     least SIGNIFICANT of the current layout's prediction (which the in-trace calibration fitted), only the
-    device, page-cache and copy ones (SHARED_VARIABLES) under another storage path (``storage_path``: the other
-    library, or HDF5 contiguous against chunked), and the codec's seconds only for the codec the current layout
-    has (another codec is priced by an estimate on a 1% sample).
-    ``coefficient(library, variable)``: the profile's seconds per unit."""
+    device, page-cache and copy ones (SHARED_VARIABLES) under another storage path (``path``: the candidate's
+    ``storage_path``: the other library, or HDF5 contiguous, piecewise or through the chunk cache), and the
+    codec's seconds only for the codec the current layout has (another codec is priced by an estimate on a 1%
+    sample). ``coefficient(library, variable)``: the profile's seconds per unit."""
     def seconds(rec: Recommendation) -> dict[str, float]:
         return {v: coefficient(rec.library, v) * x for v, x in rec.variables.items()}
 
     cur = seconds(current)
     total = sum(cur.values())
     checked = {v for v, t in cur.items() if total > 0 and t >= SIGNIFICANT * total}
-    if storage_path(r.candidate) != storage_path(current.candidate):
+    if path(r.candidate) != path(current.candidate):
         checked &= SHARED_VARIABLES
     mine = seconds(r)
     io_model = sum(mine.values())
@@ -213,8 +225,12 @@ def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution
     near = [with_facts(r) for r in pool if r.seconds <= best.seconds * (1.0 + resolution)]
     if len(near) < 2:
         return best, None, len(near)
+    def path(c: Candidate) -> tuple[str, str]:
+        return storage_path(c.layout(shape, itemsize))
+
     keys = {id(r): tie_key(r, current.candidate, shape, itemsize, blocking,
-                           1.0 if coefficient is None else measured_share(r, current, coefficient)) for r in near}
+                           1.0 if coefficient is None else measured_share(r, current, coefficient, path))
+            for r in near}
     chosen = min(near, key=lambda r: keys[id(r)] + (r.seconds,))
     if chosen.candidate == best.candidate:
         return chosen, None, len(near)
@@ -236,7 +252,7 @@ class Verdict:
 def verdict(current: Recommendation, chosen: Recommendation, traced: float | None,
             tie_rule: str | None = None) -> Verdict:
     """Keep unless the chosen layout is another one, at least MIN_GAIN faster than the traced current time,
-    with its whole 95% interval below that time."""
+    and still MIN_SURE_GAIN faster at the slow end of its 95% interval."""
     base = traced if traced else current.seconds
     gain = base / chosen.seconds if chosen.seconds > 0 else math.inf
     what = "traced" if traced else "predicted"
@@ -247,10 +263,11 @@ def verdict(current: Recommendation, chosen: Recommendation, traced: float | Non
     if gain < MIN_GAIN:
         return Verdict("keep", f"the best change gains {gain:.2f}x over the {what} {base:.3g} s, below "
                                f"{MIN_GAIN:g}x", gain)
-    if chosen.seconds_ci[1] >= base:
-        return Verdict("keep", f"the best change's {gain:.2f}x is inside its 95% interval "
+    sure = base / chosen.seconds_ci[1] if chosen.seconds_ci[1] > 0 else math.inf
+    if sure < MIN_SURE_GAIN:
+        return Verdict("keep", f"the best change's {gain:.2f}x is {sure:.2f}x at the slow end of its 95% interval "
                                f"({chosen.seconds_ci[0]:.3g}-{chosen.seconds_ci[1]:.3g} s against the {what} "
-                               f"{base:.3g} s)", gain)
+                               f"{base:.3g} s), below {MIN_SURE_GAIN:g}x", gain)
     return Verdict("change", f"{gain:.2f}x faster than the {what} {base:.3g} s", gain)
 
 
@@ -286,5 +303,5 @@ def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommenda
     return read + write
 
 
-__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses",
+__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "MIN_SURE_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses",
            "measured_share", "padding", "storage_path", "program_blocking", "rewrite_seconds", "tie_key", "verdict"]

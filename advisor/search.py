@@ -35,6 +35,7 @@ import numpy as np
 
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
+from advisor.choice import storage_path
 from instrumentation.columns import AccessColumns
 from instrumentation.records import AccessRecord, DatasetRecord
 from iomodel.chunks import trace_visits
@@ -240,6 +241,8 @@ class CostModel:
         self.writes = cols.take(cols.write)
         self.read_bytes = cols.total_bytes(~cols.write)
         self.n_accesses = cols.n_access
+        self.recorded_path = storage_path(Layout.from_dataset(ds))
+        """The code path of the recorded layout's calls, which the trace's timings are of."""
 
     def subsample(self, n: int) -> "CostModel":
         """The same model on every k-th access of each rank (order kept) so that at most about ``n`` remain:
@@ -314,14 +317,15 @@ class CostModel:
         cal = self.calibration.get(library) if self.calibration else None
         return terms if cal is None else cal.scale(terms)
 
-    def band(self, library: str, terms: dict[str, float]) -> tuple[float, float]:
+    def band(self, layout: Layout, terms: dict[str, float]) -> tuple[float, float]:
         """95% band of the I/O seconds made of ``terms`` (calibrated): what the in-trace calibration left
-        unexplained, widened by the uncertainty of each term's factor (``TraceCalibration.interval``) when it
-        covers the library, else the profile's own measured band."""
-        cal = self.calibration.get(library) if self.calibration else None
+        unexplained, widened by the uncertainty of each term's factor (``TraceCalibration.interval``; all of
+        a layout's own terms when its calls take another code path than the recorded layout's) when it covers
+        the library, else the profile's own measured band."""
+        cal = self.calibration.get(layout.library) if self.calibration else None
         if cal is not None and cal.covers:
-            return cal.interval(terms)
-        return self.profile.band(library)
+            return cal.interval(terms, storage_path(layout) == self.recorded_path)
+        return self.profile.band(layout.library)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
         """Bytes on disk when every chunk is written: full-size chunks / ratio (+ zarr shard indexes)."""
@@ -379,7 +383,7 @@ class CostModel:
                 lo = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[1]), cand.library, codec).values())
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library, codec).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
-            io_lo, io_hi = self.band(cand.library, {k: t for k, t in terms.items()
+            io_lo, io_hi = self.band(layout, {k: t for k, t in terms.items()
                                                     if k not in ("t_compress", "t_decompress")})
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
             model = sum(t for k, t in self.work.terms(v, cand.library, self.profile).items()

@@ -16,7 +16,9 @@ candidates and the libraries' defaults (h5py ``chunks=True``, zarr
   calibration, the claimed and the measured speed-up of the best change, the
   verdict;
 - measured speed-up of the recommendation over h5py's and zarr's defaults and
-  over the current layout.
+  over the current layout;
+- the measurement floor: the regret an oracle would score from the measurements
+  alone (``floor``), what regret cannot be told apart from.
 
 Raw results go to benchmarks/results/regret-<date>.json.
 
@@ -139,6 +141,7 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
         "regret": rec.measured_seconds / best.measured_seconds,
         # the fastest replay of each layout: on a loaded machine the least disturbed one
         "regret_min": min(rec.measured_all) / min(min(r.measured_all) for r in pool),
+        "floor": floor([r.get_config() for r in pool]),
         "speedup_vs_current": cur.measured_seconds / rec.measured_seconds,
         # the traced calls of this dataset, and the model's current time before / after the in-trace calibration
         "traced_current_seconds": entry.traced_seconds,
@@ -170,6 +173,21 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
     return out
 
 
+def floor(rows: list[dict]) -> float:
+    """Regret of the measurement itself: the layout fastest by the median of the even-numbered replays, timed
+    by the median of the odd-numbered ones against the fastest there (replays are interleaved, replay i of every
+    layout before replay i+1, so the two passes see the same machine). A layout replayed once (stopped by the
+    budget: a slow one) has that replay in both passes. Each pass has half the replays of the regret's median:
+    this floor is, if anything, above the regret's own."""
+    def half(row, k):
+        runs = row["measured_all"]
+        return statistics.median(runs[k::2] if len(runs) > 1 else runs)
+
+    even = [half(r, 0) for r in rows]
+    odd = [half(r, 1) for r in rows]
+    return odd[even.index(min(even))] / min(odd)
+
+
 def _layout_text(r) -> str:
     chunks = r.chunks
     text = f"{r.library} " + ("contiguous" if chunks is None else "x".join(map(str, chunks)))
@@ -186,8 +204,8 @@ def grounding_table(results: list[dict]) -> str:
     """Per workload: traced vs predicted current time (before/after calibration), claimed vs measured speed-up
     of the best change, the verdict; and the issue's targets."""
     head = ("| workload | dataset | traced current (s) | predicted, model (s) | predicted, calibrated (s) "
-            "| measured current (s) | best change | claimed | measured | verdict | regret |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|")
+            "| measured current (s) | best change | claimed | measured | verdict | regret | floor |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     ok = [r for r in results if "error" not in r and "verdict" in r]
     for r in ok:
@@ -195,7 +213,8 @@ def grounding_table(results: list[dict]) -> str:
                      f"{r['predicted_current_model_seconds']:.3g} | {r['predicted_current_seconds']:.3g} | "
                      f"{r['measured_current_seconds']:.3g} | {r['best_change']} | {r['claimed_speedup']:.2f}x | "
                      f"{r['measured_speedup']:.2f}x | {r['verdict']}"
-                     + (f" ({r['tie_rule']})" if r.get("tie_rule") else "") + f" | {r['regret']:.2f} |")
+                     + (f" ({r['tie_rule']})" if r.get("tie_rule") else "") + f" | {r['regret']:.2f} | "
+                     f"{r['floor']:.2f} |")
     if ok:
         def ratio(a, b):
             return max(a, b) / min(a, b)
@@ -214,6 +233,9 @@ def grounding_table(results: list[dict]) -> str:
                      "of them say keep (target: all)")
         lines.append(f"regret: median {statistics.median(regrets):.2f}, worst {max(regrets):.2f} "
                      "(target median <= 1.05, worst <= 1.3)")
+        floors = [r["floor"] for r in ok]
+        lines.append(f"measurement floor (regret of the even replays' fastest layout by the odd replays): "
+                     f"median {statistics.median(floors):.2f}, worst {max(floors):.2f}")
     return "\n".join(lines)
 
 
@@ -291,6 +313,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.show:
         report = json.loads(Path(args.show).read_text())
+        for r in report["results"]:  # runs from before the floor was recorded: their replays give it
+            if "rows" in r and "floor" not in r:
+                r["floor"] = floor(r["rows"])
         print(table(report["results"]))
         print()
         print(grounding_table(report["results"]))

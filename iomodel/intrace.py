@@ -168,19 +168,24 @@ class TraceCalibration:
                 mix=self.mix, prior=self.prior)
         return out
 
-    def interval(self, terms: dict[str, float]) -> tuple[float, float]:
+    def interval(self, terms: dict[str, float], same_path: bool = True) -> tuple[float, float]:
         """95% band of a calibrated prediction made of ``terms`` (calibrated seconds per term): the fit's
         unexplained band, widened by how far the prediction's mix of terms departs from the recorded layouts'
         (``mix``), each term weighted by the uncertainty of its factor (``spread``; a term the trace did not
-        exercise, or could not pin down, by the profile's own: ``prior``). The recorded layout keeps the band."""
+        exercise, or could not pin down, by the profile's own: ``prior``). The recorded layout keeps the band.
+        ``same_path`` False: the layout's calls take another code path of the library than the recorded one
+        (``advisor.choice.storage_path``), whose own terms the trace never timed: each of them (all but
+        SHARED_TERMS) adds its whole share at the prior, an error of its own on top of the factor's."""
         total = sum(terms.values())
         lo, hi = self.band
         if total <= 0 or self.method == "none":
             return lo, hi
         # the terms' factor errors taken as independent: what the prediction moved into or out of each term
-        moved = math.sqrt(sum(((terms.get(k, 0.0) / total - self.mix.get(k, 0.0))
-                               * min(self.spread.get(k, self.prior), self.prior)) ** 2
-                              for k in set(terms) | set(self.mix)))
+        moved = sum(((terms.get(k, 0.0) / total - self.mix.get(k, 0.0))
+                     * min(self.spread.get(k, self.prior), self.prior)) ** 2 for k in set(terms) | set(self.mix))
+        if not same_path:
+            moved += sum((t / total * self.prior) ** 2 for k, t in terms.items() if k not in SHARED_TERMS)
+        moved = math.sqrt(moved)
         half = math.hypot(math.log(hi / lo) / 2, Z95 * moved)
         return math.exp(-half), math.exp(half)
 

@@ -117,4 +117,10 @@ def test_each_candidate_term_at_its_factor_and_the_interval_by_its_mix():
     assert cal.interval(recorded) == pytest.approx(cal.band)
     moved = cal.interval({"t_rdisk": 1.0})
     assert moved[1] > cal.band[1] * 1.3 and moved[0] < cal.band[0] / 1.3
+    # the recorded mix under another code path of the library: its own terms were never timed there
+    other = cal.interval(recorded, same_path=False)
+    assert other[1] > cal.band[1] * 1.05 and other[0] < cal.band[0] / 1.05
+    # device and page-cache terms (t_cache here) keep what the fit pinned down on any path
+    cached = {"t_cache": 1.0}
+    assert cal.interval(cached, same_path=False) == pytest.approx(cal.interval(cached))
     assert TraceCalibration.from_config(cal.get_config()).mix == cal.mix
