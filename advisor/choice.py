@@ -225,6 +225,7 @@ def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution
     near = [with_facts(r) for r in pool if r.seconds <= best.seconds * (1.0 + resolution)]
     if len(near) < 2:
         return best, None, len(near)
+
     def path(c: Candidate) -> tuple[str, str]:
         return storage_path(c.layout(shape, itemsize))
 
@@ -303,5 +304,6 @@ def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommenda
     return read + write
 
 
-__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "MIN_SURE_GAIN", "TIE_RULES", "Verdict", "choose", "copy_accesses",
-           "measured_share", "padding", "storage_path", "program_blocking", "rewrite_seconds", "tie_key", "verdict"]
+__all__ = ["Blocking", "CHUNK_RANGE", "MIN_GAIN", "MIN_SURE_GAIN", "TIE_RULES", "Verdict", "choose",
+           "copy_accesses", "measured_share", "padding", "storage_path", "program_blocking", "rewrite_seconds",
+           "tie_key", "verdict"]

@@ -10,6 +10,7 @@ from instrumentation.patterns import classify
 from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
 from instrumentation.tracefile import Trace
 from iomodel import SystemProfile, load_profile, predict
+from iomodel.intrace import TraceCalibration
 from iomodel.layout import Layout
 from iomodel.profile import DEFAULT_PROFILE
 from iomodel.variables import FEATURES
@@ -156,3 +157,17 @@ def test_replays_are_shared_out_by_their_chunk_visits():
     visits = {heavy: 8.0, light[0]: 1.0, light[1]: 1.0}
     shares = _split([heavy, *light], 2, 3, visits.__getitem__)
     assert shares == [[heavy], light]
+
+
+def test_interval_of_another_hdf5_code_path_is_wider():
+    # DS was recorded through the chunk cache (800 KB column chunks, 8 MiB cache): a layout read piecewise
+    # (no cache) or contiguous shares no per-call timing with it, so the same terms carry a wider band
+    cal = TraceCalibration("hdf5", "per-term", {"t_call": 0.5, "t_rdisk": 1.2}, (0.9, 1.1), 1.0, 1.2, 16,
+                           mix={"t_call": 0.6, "t_rdisk": 0.4}, spread={"t_call": 0.05, "t_rdisk": 0.05}, prior=0.2)
+    model = CostModel(DS, row_reads(), SHAPE, profile(), calibration={"hdf5": cal})
+    terms = {"t_call": 0.6, "t_rdisk": 0.4}
+    cached = model.band(model.layout(Candidate("hdf5", (4096, 32), cache_bytes=8 << 20, cache_slots=8191)), terms)
+    assert cached == pytest.approx(cal.interval(terms))
+    for other in (Candidate("hdf5", (4096, 32), cache_bytes=0, cache_slots=8191), Candidate("hdf5", None)):
+        lo, hi = model.band(model.layout(other), terms)
+        assert lo < cached[0] / 1.1 and hi > cached[1] * 1.1
