@@ -280,6 +280,11 @@ def close_all() -> None:
         _end_by_sigterm()
 
 
+def terminating() -> bool:
+    """This process was sent SIGTERM and is closing its parts before it ends."""
+    return _ending["terminated"]
+
+
 def _end_by_sigterm() -> None:
     """The process still ends the way SIGTERM ends it (exit status, the parent's view)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

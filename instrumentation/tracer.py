@@ -193,11 +193,21 @@ class _Hub:
             self._child_environment()
 
     def detach(self, tracer: "Tracer") -> None:
-        with self.lock:
+        if not self.lock.acquire(blocking=not follow.terminating()):
+            # SIGTERM's close while the thread it interrupted holds the lock (importing a hook module): that
+            # thread never resumes, so waiting would end the process with its part unclosed. The process
+            # ends now, patches and all: only the recording and the flusher stop.
+            self.active = tuple(t for t in self.active if t is not tracer)
+            if not self.active:
+                self._stop.set()
+            return
+        try:
             self.active = tuple(t for t in self.active if t is not tracer)
             self._child_environment()
             if not self.active:
                 self._uninstall()
+        finally:
+            self.lock.release()
 
     def _child_environment(self) -> None:
         """Put the variables that make child processes traced into os.environ, or give the program its own back."""

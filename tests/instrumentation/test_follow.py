@@ -412,6 +412,37 @@ def test_sigterm_mid_flush_still_ends_the_child(tmp_path, data):
     assert {p.pid for p in t.load().header.processes[1:]} == {child.pid for child in children}
 
 
+def test_sigterm_while_a_hook_is_installed_closes_the_part(tmp_path):
+    """SIGTERM lands while the child's main thread holds the tracer's lock, as it does while a library
+    imported now is hooked (the spawn pool worker still importing h5py when ``Pool.terminate`` comes).
+    That thread never resumes: the close must not wait for the lock, and the part is closed, not lost."""
+    import signal
+    import time
+
+    code = ("import time\n"
+            "from instrumentation.tracer import HUB\n"
+            "with HUB.lock:\n"
+            "    print('ready', flush=True)\n"
+            "    time.sleep(60)\n")
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        env = {**os.environ, "IOADVISOR_SIGTERM_WAIT": "30",  # os.environ now says "follow me"
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "ready\n"
+        sent = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(60)
+        finally:
+            child.kill()
+            child.stdout.close()
+        took = time.monotonic() - sent
+    assert child.returncode == -signal.SIGTERM
+    assert took < 10, f"the close waited {took:.1f} s for the lock the interrupted thread holds"
+    (part,) = t.load().header.processes[1:]
+    assert part.state == "exited" and not t.load().missed
+
+
 def test_sigterm_taken_by_another_thread_still_ends_the_child(tmp_path):
     """A SIGTERM whose handler the main thread never gets to run (it is blocked in a lock wait
     and the signal was taken elsewhere: the way a pool worker parked on the queue lock missed it
