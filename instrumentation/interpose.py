@@ -83,50 +83,70 @@ class _DlPhdrInfo(ctypes.Structure):
 _DL_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DlPhdrInfo), ctypes.c_size_t, ctypes.c_void_p)
 
 
-def _dl_counter():
-    """A function returning glibc's (libraries ever loaded, ever unloaded) in about 1 µs, or None without it."""
+def _dl_walker():
+    """A function ``walk(names)`` returning glibc's (libraries ever loaded, ever unloaded) in about 1 µs and,
+    when ``names`` is true, the loaded objects' names too (about 0.2 ms: /proc/self/maps costs 1-3 ms); None
+    without it."""
     try:
         iterate = ctypes.CDLL(None).dl_iterate_phdr
     except (OSError, AttributeError):
         return None
     iterate.argtypes = [_DL_CALLBACK, ctypes.c_void_p]
-    seen: list = []
+    counters: list = []
+    names: list = []
+    want = [False]
 
-    def first(info, size, _data):
-        # the counters are valid only when the C library's struct has them
-        seen.append((info.contents.adds, info.contents.subs)
-                    if size >= _DlPhdrInfo.subs.offset + _DlPhdrInfo.subs.size else None)
-        return 1  # the counters are the same in every entry: the first is enough
+    def visit(info, size, _data):
+        if not counters:  # the counters are the same in every entry; valid only when the C library's struct has them
+            counters.append((info.contents.adds, info.contents.subs)
+                            if size >= _DlPhdrInfo.subs.offset + _DlPhdrInfo.subs.size else None)
+        if not want[0]:
+            return 1
+        names.append(info.contents.name)
+        return 0
 
-    callback = _DL_CALLBACK(first)
+    callback = _DL_CALLBACK(visit)
 
-    def counter():
+    def walk(with_names: bool = False):
         # no lock (one held by another thread at a fork would hang the child): the counters are the process's,
         # so threads racing here read the same values, or none (then the caller reads the maps)
-        seen.clear()
+        counters.clear()
+        names.clear()
+        want[0] = with_names
         iterate(callback, None)
-        return next(iter(seen), None)
+        loads = next(iter(counters), None)
+        return (loads, [os.fsdecode(n) for n in names if n]) if with_names else loads
 
-    return counter if counter() is not None else None
+    return walk if walk() is not None else None
 
 
-_dl_loads = _dl_counter()
-_mapped: dict = {}  # the last reading of /proc/self/maps and the load counters then (a forked child inherits it)
+_dl_walk = _dl_walker()
+_mapped: dict = {}  # the last listing of the loaded libraries and the load counters then (a forked child inherits it)
+
+
+def _loaded_files() -> tuple[object, set[str]]:
+    """(load counters or None, paths of the loaded shared objects)."""
+    if _dl_walk is not None:
+        loads, names = _dl_walk(True)
+        if loads is not None:
+            return loads, set(names)
+    with open("/proc/self/maps") as fh:
+        return None, {fields[5].strip() for fields in (line.split(None, 5) for line in fh) if len(fields) == 6}
 
 
 def mapped_libhdf5() -> frozenset[str]:
     """The libhdf5 files this process has loaded, other than h5py's own (its calls are hooked above)."""
-    # /proc/self/maps costs 1-3 ms (every tracer's start and exit, every forked worker's): read again only
-    # when a library was loaded or unloaded since
-    loads = _dl_loads() if _dl_loads is not None else None
+    # listed again only when a library was loaded or unloaded since (every tracer's start and exit, every forked
+    # worker's, asks)
+    loads = _dl_walk() if _dl_walk is not None else None
     if loads is not None and _mapped.get("loads") == loads:
         return _mapped["files"]
     try:
-        with open("/proc/self/maps") as fh:
-            files = {fields[5].strip() for fields in (line.split(None, 5) for line in fh) if len(fields) == 6}
+        loads, files = _loaded_files()
     except OSError:
         return frozenset()
-    found = frozenset(f for f in files if os.path.basename(f).startswith("libhdf5") and ".so" in f
+    found = frozenset(os.path.realpath(f) for f in files
+                      if os.path.basename(f).startswith("libhdf5") and ".so" in f
                       and not os.path.basename(f).startswith(("libhdf5_hl", "libhdf5_cpp", "libhdf5_fortran"))
                       and "/h5py.libs/" not in f and "/h5py/" not in f)
     _mapped.update(loads=loads, files=found)

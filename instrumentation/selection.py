@@ -23,6 +23,8 @@ bytes are those of the named fields, see ``field_itemsize``).
 from __future__ import annotations
 
 import operator
+from itertools import chain, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -105,17 +107,18 @@ def hyperslab_columns(index: list[tuple], shape: tuple[int, ...]):
     of a loop's indexes); the caller then goes index by index.
     """
     m, ndim = len(index), len(shape)
-    if any(len(ix) != ndim for ix in index):
+    if set(map(len, index)) != {ndim}:
         return None
     start = np.zeros((m, ndim), np.int64)
     count = np.ones((m, ndim), np.int64)
     stride = np.ones((m, ndim), np.int64)
     block = np.ones((m, ndim), np.int64)
     for d, dim in enumerate(shape):
-        col = [ix[d] for ix in index]
+        col = list(map(itemgetter(d), index))
         types = set(map(type, col))
         if types == {slice}:
-            lo, hi, step = np.array([s.indices(dim) for s in col], np.int64).reshape(m, 3).T
+            lo, hi, step = np.fromiter(chain.from_iterable(map(slice.indices, col, repeat(dim, m))), np.int64,
+                                       3 * m).reshape(m, 3).T
             size = np.abs(step)
             k = np.maximum(np.where(step > 0, hi - lo, lo - hi) + size - 1, 0) // size  # len(range(lo, hi, step))
             spread = (k > 1) & (step != 1)  # n >= 2 elements step > 1 apart; else one contiguous run

@@ -48,6 +48,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,9 @@ _HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process
 CAPTURE_CALLS = ("h5py calls", "zarr calls")
 """The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
+
+_GROUP_KEY, _INDEX, _T0, _DT = itemgetter(0, 1, 3, 4), itemgetter(2), itemgetter(5), itemgetter(6)
+"""Fields of a queued int/slice read (hooks_h5py._record): (info, op, index, shape, itemsize, t0, dt)."""
 
 FLUSH_INTERVAL = 0.2
 """Seconds between writes of queued records: a killed process loses at most this much."""
@@ -693,9 +697,12 @@ class Tracer:
         """Hand what the hooks queued to the writer (the flusher thread, a full queue, or exit)."""
         writer, queue = self._writer, self._queue
         with self._drain_lock:
+            items = [queue.popleft() for _ in range(len(queue))]  # appends racing with this wait for the next drain
+            if items and list(map(type, items)).count(tuple) == len(items):  # int/slice reads only (the common case)
+                self._write_simple(items)
+                items = []
             simple, rows = [], []  # consecutive int/slice accesses; consecutive finished rows
-            while queue:
-                item = queue.popleft()
+            for item in items:
                 kind = type(item)
                 if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
                     if rows:  # keep file order = call order
@@ -724,15 +731,18 @@ class Tracer:
         """Normalize queued int/slice accesses in bulk, one array at a time, and write them as columns."""
         if self._spans is not None:
             self._spans.extend((info.key, t0, t0 + dt) for info, _, _, _, _, t0, dt in items)
-        groups: dict[tuple, list[int]] = {}  # (info, op, shape, itemsize) -> positions in items
-        for i, item in enumerate(items):
-            key = (item[0], item[1], item[3], item[4])
-            at = groups.get(key)
-            if at is None:
-                groups[key] = at = []
-            at.append(i)
-        width = max(len(key[2]) for key in groups)
         m = len(items)
+        keys = list(map(_GROUP_KEY, items))
+        if keys.count(keys[0]) == m:  # one array, one op (a loop's reads): no per-item grouping
+            groups: dict[tuple, object] = {keys[0]: slice(None)}
+        else:
+            groups = {}  # (info, op, shape, itemsize) -> positions in items
+            for i, key in enumerate(keys):
+                at = groups.get(key)
+                if at is None:
+                    groups[key] = at = []
+                at.append(i)
+        width = max(len(key[2]) for key in groups)
         start = np.zeros((m, width), np.int64)
         count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
         ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
@@ -742,7 +752,7 @@ class Tracer:
             tid = self._ids.get(info)
             if tid is None:
                 tid = self._register(info)
-            slabs = self._slabs([items[i][2] for i in at], shape)
+            slabs = self._slabs(list(map(_INDEX, items)) if type(at) is slice else [items[i][2] for i in at], shape)
             k = len(shape)
             for col, part in zip((start, count, stride, block), slabs[:4]):
                 col[at, :k] = part
@@ -752,8 +762,8 @@ class Tracer:
             ndim[at] = k
             write[at] = op == WRITE
             ok[at] = slabs[5]
-        t0 = np.fromiter((item[5] for item in items), float, m) - self._origin
-        dt = np.fromiter((item[6] for item in items), float, m)
+        t0 = np.fromiter(map(_T0, items), float, m) - self._origin
+        dt = np.fromiter(map(_DT, items), float, m)
         cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank, ndim)
         self._writer.access_columns(cols if ok.all() else cols.take(np.flatnonzero(ok)))
 
