@@ -84,8 +84,8 @@ _DL_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DlPhdrInfo), ctype
 
 
 def _dl_walker():
-    """A function ``walk(names)`` returning glibc's (libraries ever loaded, ever unloaded) in about 1 µs and,
-    when ``names`` is true, the loaded objects' names too (about 0.2 ms: /proc/self/maps costs 1-3 ms); None
+    """A function ``walk(with_names=False)`` returning glibc's (libraries ever loaded, ever unloaded) in about
+    1 µs and, ``with_names``, the loaded objects' names too (about 0.2 ms: /proc/self/maps costs 1-3 ms); None
     without it."""
     try:
         iterate = ctypes.CDLL(None).dl_iterate_phdr

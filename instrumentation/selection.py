@@ -107,7 +107,7 @@ def hyperslab_columns(index: list[tuple], shape: tuple[int, ...]):
     of a loop's indexes); the caller then goes index by index.
     """
     m, ndim = len(index), len(shape)
-    if set(map(len, index)) != {ndim}:
+    if not set(map(len, index)) <= {ndim}:
         return None
     start = np.zeros((m, ndim), np.int64)
     count = np.ones((m, ndim), np.int64)
