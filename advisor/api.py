@@ -112,7 +112,7 @@ def advise(
     reasons = {i: why_not_advised(d, extents[i], n_accesses[i]) for i, d in trace.datasets.items()}
     # an array alone in its trace: one Workload for the calibration and the search, whose recorded layout is
     # then replayed once (a tenth of a 10M-access advise)
-    works = {i: Workload(d, trace.columns_of(i), extents[i], nprocs) for i, d in trace.datasets.items()
+    works = {i: Workload.of_trace(trace, d, nprocs) for i, d in trace.datasets.items()
              if reasons[i] is None} if len(trace.datasets) == 1 else {}
     calibrations, uncalibrated = {}, None
     if fit:
@@ -186,7 +186,6 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
     from iomodel.intrace import MIN_RESOLUTION
-    from iomodel.predict import process_arrays
 
     accesses = trace.columns_of(ds.id)
     pattern = classify(accesses, shape)
@@ -224,11 +223,9 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         # searched so, then the fitted terms of every prediction scaled so that the current layout meets this
         # dataset's fit
         scaled = cal.for_dataset(1.0) if calibrated else None
-        # the process's other arrays share the page cache with this one, as in ``iomodel.predict``; the
-        # accesses counted stay this record's (its traced time is what the in-trace calibration scales to)
-        others = process_arrays(trace, ds)[1] if len(trace.datasets) > 1 else ()
-        model = CostModel(ds, trace.columns if others else accesses, shape, profile, procs=nprocs,
-                          calibration=scaled, jobs=jobs, comm=comm, others=others, work=None if others else work)
+        # the trace read as ``ioadvisor predict`` reads it (the process's other arrays share the page cache)
+        model = CostModel.of_trace(trace, ds, profile, procs=nprocs, calibration=scaled, jobs=jobs, comm=comm,
+                                   work=work)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         if calibrated:
             factor = cal.dataset_factor(ds.id, result.baselines["current"].terms)

@@ -38,6 +38,7 @@ from advisor.candidates import Candidate, CodecChoice
 from advisor.choice import storage_path
 from instrumentation.columns import AccessColumns
 from instrumentation.records import AccessRecord, DatasetRecord
+from instrumentation.tracefile import Trace
 from iomodel.chunks import trace_visits
 from iomodel.intrace import TraceCalibration
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
@@ -224,16 +225,31 @@ class CostModel:
     def __init__(self, ds: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]", shape: Sequence[int],
                  profile: SystemProfile, procs: int = 1, warm: bool = False,
                  calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None, comm=None,
-                 others: Sequence[tuple[DatasetRecord, Layout]] = (), work: Workload | None = None):
-        # ``work``: these accesses' Workload already built (and replayed) by the caller
-        self.work = work if work is not None else Workload(ds, accesses, shape, procs, warm, others)
+                 others: Sequence[tuple[DatasetRecord, Layout]] = ()):
+        self._attach(Workload(ds, accesses, shape, procs, warm, others), profile, calibration, jobs, comm)
+
+    @classmethod
+    def of_trace(cls, trace: Trace, ds: DatasetRecord, profile: SystemProfile, procs: int = 1, warm: bool = False,
+                 calibration: dict[str, TraceCalibration] | None = None, jobs: int | None = None,
+                 comm=None, work: Workload | None = None) -> "CostModel":
+        """The model of ``ds`` in ``trace`` as ``iomodel.predict`` reads it (``Workload.of_trace``: the
+        process's other arrays sharing the page cache, a reopened array's records as one), so that the
+        search and ``predict`` price every layout alike. ``work``: that Workload, already built (and
+        replayed) by the caller."""
+        model = cls.__new__(cls)
+        model._attach(work if work is not None else Workload.of_trace(trace, ds, procs, warm), profile, calibration,
+                      jobs, comm)
+        return model
+
+    def _attach(self, work: Workload, profile: SystemProfile, calibration, jobs, comm) -> None:
+        self.work = work
         self.calibration = calibration
         """In-trace calibration per library applied to the I/O terms (None: the profile's predictions as they are)."""
         self.jobs = default_jobs() if jobs is None else jobs
         self.comm = comm
-        self.ds, self.shape, self.profile, self.warm = ds, self.work.shape, profile, warm
-        self.procs = self.work.procs
-        self.maxshape = ds.maxshape if ds.library == "hdf5" else None
+        self.ds, self.shape, self.profile, self.warm = work.dataset, work.shape, profile, work.warm
+        self.procs = work.procs
+        self.maxshape = self.ds.maxshape if self.ds.library == "hdf5" else None
         self.n_replays = 0
         self.notes: list[str] = []
         self._vars: dict[Layout, list[Variables]] = {}

@@ -54,6 +54,8 @@ def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns,
     if len(same) > 1:
         ds_col = np.where(np.isin(cols.ds, same), dataset.id, cols.ds)
         cols = AccessColumns(**{**{n: getattr(cols, n) for n in cols.__dataclass_fields__}, "ds": ds_col})
+    if len(trace.datasets) == 1:  # one array: nothing to share with (and no pass over a 10M-row trace)
+        return cols, ()
     others = []
     grown: dict[int, list] = {}
     for r in trace.resizes:
@@ -88,11 +90,13 @@ class Workload:
     ``warm``: the array starts in the page cache (see ``count_variables``).
     ``others``: the process's other arrays (``process_arrays``), whose accesses among ``accesses`` share the
     page cache; replayed along (one process, one rank) when together they could overflow it.
+    ``resized``: the shapes the array was resized to (the extent when ``shape`` is not given).
+    ``Workload.of_trace`` reads all of these from a trace.
     """
 
     def __init__(self, dataset: DatasetRecord, accesses: "AccessColumns | Sequence[AccessRecord]",
                  shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False,
-                 others: Sequence[tuple[DatasetRecord, Layout]] = ()):
+                 others: Sequence[tuple[DatasetRecord, Layout]] = (), resized: Sequence[Sequence[int]] = ()):
         if procs < 1:
             raise ValueError(f"procs must be >= 1, got {procs}")
         self.dataset, self.warm = dataset, warm
@@ -100,7 +104,7 @@ class Workload:
         self.others = tuple(others)
         self.process_columns = cols
         self.columns = cols if not (cols.ds != dataset.id).any() else cols.of_dataset(dataset.id)
-        self.shape = tuple(shape) if shape is not None else extent(dataset, self.columns)
+        self.shape = tuple(shape) if shape is not None else extent(dataset, self.columns, resized)
         ranks = _ranks(self.columns.rank) or [0]
         self.by_rank = ([self.columns] if len(ranks) == 1
                         else [self.columns.take(self.columns.rank == r) for r in ranks])
@@ -110,6 +114,15 @@ class Workload:
         """Per-rank variables of the whole replays ``predict_prefixes`` did, by layout and replay settings:
         ``variables`` takes them from here (the in-trace calibration and the advisor's search both replay the
         recorded layout)."""
+
+    @classmethod
+    def of_trace(cls, trace: Trace, dataset: DatasetRecord, procs: int = 1, warm: bool = False) -> "Workload":
+        """``dataset``'s accesses in ``trace`` with what shares its page cache (``process_arrays``) and its
+        extent: the one way ``predict`` and the advisor's search (``CostModel.of_trace``) read a trace, so that
+        both price a layout alike."""
+        accesses, others = process_arrays(trace, dataset)
+        resized = [r.shape for r in trace.resizes if r.dataset == dataset.id]
+        return cls(dataset, accesses, None, procs, warm, others, resized)
 
     @property
     def accesses(self) -> list[AccessRecord]:
@@ -263,16 +276,9 @@ def predict(
     """
     if isinstance(trace_or_accesses, Trace):
         ds = dataset if isinstance(dataset, DatasetRecord) else pick_dataset(trace_or_accesses, dataset)
-        accesses, others = process_arrays(trace_or_accesses, ds)
-        resized = [r.shape for r in trace_or_accesses.resizes if r.dataset == ds.id]
+        work = Workload.of_trace(trace_or_accesses, ds, procs, warm)
     else:
         if not isinstance(dataset, DatasetRecord):
             raise ValueError("predict(accesses, ...) needs dataset= the DatasetRecord they refer to")
-        ds = dataset
-        accesses = as_columns(trace_or_accesses)
-        accesses = accesses.of_dataset(ds.id)
-        resized = []
-        others = ()
-    mine = accesses if not (accesses.ds != ds.id).any() else accesses.of_dataset(ds.id)
-    work = Workload(ds, accesses, extent(ds, mine, resized), procs, warm, others)
+        work = Workload(dataset, as_columns(trace_or_accesses).of_dataset(dataset.id), None, procs, warm)
     return work.predict(layout, profile, servers)

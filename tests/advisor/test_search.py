@@ -171,3 +171,26 @@ def test_interval_of_another_hdf5_code_path_is_wider():
     for other in (Candidate("hdf5", (4096, 32), cache_bytes=0, cache_slots=8191), Candidate("hdf5", None)):
         lo, hi = model.band(model.layout(other), terms)
         assert lo < cached[0] / 1.1 and hi > cached[1] * 1.1
+
+
+def test_advise_and_predict_price_the_recorded_layout_alike_on_a_two_array_trace():
+    from advisor.api import advise
+    from instrumentation.records import ChunkCache
+    from iomodel import parse_layout
+
+    # /a, /b (evicting /a's pages from a page cache that holds one of them), then /a again through a second record
+    # of the same array (opened by another library); no chunk cache, so every read reaches the page cache
+    a = DatasetRecord(0, "hdf5", "2", "/nowhere/f.h5", "/a", (1000, 100), "float32", chunks=(100, 100),
+                      cache=ChunkCache(0, 521, 0.75))
+    b = replace(a, id=1, path="/b")
+    rows = [AccessRecord(i, "read", Selection.box((0, 0), (1000, 100)), 100_000, 400_000, 1e-3 * k, 1e-3 * k + 5e-4)
+            for k, i in enumerate((0, 1, 2))]
+    trace = Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {0: a, 1: b, 2: replace(a, id=2)}, rows)
+    prof = replace(profile(), page_cache_bytes=600_000)
+    current = parse_layout("current", a)
+    predicted = predict(trace, current, prof, dataset=a)
+    advised = advise(trace, profile=prof, dataset=0, calibrate=False, read_data=False).datasets[0].current
+    assert advised.candidate.layout((1000, 100), a.itemsize) == current
+    assert advised.seconds == pytest.approx(predicted.seconds, rel=1e-12)
+    # the second read of /a comes from the device again: /b's pages evicted it
+    assert predicted.variables.s_rdisk == 800_000
