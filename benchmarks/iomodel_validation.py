@@ -119,7 +119,8 @@ def spearman(x, y) -> float:
 
     if len(x) < 3 or np.all(np.asarray(x) == x[0]) or np.all(np.asarray(y) == y[0]):
         return float("nan")
-    return float(spearmanr(x, y).statistic)
+    # a rank correlation of a few items is a ratio of small integers: 0.8 must not come out 0.7999999999999999
+    return round(float(spearmanr(x, y).statistic), 12)
 
 
 def metrics(rows: list[dict]) -> dict:

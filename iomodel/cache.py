@@ -24,9 +24,10 @@ from numba import types
 from numba.typed import Dict
 
 # ---- page cache (LRU): nodes[0]=key, [1]=size, [2]=prev, [3]=next
-# st = [head, tail, used bytes, free-stack depth, capacity bytes, nodes ever handed out, key base]
+# st = [head, tail, used bytes, free-stack depth, capacity bytes, nodes ever handed out, key base, bytes ever
+# inserted]
 _KEY, _SIZE, _PREV, _NEXT = 0, 1, 2, 3
-_HEAD, _TAIL, _USED, _NFREE, _CAP, _HW, _BASE = 0, 1, 2, 3, 4, 5, 6
+_HEAD, _TAIL, _USED, _NFREE, PC_CAP, _HW, _BASE, PC_INSERTED = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 @numba.njit(cache=True)
@@ -49,7 +50,7 @@ def new_page_cache(capacity: int, max_entries: int):
     n = max(2, int(max_entries))
     nodes = np.empty((4, n), np.int64)
     free = np.empty(n, np.int64)
-    st = np.array([-1, -1, 0, 0, capacity, 0, 0], np.int64)
+    st = np.array([-1, -1, 0, 0, capacity, 0, 0, 0], np.int64)
     return nodes, free, st, int64_dict()
 
 
@@ -118,10 +119,10 @@ def pc_access(nodes, free, st, index, key, size):
             nodes[_NEXT, i] = -1
             st[_TAIL] = i
         return True
-    if size > st[_CAP]:
+    if size > st[PC_CAP]:
         return False
     n = nodes.shape[1]
-    while st[_USED] + size > st[_CAP] or (st[_NFREE] == 0 and st[_HW] == n):
+    while st[_USED] + size > st[PC_CAP] or (st[_NFREE] == 0 and st[_HW] == n):
         h = st[_HEAD]
         nh = nodes[_NEXT, h]
         st[_USED] -= nodes[_SIZE, h]
@@ -149,6 +150,7 @@ def pc_access(nodes, free, st, index, key, size):
         st[_HEAD] = i
     st[_TAIL] = i
     st[_USED] += size
+    st[PC_INSERTED] += size
     index[key] = i
     return False
 
