@@ -33,8 +33,8 @@ import numpy as np
 from instrumentation.columns import AccessColumns, as_columns
 from instrumentation.records import AccessRecord, DatasetRecord
 
-from .cache import (PC_CAP, PC_INSERTED, SharedPageCache, cc_access, cc_hit, cc_insert, copy_int64_dict, hash_bits, hash_slot, int64_dict,
-                    new_page_cache, pc_access)
+from .cache import (PC_CAP, PC_INSERTED, SharedPageCache, cc_access, cc_hit, cc_insert, copy_int64_dict, hash_bits,
+                    hash_slot, int64_dict, new_page_cache, pc_access)
 from .chunks import ChunkVisits, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
@@ -175,8 +175,8 @@ PAGE = 4096
 """The readahead state of a file (``Replay._ra``, in pages but RA_MAX in bytes): the device's largest window
 (0: readahead not modelled), the current window (start, size, async tail: its first page is the marker that
 asks for the next window), the page the previous read's end fell in (the kernel's prev_pos), the file's end,
-the pages it brought in and the bytes the process's page cache had taken in (``PC_INSERTED``) when its record
-was last emptied (once they add up to more than the page cache holds, the oldest are gone), the window
+the pages it brought in and the bytes the process's page cache had taken in (``PC_INSERTED``) since its record
+was last emptied (once either is more than the page cache holds, the oldest are gone), the window
 asked for ahead of need and not waited for yet (its new pages, first new page, first and end page), log2 of the
 pages per bit of the record of cached pages that follows from RA_WORDS on (one page per bit up to 64 GiB
 files: the kernel reads only the pages not cached yet, and looks back at them to continue a stream)."""
@@ -319,7 +319,7 @@ def _os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight
     asked = 0
     page = first
     while page < last:
-        if _ra_cached(ra, page):
+        if page < ra[RA_EOF] and _ra_cached(ra, page):
             if ra[RA_SIZE] > 0 and page == ra[RA_START] + ra[RA_SIZE] - ra[RA_ASYNC]:  # the marker page
                 ra[RA_START] += ra[RA_SIZE]
                 ra[RA_SIZE] = _ra_next_size(ra[RA_SIZE], max_pages)
