@@ -257,7 +257,7 @@ class CostModel:
         self.writes = cols.take(cols.write)
         self.read_bytes = cols.total_bytes(~cols.write)
         self.n_accesses = cols.n_access
-        self.recorded_path = storage_path(Layout.from_dataset(ds))
+        self.recorded_path = storage_path(Layout.from_dataset(self.ds))
         """The code path of the recorded layout's calls, which the trace's timings are of."""
 
     def subsample(self, n: int) -> "CostModel":
