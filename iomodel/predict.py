@@ -232,6 +232,7 @@ class Workload:
             out.append(work._prediction(layout, profile, servers, variables))
         return out
 
+
 def _settings(page_cache_bytes: int, *, cache_curve, zarr_overlap, readahead) -> tuple:
     """What a replay's variables depend on besides the accesses and the layout."""
     return page_cache_bytes, cache_curve, zarr_overlap, readahead
