@@ -34,10 +34,15 @@ def data(tmp_path_factory):
     return path
 
 
+def child_env(**extra) -> dict:
+    """This environment (with whatever it says about tracing) and this checkout importable, plus ``extra``."""
+    return {**os.environ, **extra,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
 def run_program(tmp_path, data, kind, *, cli=False, rows=ROWS, trace_name="t.parquet"):
     trace, rows_out = tmp_path / trace_name, tmp_path / "rows.json"
-    env = {**os.environ, "WORKERS_ROWS": str(rows),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env(WORKERS_ROWS=str(rows))
     if cli:
         cmd = [sys.executable, "-m", "advisor", "run", "-o", str(trace), "--", "python", str(PROGRAM), kind,
                str(data), str(rows_out)]
@@ -183,7 +188,7 @@ def test_sigkill_mid_merge_leaves_a_readable_trace_that_says_so(tmp_path, data):
             "        pids.append(pid)\n"
             "    for pid in pids:\n"
             "        os.waitpid(pid, 0)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     path = tmp_path / "t.parquet"
     proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL
@@ -214,7 +219,7 @@ def test_sigterm_while_a_child_creates_its_part_still_closes_it(tmp_path):
             "os.environ[follow.ENV] = sys.argv[1]\n"  # here, not at start-up: the .pth hook would start it first
             "follow.start_part()\n"
             "import time; time.sleep(30)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code, str(parts)], env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == -signal.SIGTERM, proc.stderr
@@ -361,7 +366,7 @@ def test_program_output_and_exit_status_unchanged_with_workers(tmp_path, data, m
         "        print(sum(pool.map(row, range(20))))\n"
         "    print('bye', file=sys.stderr)\n"
         "    sys.exit(3)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     plain = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
     traced = subprocess.run([sys.executable, "-m", "advisor", "run", "-o", str(tmp_path / "t.jsonl"), "--",
                              "python", str(prog)], env=env, capture_output=True, text=True, timeout=120)
@@ -389,8 +394,7 @@ def test_sigterm_mid_flush_still_ends_the_child(tmp_path, data):
             "            x[i]\n"
             "        t.flush()\n")
     with advisor.trace(tmp_path / "t.jsonl") as t:
-        env = {**os.environ, "IOADVISOR_SIGTERM_WAIT": "2",  # os.environ now says "follow me"
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = child_env(IOADVISOR_SIGTERM_WAIT="2")  # os.environ now says "follow me"
         children = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / f"own{k}.jsonl")], env=env,
                                      stdout=subprocess.PIPE, text=True) for k in range(6)]
         for child in children:
@@ -425,8 +429,7 @@ def test_sigterm_while_a_hook_is_installed_closes_the_part(tmp_path):
             "    print('ready', flush=True)\n"
             "    time.sleep(60)\n")
     with advisor.trace(tmp_path / "t.parquet") as t:
-        env = {**os.environ, "IOADVISOR_SIGTERM_WAIT": "30",  # os.environ now says "follow me"
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = child_env(IOADVISOR_SIGTERM_WAIT="30")  # os.environ now says "follow me"
         child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
         assert child.stdout.readline() == "ready\n"
         sent = time.monotonic()
@@ -455,7 +458,7 @@ def test_sigterm_taken_by_another_thread_still_ends_the_child(tmp_path):
             "threading.Thread(target=lambda: (time.sleep(0.3), signal.pthread_kill(other.ident, signal.SIGTERM)),"
             " daemon=True).start()\n"
             "held.acquire()\n")  # the main thread waits for ever; only SIGTERM ends the program
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     plain = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
     with advisor.trace(tmp_path / "t.jsonl") as t:
         env["IOADVISOR_FOLLOW"] = os.environ["IOADVISOR_FOLLOW"]
@@ -489,7 +492,7 @@ def test_sigterm_taken_by_another_thread_still_ends_a_forkserver_child(tmp_path)
         "        print(p.exitcode, p.pid, flush=True)\n"
         "        if p.exitcode is None:\n"
         "            p.kill(); p.join()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     out = subprocess.run([sys.executable, str(prog), str(tmp_path / "t.parquet")], env=env, capture_output=True,
                          text=True, timeout=120)
     code, pid = out.stdout.split()
