@@ -218,6 +218,79 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
     return out[:, :m], full_out[:m], offsets
 
 
+@numba.njit(cache=True)
+def _sieve_rows(strides, counts, blocks, shape, itemsize, sieve):
+    """Per regular hyperslab of a contiguous dataset, HDF5's read requests (H5D__contig_readvv_sieve_cb): a run
+    longer than the sieve buffer is read directly; any other run outside the buffer refills it with the
+    ``sieve`` bytes from that run on. The runs lie on a lattice (per dimension a block level and a count
+    level), so the refills follow level by level: a group of runs that fits one buffer is a run of the next
+    level. Returns (requests, bytes per request); checked against strace in tests/iomodel/test_chunks.py."""
+    n_rows, nd = counts.shape
+    nreq = np.zeros(n_rows, np.int64)
+    rlen = np.zeros(n_rows, np.int64)
+    elem = np.empty(nd, np.int64)  # bytes between neighbours along each dimension
+    elem[nd - 1] = itemsize
+    for d in range(nd - 2, -1, -1):
+        elem[d] = elem[d + 1] * shape[d + 1]
+    for i in range(n_rows):
+        run = itemsize  # bytes of each run contiguous in the file
+        span = itemsize  # bytes from a group's first byte to its last
+        merged = True  # still one contiguous run
+        windows = 1  # buffer refills per group
+        nruns = 1
+        empty = False
+        for d in range(nd - 1, -1, -1):
+            b, n = _normalize(strides[i, d], counts[i, d], blocks[i, d])
+            if b * n == 0:
+                empty = True
+                break
+            for level in range(2):
+                c = b if level == 0 else n
+                step = elem[d] if level == 0 else strides[i, d] * elem[d]
+                if c <= 1:
+                    continue
+                if merged and step == span:
+                    span *= c
+                    run = span
+                    continue
+                merged = False
+                nruns *= c
+                if windows == 1 and span <= sieve:
+                    per = (sieve - span) // step + 1  # groups one refill covers
+                    windows = (c + per - 1) // per
+                else:
+                    windows *= c
+                span += (c - 1) * step
+        if empty:
+            continue
+        if run > sieve:
+            nreq[i], rlen[i] = nruns, run
+        else:
+            nreq[i], rlen[i] = windows, sieve
+    return nreq, rlen
+
+
+def sieve_requests(cols: AccessColumns, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Per access of a contiguous HDF5 dataset: how many read requests its sieve buffer sends and their bytes
+    (``_sieve_rows``); -1 requests for point and index-list selections, which the replay bounds from their
+    chunk visit."""
+    n = cols.n_access
+    nreq = np.full(cols.rows, -1, np.int64)
+    rlen = np.zeros(cols.rows, np.int64)
+    slab = np.flatnonzero(cols.kind == SLAB)
+    if len(slab):
+        nd = layout.ndim
+        sub = cols if len(slab) == cols.rows else cols.take(slab)
+        if sub.width < nd:
+            sub = sub.widen(nd)
+        nreq[slab], rlen[slab] = _sieve_rows(
+            *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("stride", "count", "block")),
+            np.asarray(layout.shape, np.int64), layout.itemsize, layout.sieve_bytes)
+    if n == cols.rows:
+        return nreq, rlen
+    return np.repeat(nreq, cols.rep), np.repeat(rlen, cols.rep)
+
+
 # ---------------------------------------------------------------- orthogonal / points (numpy)
 def _numpy_visits(sel: Selection, layout: Layout) -> tuple[np.ndarray, ...]:
     cs = np.asarray(layout.chunk_shape, np.int64)

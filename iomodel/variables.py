@@ -8,7 +8,7 @@ HDF5 read: chunk-cache hit -> memcpy only; miss on a chunk that fits the cache
 (or any filtered chunk) -> read (and decode) the whole chunk, cache it; an
 unfiltered chunk larger than the cache is read piecewise: one request per run
 contiguous in both chunk and user buffer, exact bytes; contiguous storage goes
-through the 64 KiB sieve buffer (windows over the selected span).
+through the 64 KiB sieve buffer (its refills, ``chunks.sieve_requests``).
 HDF5 write: whole-chunk writes and never-written chunks need no read; partial
 writes of a chunk on disk and not cached read it first; dirty chunks are written
 back on eviction and at close; uncacheable unfiltered chunks are written
@@ -35,7 +35,7 @@ from instrumentation.records import AccessRecord, DatasetRecord
 
 from .cache import (PC_CAP, PC_INSERTED, SharedPageCache, cc_access, cc_hit, cc_insert, copy_int64_dict, hash_bits,
                     hash_slot, int64_dict, new_page_cache, pc_access)
-from .chunks import ChunkVisits, trace_visits
+from .chunks import ChunkVisits, sieve_requests, trace_visits
 from .layout import Layout
 from .profile import PageCacheCurve
 
@@ -470,7 +470,7 @@ def _warm_up(pc, alloc, prealloc, nunits, sharded, shard_key0, shard_stored, pie
 
 
 @numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
-def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll,
+def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll, sreq_a, slen_a,
               is_zarr, itemsize, csize, stored, grid, bits,
               rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
               cps_grid, shard_grid, n_inner, index_bytes,
@@ -645,14 +645,23 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                         else:
                             rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0, ra)
                 else:
-                    # contiguous storage goes through the 64 KiB sieve buffer: windows over the
-                    # selected span, each read (and for writes, read then written back)
-                    nwin = (hi - lo + sieve - 1) // sieve
-                    for r in range(nwin):
-                        woff = lo + r * sieve
-                        wlen = min(sieve, csize - woff)
+                    # contiguous storage goes through the sieve buffer (chunks.sieve_requests): its
+                    # refills, spread over the selected span, each read (for writes, read then written
+                    # back); runs longer than the buffer go straight to the file (written without a read)
+                    nreq, rlen = sreq_a[a], slen_a[a]
+                    if nreq < 0:  # points or index lists: one refill per buffer-sized span, at most one per run
+                        nf = max(1, nfrun_a[j])
+                        nreq, rlen = nf, nbytes // nf
+                        if rlen <= sieve:
+                            nreq, rlen = min(nf, (hi - lo + sieve - 1) // sieve), sieve
+                    # refills start past the previous one's end but for a run that straddled it
+                    gap = max((hi - lo - rlen) // (nreq - 1) if nreq > 1 else 0, min(rlen, sieve))
+                    for r in range(nreq):
+                        woff = min(lo + r * gap, hi - 1)
+                        wlen = min(rlen, csize - woff)
                         wkey = key + 1 + woff // sieve
-                        rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end, curve_b, curve_s, 1.0, ra)
+                        if not write or rlen <= sieve:
+                            rd_end = _os_read(out, pc, wkey, wlen, off + woff, rd_end, curve_b, curve_s, 1.0, ra)
                         if write:
                             wr_end = _os_write(out, pc, wkey, wlen, off + woff, wr_end)
                 if write and blk not in wtouched:
@@ -729,6 +738,10 @@ def _put_all(d, keys, values):
     anew in every process, seconds)."""
     for i in range(len(keys)):
         d[keys[i]] = values[i]
+
+
+_NO_SIEVE = np.zeros(0, np.int64)
+"""Sieve requests of a chunked layout: none (``_simulate`` reads them for contiguous storage only)."""
 
 
 class Replay:
@@ -813,11 +826,12 @@ class Replay:
             return
         lay = self.layout
         vis = trace_visits(cols, lay) if visits is None else visits
+        sreq, slen = sieve_requests(cols, lay) if lay.chunks is None else (_NO_SIEVE, _NO_SIEVE)
         self._shared.reserve(int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis) + 16)
         self._shared.enter(self._key0)
         _simulate(
             vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, cols.op_codes(),
-            np.repeat(cols.collective, cols.rep), lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
+            np.repeat(cols.collective, cols.rep), sreq, slen, lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
             lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
             lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
             self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
