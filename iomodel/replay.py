@@ -294,6 +294,11 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
         libver = spec.libver or ("earliest", "latest")
         with h5py.File(path, "w", libver=libver) as f:
             maxshape = spec.maxshape or ((None,) * len(shape) if resizable else None)
+            if spec.chunks is None and maxshape is not None:
+                # h5py chunks any dataset given a maxshape, even one equal to its shape
+                if tuple(maxshape) != shape:
+                    raise ReplayError(f"contiguous storage cannot grow: shape {shape}, maxshape {tuple(maxshape)}")
+                maxshape = None
             # no explicit fillvalue: h5py users rarely set one, and a user-defined fill value changes
             # how HDF5 writes never-allocated chunks (cached path instead of direct)
             ds = f.create_dataset(DATASET_NAME, shape=shape, dtype=spec.dtype, chunks=spec.chunks,
