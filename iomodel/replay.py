@@ -294,10 +294,11 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
         libver = spec.libver or ("earliest", "latest")
         with h5py.File(path, "w", libver=libver) as f:
             maxshape = spec.maxshape or ((None,) * len(shape) if resizable else None)
-            if spec.chunks is None and maxshape is not None:
-                # h5py chunks any dataset given a maxshape, even one equal to its shape
-                if tuple(maxshape) != shape:
-                    raise ReplayError(f"contiguous storage cannot grow: shape {shape}, maxshape {tuple(maxshape)}")
+            if spec.chunks is None:
+                # h5py chunks any dataset given a maxshape (traces record one for every array: its shape
+                # when fixed, None dimensions for zarr's); contiguous storage holds a fixed extent
+                if resizable:
+                    raise ReplayError(f"contiguous storage cannot grow: the accesses resize the array {shape}")
                 maxshape = None
             # no explicit fillvalue: h5py users rarely set one, and a user-defined fill value changes
             # how HDF5 writes never-allocated chunks (cached path instead of direct)

@@ -202,14 +202,15 @@ def test_takes_the_model_layout(tmp_path):
 
 
 def test_contiguous_layout_of_a_traced_array_is_contiguous(tmp_path):
-    """A trace records every h5py dataset's maxshape (its shape when fixed); h5py chunks any dataset
-    created with a maxshape, so the recorded one must not reach it for contiguous storage."""
+    """A trace records every array's maxshape (an h5py dataset's shape when fixed, None dimensions for
+    zarr's); h5py chunks any dataset created with a maxshape, so it must not reach contiguous storage."""
     import h5py
 
     from iomodel.layout import Layout
 
-    lay = Layout(library="hdf5", shape=(300, 8), itemsize=4, chunks=None, maxshape=(300, 8))
-    with h5py.File(build(lay, tmp_path), "r") as f:
-        assert f["data"].chunks is None
+    for maxshape in ((300, 8), (None, None)):
+        lay = Layout(library="hdf5", shape=(300, 8), itemsize=4, chunks=None, maxshape=maxshape)
+        with h5py.File(build(lay, tmp_path), "r") as f:
+            assert f["data"].chunks is None
     with pytest.raises(ReplayError, match="contiguous storage cannot grow"):
-        build(Layout(library="hdf5", shape=(300, 8), itemsize=4, chunks=None, maxshape=(None, 8)), tmp_path)
+        build(Layout(library="hdf5", shape=(300, 8), itemsize=4, chunks=None), tmp_path, resizable=True)
