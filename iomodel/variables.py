@@ -453,6 +453,19 @@ def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi
     return rd_end, wr_end, next_off
 
 
+@numba.njit(cache=True)
+def _sieve_plan(sreq, slen, nbytes, nfrun, lo, hi, sieve):
+    """Requests and bytes per request of one access to contiguous storage: ``chunks.sieve_requests`` for a
+    regular hyperslab; for points and index lists (``sreq`` < 0) one refill per buffer-sized span of the
+    selection, at most one per run, or the runs themselves when longer than the buffer."""
+    if sreq >= 0:
+        return sreq, slen
+    nf = max(1, nfrun)
+    if nbytes // nf > sieve:
+        return nf, nbytes // nf
+    return min(nf, (hi - lo + sieve - 1) // sieve), sieve
+
+
 @numba.njit(cache=True, nogil=True)
 def _warm_up(pc, alloc, prealloc, nunits, sharded, shard_key0, shard_stored, piecewise, csize, stored, sieve, kmul):
     """Every stored byte starts in the page cache, in file order (``warm``)."""
@@ -566,7 +579,11 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
             cid = cid_a[j]
             nbytes = nsel_a[j] * itemsize
             out[N_CHUNKS] += 1
-            _copy(out, nsel_a[j], nrun_a[j], nfrun_a[j], lo_a[j], hi_a[j], itemsize, is_zarr)
+            nreq, rlen = 0, 0
+            if not chunked and not is_zarr:
+                nreq, rlen = _sieve_plan(sreq_a[a], slen_a[a], nbytes, nfrun_a[j], lo_a[j], hi_a[j], sieve)
+            if rlen <= sieve:  # runs longer than the sieve buffer move between file and the user's buffer
+                _copy(out, nsel_a[j], nrun_a[j], nfrun_a[j], lo_a[j], hi_a[j], itemsize, is_zarr)
             key = cid * kmul
             if is_zarr:
                 exists = _exists(cid, alloc, prealloc)
@@ -645,16 +662,10 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                         else:
                             rd_end = _os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0, ra)
                 else:
-                    # contiguous storage goes through the sieve buffer (chunks.sieve_requests): its
-                    # refills, spread over the selected span, each read (for writes, read then written
-                    # back); runs longer than the buffer go straight to the file (written without a read)
-                    nreq, rlen = sreq_a[a], slen_a[a]
-                    if nreq < 0:  # points or index lists: one refill per buffer-sized span, at most one per run
-                        nf = max(1, nfrun_a[j])
-                        nreq, rlen = nf, nbytes // nf
-                        if rlen <= sieve:
-                            nreq, rlen = min(nf, (hi - lo + sieve - 1) // sieve), sieve
-                    # refills start past the previous one's end but for a run that straddled it
+                    # contiguous storage goes through the sieve buffer (``_sieve_plan``): its refills,
+                    # spread over the selected span (each starts past the previous one's end but for a
+                    # run that straddled it), each read (for writes, read then written back); runs longer
+                    # than the buffer go straight between the file and the user's buffer (no read first)
                     gap = max((hi - lo - rlen) // (nreq - 1) if nreq > 1 else 0, min(rlen, sieve))
                     for r in range(nreq):
                         woff = min(lo + r * gap, hi - 1)
