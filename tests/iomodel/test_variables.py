@@ -81,6 +81,19 @@ def test_contiguous_storage_reads_through_sieve_windows():
     assert w.n_wdisk == 1 and w.n_rdisk == 1  # the sieve window is read before it is written back
 
 
+def test_contiguous_runs_longer_than_the_sieve_buffer_bypass_it():
+    ds = _ds(chunks=None)
+    lay = Layout.from_dataset(ds)
+    block = _acc(Selection.box((0, 0), (200, 100)))  # one 80,000-byte run
+    v = count_variables([block], ds, lay, BIG)
+    assert (v.n_rdisk + v.n_cache, v.s_rdisk + v.s_cache) == (1, 80_000)
+    assert v.n_memcpy == 0 and v.s_memcpy == 0  # read straight into the user's buffer
+    w = count_variables([replace(block, op="write")], ds, lay, BIG)
+    assert (w.n_wdisk, w.s_wdisk, w.n_rdisk, w.n_memcpy) == (1, 80_000, 0, 0)
+    row = count_variables([_row(5)], ds, lay, BIG)  # through the buffer: one 64 KiB refill, then a copy
+    assert (row.s_rdisk + row.s_cache, row.n_memcpy, row.s_memcpy) == (65536, 1, 400)
+
+
 def test_chunk_larger_than_cache_filtered_is_read_whole_every_time():
     ds = _ds()
     lay = replace(Layout.from_dataset(ds), rdcc_nbytes=1000, filtered=True, ratio=0.25)
