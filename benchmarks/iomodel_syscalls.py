@@ -38,12 +38,14 @@ def _sel_tuple(sel):
 
 
 def _replay(array, accesses) -> None:
-    """Each traced access on an h5py Dataset or zarr Array: reads read, writes store ones."""
+    """Each traced access on an h5py Dataset or zarr Array: reads read, writes store an array of ones (a
+    scalar would make h5py broadcast it through a one-element memory space: HDF5 then splits the write into
+    sieve-buffer pieces that a program writing its own array never sees)."""
     for a in accesses:
         if a.op == "read":
             array[_sel_tuple(a.selection)]
         else:
-            array[_sel_tuple(a.selection)] = 1.0
+            array[_sel_tuple(a.selection)] = np.ones(a.selection.shape, np.float32)
 
 
 def run_hdf5(path, shape, chunks, cache, filters, accesses, fresh):
