@@ -224,7 +224,7 @@ def _sieve_rows(strides, counts, blocks, shape, itemsize, sieve):
     longer than the sieve buffer is read directly; any other run outside the buffer refills it with the
     ``sieve`` bytes from that run on. The runs lie on a lattice (per dimension a block level and a count
     level), so the refills follow level by level: a group of runs that fits one buffer is a run of the next
-    level. Returns (requests, bytes per request); checked against strace in tests/iomodel/test_chunks.py."""
+    level. Returns (requests, bytes per request); tests/iomodel/test_chunks.py checks them against /proc/self/io."""
     n_rows, nd = counts.shape
     nreq = np.zeros(n_rows, np.int64)
     rlen = np.zeros(n_rows, np.int64)
