@@ -2,7 +2,7 @@
 
     run.parquet/
         _meta.jsonl            header(s), dataset and resize records, end: JSON Lines, as in schema 1
-        part-000000.parquet    accesses, one self-contained batch per file (zstd; integers delta-coded)
+        part-000000.parquet    accesses, one self-contained batch per file (LZ4; integers delta-coded)
         part-000001.parquet    ...
 
 Each batch is written to a hidden temporary name and renamed into place, so a
@@ -123,11 +123,23 @@ def to_table(cols: AccessColumns) -> pa.Table:
     return pa.table(data).replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
 
 
+CODEC = "lz4"
+"""Parquet compression of the batches (LZ4_RAW). Not zstd: its decoder context costs about 20 µs per column
+chunk to set up here (two ``cpuid`` instructions, each a VM exit), 0.5 ms of a 10,000-access trace's load of 22
+columns, while after the delta coding it saves under 2% of the bytes (docs/trace-format.md)."""
+
+
 def write_table(table: pa.Table, path: Path) -> None:
-    """Write one batch atomically: a hidden temporary file renamed into place."""
+    """Write one batch atomically: a hidden temporary file renamed into place.
+
+    Columns without nulls are written as required: a reader then decodes no definition levels (15% of reading
+    a 10,000-row batch)."""
     tmp = path.with_name(f".{path.name}.tmp")
+    schema = pa.schema([f.with_nullable(table.column(i).null_count > 0) for i, f in enumerate(table.schema)],
+                       metadata=table.schema.metadata)
+    table = pa.Table.from_arrays(table.columns, schema=schema)
     ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
-    pq.write_table(table, tmp, compression="zstd", use_dictionary=False, write_statistics=False,
+    pq.write_table(table, tmp, compression=CODEC, use_dictionary=False, write_statistics=False,
                    column_encoding={c: "DELTA_BINARY_PACKED" for c in ints}, row_group_size=READ_ROWS)
     os.replace(tmp, path)
 
@@ -159,46 +171,65 @@ _SCALARS = (("ds", "ds", 0), ("rank", "rank", 0), ("n", "n", 0), ("bytes", "nbyt
             ("kind", "kind", 0), ("ndim", "ndim", 0))
 """(Parquet column, AccessColumns field, value when the column is absent)."""
 _FLAGS = (("op", "write"), ("coll", "collective"))
+_DIM_DEFAULTS = {"start": 0, "count": 1, "stride": 1, "block": 1, "step": 0}
 
 
-def _fill(cols: AccessColumns, pos: int, table: pa.Table, where: str, base: int = 0) -> None:
+def _values(column: pa.ChunkedArray, name: str, where: str) -> np.ndarray:
+    """An integer column as a read-only numpy view of its Arrow buffer. Not ``to_numpy``: Arrow's conversion
+    imports pandas on its first call, 0.23 s of a process's first load."""
+    arr = column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks)
+    if not pa.types.is_integer(arr.type) or arr.null_count:
+        raise TraceError(f"{where}: column '{name}' must hold integers without nulls, not {arr.type}")
+    dtype = np.dtype(str(arr.type))
+    if not len(arr):
+        return np.zeros(0, dtype)
+    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize)
+
+
+def _fill(cols: AccessColumns, pos: int, table: pa.Table, where: str, base: int = 0,
+          known: np.ndarray | None = None) -> None:
     """Write a batch's columns into rows pos.. of ``cols`` (allocated by ``_allocate``, wide enough), straight
-    from the Arrow buffers: no per-batch intermediate arrays. Errors name the file ``where`` and the row
-    (``base``: the batch's first row in it)."""
-    names = set(table.column_names)
+    from the Arrow buffers: no per-batch intermediate arrays. ``known``: a lookup table of the dataset ids
+    accesses may refer to (its last entry stands for every larger id; None: not checked). Errors name the file
+    ``where`` and the row (``base``: the batch's first row in it)."""
+    columns = {name: table.column(i) for i, name in enumerate(table.schema.names)}
     for need in ("ds", "op", "n", "bytes", "rep", "kind", "ndim"):
-        if need not in names:
+        if need not in columns:
             raise TraceError(f"{where}: missing column '{need}'")
     end = pos + table.num_rows
 
     def values(name):
-        return table.column(name).to_numpy()
+        return _values(columns[name], name, where)
 
     for name, attr, default in _SCALARS:
-        getattr(cols, attr)[pos:end] = values(name) if name in names else default
+        getattr(cols, attr)[pos:end] = values(name) if name in columns else default
     for name, attr in _FLAGS:
         dest = getattr(cols, attr)[pos:end]
-        if name in names:
+        if name in columns:
             np.not_equal(values(name), 0, out=dest)
         else:
             dest[:] = False
     for t in TIMES:  # absent or not read: 0 (as allocated)
-        if f"{t}_ns" in names:
+        if f"{t}_ns" in columns:
             np.divide(values(f"{t}_ns"), _NS, out=getattr(cols, t)[pos:end])
-    width = _width(names)
-    for name in _DIMS:
+    for name, default in _DIM_DEFAULTS.items():
         arr = getattr(cols, name)
-        for d in range(width):
-            arr[pos:end, d] = values(f"{name}_{d}") if f"{name}_{d}" in names else (
-                1 if name in ("count", "stride", "block") else 0)
+        for d in range(cols.width):
+            arr[pos:end, d] = values(f"{name}_{d}") if f"{name}_{d}" in columns else default
+    if known is not None:
+        ds = cols.ds[pos:end]
+        bad = ~known[np.clip(ds, -1, len(known) - 1)]
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TraceError(f"{where}: row {base + i}: access refers to unknown dataset id {int(ds[i])}")
     rep = cols.rep[pos:end]
     if (rep < 1).any():
         raise TraceError(f"{where}: row {base + int(np.argmax(rep < 1))}: field 'rep' must be >= 1")
     odd = np.flatnonzero(cols.kind[pos:end] != SLAB)
     if len(odd):
-        if "idx" not in names or "idx_len" not in names:
+        if "idx" not in columns or "idx_len" not in columns:
             raise TraceError(f"{where}: index-list selections without the 'idx'/'idx_len' columns")
-        idx, lens = table.column("idx"), table.column("idx_len")
+        idx, lens = columns["idx"], columns["idx_len"]
         for i in odd.tolist():
             cols.irregular[pos + i] = _selection(cols, pos + i, idx[i].as_py(), lens[i].as_py(), where, base + i)
 
@@ -482,35 +513,50 @@ def read_meta(path: str | os.PathLike, allow_truncated: bool):
     return _read_records(str(meta), raw, allow_truncated, None)
 
 
-def _open_part(part: Path):
+THREADED_ROWS = 1 << 15
+"""Row groups of at least this many rows are decoded on Arrow's threads (a column each); a smaller one decodes
+faster on the calling thread than its 22 columns are handed out (10,000 rows: 0.50 ms against 0.71 here),
+unless zstd-compressed (traces written before CODEC was LZ4) and not tiny: its fixed ~20 µs per column then
+overlaps on the cores (10,000 rows: 0.85 ms against 1.2)."""
+ZSTD_THREADED_ROWS = 1 << 12
+
+
+def _threaded(group: pq.RowGroupMetaData) -> bool:
+    rows = group.num_rows
+    return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
+
+
+def _open_part(part: Path) -> tuple[Path, pq.ParquetFile, list[str]]:
+    """(path, open file, column names) of a batch file."""
     try:
         pf = pq.ParquetFile(part)
+        schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
-    _check_version(pf.schema_arrow.metadata, str(part))
-    return pf
+    _check_version(schema.metadata, str(part))
+    return part, pf, schema.names
 
 
-def _batches(parts, datasets, times):
-    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) of the batch files ``parts``
-    ((path, ParquetFile) pairs) in order; of the timing columns only ``times`` are read; accesses to datasets not
-    in ``datasets`` are errors."""
-    known = np.zeros(max(datasets, default=-1) + 2, bool)  # a lookup table; the last entry stands for "too big"
+def _known(datasets) -> np.ndarray:
+    """The dataset-id lookup table of ``_fill``."""
+    known = np.zeros(max(datasets, default=-1) + 2, bool)  # the last entry stands for "too big"
     known[np.fromiter(datasets, np.int64, len(datasets))] = True
+    return known
+
+
+def _batches(parts, times):
+    """(part, Arrow table of READ_ROWS rows or fewer, its first row in the part) of the batch files ``parts``
+    (``_open_part``'s) in order; of the timing columns only ``times`` are read."""
     skip = {f"{t}_ns" for t in TIMES if t not in times}
-    for part, pf in parts:
-        names = [c for c in pf.schema_arrow.names if c not in skip]
+    for part, pf, names in parts:
+        read = [c for c in names if c not in skip]
         base = 0
         try:
-            # row groups are READ_ROWS long; reading one whole decodes its columns on Arrow's threads, which
-            # iter_batches does not
+            # row groups are READ_ROWS long; reading a large one whole decodes its columns on Arrow's threads,
+            # which iter_batches does not
             for group in range(pf.num_row_groups):
-                table = pf.read_row_group(group, columns=names)
-                ds = table.column("ds").to_numpy() if "ds" in names else np.zeros(0, np.int64)
-                bad = ~known[np.clip(ds, -1, len(known) - 1)]
-                if bad.any():
-                    i = int(np.argmax(bad))
-                    raise TraceError(f"{part}: row {base + i}: access refers to unknown dataset id {int(ds[i])}")
+                table = pf.read_row_group(group, columns=read if len(read) < len(names) else None,
+                                          use_threads=_threaded(pf.metadata.row_group(group)))
                 yield part, table, base
                 base += table.num_rows
         except (OSError, pa.ArrowException) as exc:
@@ -520,35 +566,37 @@ def _batches(parts, datasets, times):
 def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
     """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
     (names among TIMES) are read, the others are 0."""
-    parts = ((p, _open_part(p)) for p in part_files(path))
-    for part, table, base in _batches(parts, datasets, times):
+    known = _known(datasets)
+    for part, table, base in _batches((_open_part(p) for p in part_files(path)), times):
         cols = _allocate(table.num_rows, _width(table.column_names))
-        _fill(cols, 0, table, str(part), base)
+        _fill(cols, 0, table, str(part), base, known)
         yield cols
 
 
 def _allocate(rows: int, width: int) -> AccessColumns:
-    zeros = np.zeros  # calloc: untouched timing columns cost no memory
+    """Columns to ``_fill``: the timing columns zero (calloc: untouched ones cost no memory), the rest unset."""
+    empty = np.empty
     return AccessColumns(
-        ds=np.empty(rows, np.int32), write=np.empty(rows, bool), rank=np.empty(rows, np.int32),
-        t0=zeros(rows), dt=zeros(rows), t_step=zeros(rows),
-        n=np.empty(rows, np.int64), nbytes=np.empty(rows, np.int64), rep=np.empty(rows, np.int64),
-        kind=np.empty(rows, np.int8), ndim=np.empty(rows, np.int8),
-        start=zeros((rows, width), np.int64), count=np.ones((rows, width), np.int64),
-        stride=np.ones((rows, width), np.int64), block=np.ones((rows, width), np.int64),
-        step=zeros((rows, width), np.int64), collective=np.zeros(rows, bool),
+        ds=empty(rows, np.int32), write=empty(rows, bool), rank=empty(rows, np.int32),
+        t0=np.zeros(rows), dt=np.zeros(rows), t_step=np.zeros(rows),
+        n=empty(rows, np.int64), nbytes=empty(rows, np.int64), rep=empty(rows, np.int64),
+        kind=empty(rows, np.int8), ndim=empty(rows, np.int8),
+        start=empty((rows, width), np.int64), count=empty((rows, width), np.int64),
+        stride=empty((rows, width), np.int64), block=empty((rows, width), np.int64),
+        step=empty((rows, width), np.int64), collective=empty(rows, bool),
     )
 
 
 def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
-    parts = [(p, _open_part(p)) for p in part_files(path)]  # listed once: a live trace may gain parts meanwhile
-    rows = sum(pf.metadata.num_rows for _, pf in parts)
-    width = max([_width(pf.schema_arrow.names) for _, pf in parts], default=0)
+    parts = [_open_part(p) for p in part_files(path)]  # listed once: a live trace may gain parts meanwhile
+    rows = sum(pf.metadata.num_rows for _, pf, _ in parts)
+    width = max([_width(names) for _, _, names in parts], default=0)
     cols = _allocate(rows, width)
+    known = _known(datasets)
     pos = 0
-    for part, table, base in _batches(parts, datasets, times):  # filled in place: no second copy of the trace
-        _fill(cols, pos, table, str(part), base)
+    for part, table, base in _batches(parts, times):  # filled in place: no second copy of the trace
+        _fill(cols, pos, table, str(part), base, known)
         pos += table.num_rows
     if complete and n_end is not None and cols.n_access != n_end:
         raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
@@ -564,10 +612,10 @@ def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
         n_ds = sum(line.startswith(b'{"t":"d"') for line in fh)
     n_acc = n_read = 0
     for part in part_files(path):
-        t = pq.read_table(part, columns=["op", "rep"])
-        rep = t.column("rep").to_numpy()
+        t = pq.ParquetFile(part).read(columns=["op", "rep"])  # not pq.read_table: pyarrow.dataset imports pandas
+        rep = _values(t.column("rep"), "rep", str(part))
         n_acc += int(rep.sum())
-        n_read += int(rep[t.column("op").to_numpy() == 0].sum())
+        n_read += int(rep[_values(t.column("op"), "op", str(part)) == 0].sum())
     return head, n_ds, n_acc, n_read
 
 

@@ -8,6 +8,7 @@ nothing about files.
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -52,12 +53,18 @@ def _flag(value: Any, name: str) -> bool:
     return value
 
 
+@cache
+def _required(cls: type) -> tuple[str, ...]:
+    # once per class: dataclasses.fields() builds its list anew on every call (a third of reading a header)
+    return tuple(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING)
+
+
 def _require(config: dict, cls: type) -> None:
     if not isinstance(config, dict):
         raise RecordError(f"{cls.__name__} record must be a JSON object")
-    for f in fields(cls):
-        if f.name not in config and f.default is MISSING and f.default_factory is MISSING:
-            raise RecordError(f"missing field '{f.name}' in {cls.__name__} record")
+    for name in _required(cls):
+        if name not in config:
+            raise RecordError(f"missing field '{name}' in {cls.__name__} record")
 
 
 @dataclass(frozen=True)

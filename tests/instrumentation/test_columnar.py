@@ -241,3 +241,59 @@ def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     assert not list((tmp_path / "b.parquet").glob("part-*"))
     got = load_trace(tmp_path / "b.parquet", allow_truncated=True)
     assert got.columns.expanded().start[:, 0].tolist() == starts
+
+
+def test_batches_are_lz4_with_required_columns_and_older_batches_still_load(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from instrumentation import columnar
+
+    new, old = tmp_path / "new.parquet", tmp_path / "old.parquet"
+    write_sample(new, n=40)
+    write_sample(old, n=40)
+    for f in part_files(new):
+        meta = pq.read_metadata(f)
+        assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"LZ4"}  # Parquet LZ4_RAW
+        schema = pq.read_schema(f)
+        assert [f.name for f in schema if f.nullable] == ["idx_len", "idx"]  # null but for the points read
+    # as written before: zstd, every column nullable
+    for f in part_files(old):
+        t = pq.read_table(f)
+        t = t.cast(pa.schema([c.with_nullable(True) for c in t.schema], metadata=t.schema.metadata))
+        pq.write_table(t, f, compression="zstd", use_dictionary=False, write_statistics=False,
+                       column_encoding={c: "DELTA_BINARY_PACKED" for c in t.column_names if c not in ("idx", "idx_len")})
+        assert pq.read_metadata(f).row_group(0).column(0).compression == "ZSTD"
+    ref = load_trace(new)
+    same_accesses(load_trace(old).accesses, ref.accesses)
+    # decoded on Arrow's threads (large row groups) or on this one: the same columns
+    monkeypatch.setattr(columnar, "THREADED_ROWS", 1)
+    threaded = load_trace(new)
+    for name in ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim", "start", "count",
+                 "stride", "block", "step", "collective"):
+        assert np.array_equal(getattr(threaded.columns, name), getattr(ref.columns, name)), name
+    same_accesses(threaded.accesses, ref.accesses)
+
+
+def test_a_null_in_an_access_column_is_a_one_line_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def null_rank(p):
+        f = part_files(p)[0]
+        t = pq.read_table(f)
+        rank = pa.array([None] + [0] * (t.num_rows - 1), pa.int32())
+        pq.write_table(t.set_column(t.column_names.index("rank"), "rank", rank), f)
+    with pytest.raises(TraceError, match=r"part-000000\.parquet: column 'rank' must hold integers without nulls"):
+        load_trace(_bad_trace(tmp_path, null_rank))
+
+
+def test_loading_a_trace_does_not_import_pandas(tmp_path):
+    """Arrow's ``to_numpy`` imports pandas, 0.23 s of a process's first load: the reader takes the buffers."""
+    write_sample(tmp_path / "t.parquet")
+    code = ("import sys\nfrom instrumentation import load_trace\nfrom instrumentation.columnar import count_accesses\n"
+            "load_trace(sys.argv[1]).accesses\ncount_accesses(sys.argv[1])\nprint('pandas' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.parquet")], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "False"
