@@ -243,20 +243,30 @@ def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     assert got.columns.expanded().start[:, 0].tolist() == starts
 
 
-def test_batches_are_lz4_with_required_columns_and_older_batches_still_load(tmp_path, monkeypatch):
+def test_batches_are_lz4_with_required_columns_and_statistics_of_constants_and_older_batches_still_load(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from instrumentation import columnar
 
-    new, old = tmp_path / "new.parquet", tmp_path / "old.parquet"
-    write_sample(new, n=40)
-    write_sample(old, n=40)
+    new, old, other = tmp_path / "new.parquet", tmp_path / "old.parquet", tmp_path / "other.parquet"
+    for p in (new, old, other):
+        write_sample(p, n=40)
     for f in part_files(new):
         meta = pq.read_metadata(f)
         assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"LZ4"}  # Parquet LZ4_RAW
         schema = pq.read_schema(f)
         assert [f.name for f in schema if f.nullable] == ["idx_len", "idx"]  # null but for the points read
+        # statistics on the columns of one value only: the reader takes them from there
+        t = pq.read_table(f)
+        one = {c for c in t.column_names if c not in ("idx", "idx_len") and len(set(t.column(c).to_pylist())) == 1}
+        assert "ds" in one and "start_0" not in one
+        stats = {meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)
+                 if meta.row_group(0).column(i).is_stats_set}
+        assert stats == one
+    # written by another Parquet writer: statistics on every column
+    for f in part_files(other):
+        pq.write_table(pq.read_table(f), f, compression="snappy")
     # as written before: zstd, every column nullable
     for f in part_files(old):
         t = pq.read_table(f)
@@ -266,6 +276,7 @@ def test_batches_are_lz4_with_required_columns_and_older_batches_still_load(tmp_
         assert pq.read_metadata(f).row_group(0).column(0).compression == "ZSTD"
     ref = load_trace(new)
     same_accesses(load_trace(old).accesses, ref.accesses)
+    same_accesses(load_trace(other).accesses, ref.accesses)
     # decoded on Arrow's threads (large row groups) or on this one: the same columns
     monkeypatch.setattr(columnar, "THREADED_ROWS", 1)
     threaded = load_trace(new)
