@@ -55,9 +55,6 @@ READ_ROWS = 1 << 18
 COMPACT_ROWS = 1 << 20
 """At close, consecutive batches are rewritten into files of up to this many rows: a long run writes a small batch
 every BATCH_SECONDS, and each file costs its reader milliseconds however few rows it holds."""
-COMPACT_FILES = 8
-"""Batches a trace may keep as written: fewer cost a reader a few milliseconds, while rewriting them costs every
-short-lived process (a loader worker's part) as much at its close."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 _PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
@@ -446,7 +443,7 @@ class ColumnarTraceWriter(TraceWriter):
         with self._lock:
             if self._meta.closed:
                 return
-            if len(self._parts) > COMPACT_FILES:
+            if len(self._parts) > 1:  # about 20 ms for a few small batches: each costs a reader 0.3-0.4 ms
                 compact_parts(self._parts)
             end = {"t": "end", "n_access": self.n_access}
             if missed:
@@ -474,7 +471,8 @@ def compact_parts(parts: list[Path], max_rows: int = COMPACT_ROWS) -> None:
 
 
 def _merge_parts(group: list[Path]) -> None:
-    table = pa.concat_tables([pq.read_table(p) for p in group], promote_options="default").combine_chunks()
+    # not pq.read_table: pyarrow.dataset imports pandas, 0.3 s of the traced program's exit
+    table = pa.concat_tables([pq.ParquetFile(p).read() for p in group], promote_options="default").combine_chunks()
     # dimension columns absent from early batches (a later dataset had more dimensions) get their defaults
     for name in table.column_names:
         m = re.match(r"^(count|stride|block)_\d+$", name)

@@ -216,14 +216,15 @@ def _batched_trace(path, batches=10, rows=30):
     return w, starts
 
 
-def test_close_keeps_a_few_batches_as_written(tmp_path):
-    from instrumentation.columnar import COMPACT_FILES
-
-    w, starts = _batched_trace(tmp_path / "a.parquet", batches=COMPACT_FILES)
+def test_close_keeps_one_batch_as_written_and_gathers_two(tmp_path):
+    w, starts = _batched_trace(tmp_path / "a.parquet", batches=1)
     w.close()
-    names = [f.name for f in part_files(tmp_path / "a.parquet")]
-    assert names == [f"part-{i:06d}.parquet" for i in range(COMPACT_FILES)]
+    assert [f.name for f in part_files(tmp_path / "a.parquet")] == ["part-000000.parquet"]
     assert load_trace(tmp_path / "a.parquet").columns.expanded().start[:, 0].tolist() == starts
+    w, starts = _batched_trace(tmp_path / "b.parquet", batches=2)
+    w.close()
+    assert [f.name for f in part_files(tmp_path / "b.parquet")] == ["parts-000000-000001.parquet"]
+    assert load_trace(tmp_path / "b.parquet").columns.expanded().start[:, 0].tolist() == starts
 
 
 def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
