@@ -188,7 +188,7 @@ _DIM_DEFAULTS = {"start": 0, "count": 1, "stride": 1, "block": 1, "step": 0}
 def _values(column: pa.ChunkedArray, name: str, where: str) -> np.ndarray:
     """An integer column as a read-only numpy view of its Arrow buffer. Not ``to_numpy``: Arrow's conversion
     imports pandas on its first call, 0.23 s of a process's first load."""
-    arr = column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks)
+    arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if not pa.types.is_integer(arr.type) or arr.null_count:
         raise TraceError(f"{where}: column '{name}' must hold integers without nulls, not {arr.type}")
     dtype = np.dtype(str(arr.type))
