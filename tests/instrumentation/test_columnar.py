@@ -244,7 +244,7 @@ def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     assert got.columns.expanded().start[:, 0].tolist() == starts
 
 
-def test_batches_are_lz4_with_required_columns_and_statistics_of_constants_and_older_batches_still_load(tmp_path, monkeypatch):
+def test_batches_lz4_required_constants_in_statistics_and_older_batches_load(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -273,7 +273,8 @@ def test_batches_are_lz4_with_required_columns_and_statistics_of_constants_and_o
         t = pq.read_table(f)
         t = t.cast(pa.schema([c.with_nullable(True) for c in t.schema], metadata=t.schema.metadata))
         pq.write_table(t, f, compression="zstd", use_dictionary=False, write_statistics=False,
-                       column_encoding={c: "DELTA_BINARY_PACKED" for c in t.column_names if c not in ("idx", "idx_len")})
+                       column_encoding={c: "DELTA_BINARY_PACKED" for c in t.column_names
+                                        if c not in ("idx", "idx_len")})
         assert pq.read_metadata(f).row_group(0).column(0).compression == "ZSTD"
     ref = load_trace(new)
     same_accesses(load_trace(old).accesses, ref.accesses)
