@@ -48,10 +48,12 @@ def paired(run, slowdown, *, min_pairs: int, max_pairs: int, target: float, max_
 
 def summary(plain, traced, value, label: str) -> dict:
     """Median slowdown of ``value(sample)`` (percent), its bootstrap 95% interval, and min-min, as
-    ``{label}_slowdown_pct``, ``{label}_interval_pct``, ``{label}_spread_pct`` and ``{label}_slowdown_min_pct``."""
+    ``{label}_slowdown_pct``, ``{label}_interval_pct``, ``{label}_spread_pct`` and ``{label}_slowdown_min_pct``;
+    the pairs' ratios too (``{label}_ratios_pct``: runs in separate CPU holds pool into one median)."""
     ratios = [(value(t) / value(p) - 1) * 100 for p, t in zip(plain, traced)]
     lo, hi = median_interval(ratios)
     return {f"{label}_untraced": statistics.median(value(p) for p in plain),
             f"{label}_slowdown_pct": statistics.median(ratios), f"{label}_interval_pct": [lo, hi],
             f"{label}_spread_pct": (hi - lo) / 2,
-            f"{label}_slowdown_min_pct": (min(map(value, traced)) / min(map(value, plain)) - 1) * 100}
+            f"{label}_slowdown_min_pct": (min(map(value, traced)) / min(map(value, plain)) - 1) * 100,
+            f"{label}_ratios_pct": ratios}
