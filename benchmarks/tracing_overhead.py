@@ -15,18 +15,19 @@
    so the tracer's conversion thread counts for Python); ``ioadvisor run``'s start-up and its
    final conversion of a C program's records are reported apart (whole-command CPU).
 
-Traced and untraced repetitions are interleaved. Reported: the median of the
-per-pair differences, and the difference of the fastest repetitions (min-min:
-other processes only ever add time, so on a shared machine it is the least
-disturbed estimate); both as CPU time of the whole process (``time.process_time``: it includes the
-tracer's flusher thread, and is what another program on a shared machine does
-not disturb much) and as wall time. The traced timing of each repetition ends
-with ``Tracer.flush()``, so the formatting and writing of its records is
-counted; entering and leaving the tracer (file creation, a thread start/join,
-once per trace) is not.
+Traced and untraced repetitions are interleaved in pairs (benchmarks/paired.py): the realistic loop and
+the cases below Python take pairs until the median slowdown's bootstrap 95% interval is within
+``--spread`` points (default 1) of it, or ``--max-pairs`` / ``--budget`` seconds per case are reached.
+Reported: the median of the per-pair ratios with that interval, and the ratio of the fastest repetitions
+(min-min: other processes only ever add time); both as CPU time of the whole process (nanosecond clocks:
+``time.process_time`` / ``CLOCK_PROCESS_CPUTIME_ID``, which include the tracer's flusher thread) and as
+wall time. The per-call cases give the median of per-pair differences. The traced timing of each
+in-process repetition ends with ``Tracer.flush()``, so the formatting and writing of its records is
+counted; entering and leaving the tracer (file creation, a thread start/join, once per trace) is not.
 
     python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only | --python-only]
-                                          [--reps N]
+                                          [--reps N] [--max-pairs N] [--spread POINTS] [--budget SECONDS]
+                                          [--cases c-tiny,c-boxes,nc-tiny,nc-boxes]
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ import zarr
 import advisor
 from instrumentation import interpose
 
+sys.path.insert(0, str(Path(__file__).parent))
+from paired import paired, summary  # noqa: E402
+
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
 
 
@@ -68,26 +72,14 @@ def timed(fn, tracer_path=None):
     return cpu, wall
 
 
-def interleaved(fn, reps: int, tracer_path: Path):
-    """Per repetition (untraced cpu, wall), (traced cpu, wall); order alternates to spread drift."""
-    plain, traced = [], []
-    for r in range(reps):
-        if r % 2:
-            traced.append(timed(fn, tracer_path))
-            plain.append(timed(fn))
-        else:
-            plain.append(timed(fn))
-            traced.append(timed(fn, tracer_path))
-    return plain, traced
-
-
 def per_call(name, fn, n_calls, reps, tracer_path):
     def loop():
         for _ in range(n_calls):
             fn()
 
     loop()  # warm up
-    plain, traced = interleaved(loop, reps, tracer_path)
+    plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: 0.0, min_pairs=reps,
+                           max_pairs=reps, target=0.0, max_seconds=float("inf"))
     row = {"case": name, "calls": n_calls, "reps": reps}
     for k, label in ((0, "cpu"), (1, "wall")):
         diffs = [(t[k] - p[k]) / n_calls for p, t in zip(plain, traced)]
@@ -113,7 +105,7 @@ def big_dataset(rows: int) -> Path:
     return path
 
 
-def realistic(rows: int, n_reads: int, reps: int, tracer_path: Path):
+def realistic(rows: int, n_reads: int, pairs: dict, tracer_path: Path):
     path = big_dataset(rows)
     rng = np.random.default_rng(1)
     r0 = rng.integers(0, rows - 1000, n_reads)
@@ -126,13 +118,11 @@ def realistic(rows: int, n_reads: int, reps: int, tracer_path: Path):
                 ds[r:r + 1000, c:c + 8]
 
         loop()  # warm the page cache
-        plain, traced = interleaved(loop, reps, tracer_path)
-    row = {"case": f"{n_reads} reads of 1000x8 from ({rows} x 64) f4, chunks (65536, 8)", "reps": reps}
+        plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: (t[0] / p[0] - 1) * 100,
+                               **pairs)
+    row = {"case": f"{n_reads} reads of 1000x8 from ({rows} x 64) f4, chunks (65536, 8)", "pairs": len(plain)}
     for k, label in ((0, "cpu"), (1, "wall")):
-        ratios = [t[k] / p[k] - 1 for p, t in zip(plain, traced)]
-        row[f"{label}_untraced_s"] = statistics.median(p[k] for p in plain)
-        row[f"{label}_slowdown_pct"] = statistics.median(ratios) * 100
-        row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[k] for p in plain) - 1) * 100
+        row.update(summary(plain, traced, lambda x: x[k], label))
     return row
 
 
@@ -177,34 +167,34 @@ def _run(cmd, traced: bool, trace_path: Path):
     return wall, cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def below_python(name: str, cmd, n_calls: int, reps: int, trace_path: Path) -> dict:
-    """The same program untraced and through ``ioadvisor run`` (interposer preloaded), interleaved."""
-    plain, traced = [], []
-    for r in range(reps):
-        for t in ((True, False) if r % 2 else (False, True)):
-            (traced if t else plain).append(_run(cmd, t, trace_path))
-    row = {"case": name, "calls": n_calls, "reps": reps}
+def below_python(name: str, cmd, n_calls: int, pairs: dict, trace_path: Path) -> dict:
+    """The same program untraced and through ``ioadvisor run`` (interposer preloaded), in interleaved pairs
+    until the loop's CPU slowdown is known to within the target spread."""
+    plain, traced = paired(lambda t: _run(cmd, t, trace_path), lambda p, t: (t[1] / p[1] - 1) * 100, **pairs)
+    row = {"case": name, "calls": n_calls, "pairs": len(plain)}
     for k, label in ((0, "wall"), (1, "cpu")):
         p = [x[k] for x in plain]
         t = [x[k] for x in traced]
         row[f"{label}_untraced_us"] = statistics.median(p) / n_calls * 1e6
         row[f"{label}_added_us"] = statistics.median(b - a for a, b in zip(p, t)) / n_calls * 1e6
-        row[f"{label}_added_min_us"] = (min(t) - min(p)) / n_calls * 1e6
-        row[f"{label}_slowdown_pct"] = statistics.median(b / a - 1 for a, b in zip(p, t)) * 100
-        row[f"{label}_slowdown_min_pct"] = (min(t) / min(p) - 1) * 100
+        row.update(summary(plain, traced, lambda x: x[k], label))
     row["command_cpu_untraced_s"] = statistics.median(x[2] for x in plain)
     row["command_cpu_traced_s"] = statistics.median(x[2] for x in traced)
     return row
 
 
-def below_python_cases(quick: bool, tmp: Path, reps: int | None = None, fmt: str = "parquet") -> list[dict]:
+BELOW_CASES = ("c-tiny", "c-boxes", "nc-tiny", "nc-boxes")
+
+
+def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet",
+                       cases: tuple[str, ...] = BELOW_CASES) -> list[dict]:
     if interpose.library() is None:
         print(f"below Python: skipped ({interpose.unavailable()})")
         return []
     rows = []
     trace_path = tmp / f"below.{fmt}"  # parquet: what ioadvisor run writes by default
-    reps = reps or (3 if quick else 7)
-    if shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists():
+    c_cases = {"c-tiny", "c-boxes"} & set(cases)
+    if c_cases and shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists():
         exe = tmp / "h5loop"
         subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "c" / "h5loop.c"), f"-I{HDF5_SERIAL[0]}",
                         f"-L{HDF5_SERIAL[1]}", "-lhdf5"], check=True)
@@ -214,14 +204,19 @@ def below_python_cases(quick: bool, tmp: Path, reps: int | None = None, fmt: str
         if not data.exists():
             subprocess.run([str(exe), str(data.with_suffix(".tmp")), "make", str(nrows)], check=True)
             data.with_suffix(".tmp").rename(data)
-        n = 20_000 if quick else 200_000
-        rows.append(below_python("C: one-element H5Dread", [str(exe), str(data), "tiny", str(n)], n, reps,
-                                 trace_path))
-        n = 1000 if quick else 10_000
-        rows.append(below_python(f"C: {n} reads of 1000x8 from ({nrows} x 64) f4, chunks (65536, 8)",
-                                 [str(exe), str(data), "boxes", str(n)], n, reps, trace_path))
-    else:
+        # loops of about 1 s: the untraced program's start-up and clock resolution stay out of the ratio
+        n = 20_000 if quick else 1_000_000
+        if "c-tiny" in cases:
+            rows.append(below_python("C: one-element H5Dread", [str(exe), str(data), "tiny", str(n)], n, pairs,
+                                     trace_path))
+        n = 1000 if quick else 100_000
+        if "c-boxes" in cases:
+            rows.append(below_python(f"C: {n} reads of 1000x8 from ({nrows} x 64) f4, chunks (65536, 8)",
+                                     [str(exe), str(data), "boxes", str(n)], n, pairs, trace_path))
+    elif c_cases:
         print("below Python: C cases skipped (no cc or no Debian libhdf5-dev)")
+    if not {"nc-tiny", "nc-boxes"} & set(cases):
+        return rows
     import netCDF4
 
     nc_path = CACHE / "overhead_netcdf4_2000x90x180.nc"
@@ -238,21 +233,28 @@ def below_python_cases(quick: bool, tmp: Path, reps: int | None = None, fmt: str
     script = tmp / "netcdf4_loop.py"
     script.write_text(NETCDF4_LOOP)
     for mode, n in (("tiny", 2000 if quick else 20_000), ("boxes", 1000 if quick else 10_000)):
+        if f"nc-{mode}" not in cases:
+            continue
         what = "one-element reads v[t, 3, 5]" if mode == "tiny" else "(1, 40, 80) boxes"
         rows.append(below_python(f"netCDF4: {n} {what}, (2000, 90, 180) f4, chunks (1, 90, 180)",
-                                 [sys.executable, str(script), str(nc_path), mode, str(n)], n, reps, trace_path))
+                                 [sys.executable, str(script), str(nc_path), mode, str(n)], n, pairs, trace_path))
     return rows
 
 
+def _pct(r: dict, label: str) -> str:
+    """median [95% interval] / min-min"""
+    lo, hi = r[f"{label}_interval_pct"]
+    return f"{r[f'{label}_slowdown_pct']:+.2f}% [{lo:+.2f}, {hi:+.2f}] / {r[f'{label}_slowdown_min_pct']:+.2f}%"
+
+
 def print_below(rows: list[dict]) -> None:
-    print("| below Python (ioadvisor run vs plain) | untraced µs/call (wall) | added µs/call, wall: median / "
-          "min-min | slower, wall: median / min-min | added µs/call, cpu: median / min-min "
+    print("| below Python (ioadvisor run vs plain) | pairs | untraced µs/call (cpu) | added µs/call, cpu (median) "
+          "| slower, cpu: median [95% interval] / min-min | slower, wall: median [95% interval] / min-min "
           "| whole-command cpu s, untraced / traced |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['case']} | {r['wall_untraced_us']:.1f} | {r['wall_added_us']:.2f} / {r['wall_added_min_us']:.2f} "
-              f"| {r['wall_slowdown_pct']:+.2f}% / {r['wall_slowdown_min_pct']:+.2f}% "
-              f"| {r['cpu_added_us']:.2f} / {r['cpu_added_min_us']:.2f} "
+        print(f"| {r['case']} | {r['pairs']} | {r['cpu_untraced_us']:.2f} | {r['cpu_added_us']:.2f} "
+              f"| {_pct(r, 'cpu')} | {_pct(r, 'wall')} "
               f"| {r['command_cpu_untraced_s']:.2f} / {r['command_cpu_traced_s']:.2f} |")
 
 
@@ -264,16 +266,28 @@ def main(argv=None) -> int:
     part.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
     part.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
     ap.add_argument("--reps", type=int,
-                    help="repetitions of the realistic loop and of each case below Python (default 7, 3 with --quick)")
+                    help="least pairs of the realistic loop and of each case below Python (default 7, 3 with --quick)")
+    ap.add_argument("--max-pairs", type=int, help="most pairs per case (default 80, 3 with --quick)")
+    ap.add_argument("--spread", type=float, default=1.0,
+                    help="stop adding pairs once the median slowdown's 95%% interval is within this many points")
+    ap.add_argument("--budget", type=float, default=240.0, help="stop adding pairs to a case after this many seconds")
+    ap.add_argument("--cases", default=",".join(BELOW_CASES),
+                    help="cases below Python to run (default: all of " + ", ".join(BELOW_CASES) + ")")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
     q = args.quick
+    least = args.reps or (3 if q else 7)
+    pairs = {"min_pairs": least, "max_pairs": max(least, args.max_pairs or (3 if q else 80)),
+             "target": args.spread, "max_seconds": args.budget}
+    cases = tuple(c for c in args.cases.split(",") if c)
+    if set(cases) - set(BELOW_CASES):
+        ap.error(f"--cases: unknown {', '.join(sorted(set(cases) - set(BELOW_CASES)))}")
     load = [os.getloadavg()[0]]
     print(f"load average at start: {load[0]:.2f}")
     if args.below_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
-            below = below_python_cases(q, Path(tmp), args.reps, args.format)
+            below = below_python_cases(q, Path(tmp), pairs, args.format, cases)
         load.append(os.getloadavg()[0])
         print(f"load average at the end: {load[1]:.2f}")
         print_below(below)
@@ -296,8 +310,8 @@ def main(argv=None) -> int:
         z[:] = 0
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
-        loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, args.reps or (3 if q else 7), trace_path)
-        below = [] if args.python_only else below_python_cases(q, tmp, args.reps, args.format)
+        loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path)
+        below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")
@@ -305,12 +319,11 @@ def main(argv=None) -> int:
         print(f"| {r['case']} | {r['cpu_untraced_us']:.1f} | {r['cpu_added_us']:.2f} / {r['cpu_added_min_us']:.2f} "
               f"| {r['wall_untraced_us']:.1f} | {r['wall_added_us']:.2f} / {r['wall_added_min_us']:.2f} |")
     print()
-    print("| loop | untraced s (cpu) | slower, cpu: median / min-min | untraced s (wall) "
-          "| slower, wall: median / min-min |")
-    print("|---|---|---|---|---|")
-    print(f"| {loop['case']} | {loop['cpu_untraced_s']:.2f} | {loop['cpu_slowdown_pct']:+.2f}% / "
-          f"{loop['cpu_slowdown_min_pct']:+.2f}% | {loop['wall_untraced_s']:.2f} | {loop['wall_slowdown_pct']:+.2f}% / "
-          f"{loop['wall_slowdown_min_pct']:+.2f}% |")
+    print("| loop | pairs | untraced s (cpu) | slower, cpu: median [95% interval] / min-min | untraced s (wall) "
+          "| slower, wall: median [95% interval] / min-min |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {loop['case']} | {loop['pairs']} | {loop['cpu_untraced']:.2f} | {_pct(loop, 'cpu')} "
+          f"| {loop['wall_untraced']:.2f} | {_pct(loop, 'wall')} |")
     load.append(os.getloadavg()[0])
     print(f"load average at the end: {load[1]:.2f}")
     if below:

@@ -7,23 +7,28 @@
    list of samples, and ``ioadvisor advise --json`` must recommend the same layout.
 2. Overhead with workers: the same loop with ``num_workers`` 0, 2 and 4, and
    the same reads through a ``multiprocessing`` pool (fork, 2 workers, one box
-   per task), traced and untraced repetitions interleaved in one process. Wall
-   time, and CPU time of the process and its workers (``os.times`` children: the
-   DataLoader and the pool join their workers). Reported both for the loop
-   (workers started, read, shut down and their parts closed) and including the
-   tracer's exit (waiting for the parts and merging them into the trace). Median
-   of per-pair ratios, and min-min. Traces in the default (columnar) format, or
-   JSON Lines with ``--format jsonl``.
+   per task), traced and untraced repetitions interleaved in one process, in
+   pairs until the median slowdown of the loop's CPU time is known to within
+   ``--spread`` points (benchmarks/paired.py). Wall time, and CPU time of the
+   process and its workers (``getrusage`` of the process and of its waited-for
+   children, microseconds: the DataLoader and the pool join their workers; the
+   10 ms ticks of ``os.times`` were 0.5-0.8 points of these loops). Reported both
+   for the loop (workers started, read, shut down and their parts closed) and
+   including the tracer's exit (waiting for the parts and merging them into the
+   trace). Median of per-pair ratios with its bootstrap 95% interval, and
+   min-min. Traces in the default (columnar) format, or JSON Lines with
+   ``--format jsonl``.
 
     python benchmarks/worker_capture.py [--quick] [--cases advice,loader0,loader2,loader4,pool]
                                         [--format parquet|jsonl] [--json out.json]
+                                        [--reps N] [--max-pairs N] [--spread POINTS] [--budget SECONDS]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
+import resource
 import subprocess
 import sys
 import tempfile
@@ -32,6 +37,9 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from paired import paired, summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
@@ -120,7 +128,7 @@ def same_advice(path: Path, n: int, tmp: Path, suffix: str) -> dict:
     return out
 
 
-def overhead(path: Path, n: int, reps: int, tmp: Path, case: str, suffix: str) -> dict:
+def overhead(path: Path, n: int, pairs: dict, tmp: Path, case: str, suffix: str) -> dict:
     """``case``: loaderN (DataLoader, num_workers=N) or pool (multiprocessing, fork, 2 workers)."""
     if str(tmp) not in sys.path:
         sys.path.insert(0, str(tmp))
@@ -144,8 +152,8 @@ def overhead(path: Path, n: int, reps: int, tmp: Path, case: str, suffix: str) -
             pass
 
     def cpu() -> float:  # this process and its waited-for children (the DataLoader joins its workers)
-        t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
     def timed(traced: bool):
         """(loop wall, wall with the tracer's exit, loop cpu, cpu with exit) in seconds."""
@@ -160,19 +168,13 @@ def overhead(path: Path, n: int, reps: int, tmp: Path, case: str, suffix: str) -
         return t_loop, time.perf_counter() - t0, c_loop, cpu() - c0
 
     loop()  # warm the page cache
-    plain, traced = [], []
-    for r in range(reps):
-        pair = (False, True) if r % 2 == 0 else (True, False)
-        for t in pair:
-            (traced if t else plain).append(timed(t))
-    row = {"case": case, "format": suffix, "samples": n, "reps": reps, "load_before": os.getloadavg()[0],
-           "untraced_wall_s": statistics.median(p[0] for p in plain),
-           "untraced_cpu_s": statistics.median(p[2] for p in plain),
-           "traced_wall_with_exit_s": statistics.median(t[1] for t in traced),
-           "traced_cpu_with_exit_s": statistics.median(t[3] for t in traced)}
-    for k, base, label in ((0, 0, "wall_loop"), (1, 0, "wall_with_exit"), (2, 2, "cpu_loop"), (3, 2, "cpu_with_exit")):
-        row[f"{label}_slowdown_pct"] = statistics.median(t[k] / p[base] - 1 for p, t in zip(plain, traced)) * 100
-        row[f"{label}_slowdown_min_pct"] = (min(t[k] for t in traced) / min(p[base] for p in plain) - 1) * 100
+    load = os.getloadavg()[0]
+    plain, traced = paired(timed, lambda p, t: (t[2] / p[2] - 1) * 100, **pairs)
+    row = {"case": case, "format": suffix, "samples": n, "pairs": len(plain), "load_before": load,
+           "load_after": os.getloadavg()[0]}
+    for k, label in ((0, "wall_loop"), (1, "wall_with_exit"), (2, "cpu_loop"), (3, "cpu_with_exit")):
+        base = 0 if k < 2 else 2  # traced (loop or with exit) against the untraced loop
+        row.update(summary([p[base] for p in plain], [t[k] for t in traced], float, label))
     return row
 
 
@@ -184,10 +186,16 @@ def main(argv=None) -> int:
                     help="comma-separated: advice, loader0, loader2, loader4, pool (default: all)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format (default: the columnar format, ioadvisor's default)")
-    ap.add_argument("--reps", type=int, help="repetitions per case (default 7, --quick 3)")
+    ap.add_argument("--reps", type=int, help="least pairs per case (default 7, --quick 3)")
+    ap.add_argument("--max-pairs", type=int, help="most pairs per case (default 80, --quick 3)")
+    ap.add_argument("--spread", type=float, default=1.0,
+                    help="stop adding pairs once the median CPU slowdown's 95%% interval is within this many points")
+    ap.add_argument("--budget", type=float, default=240.0, help="stop adding pairs to a case after this many seconds")
     args = ap.parse_args(argv)
-    rows, n, reps = (200_000, 800, 3) if args.quick else (2_000_000, 4000, 7)
-    reps = args.reps or reps
+    rows, n, least = (200_000, 800, 3) if args.quick else (2_000_000, 4000, 7)
+    least = args.reps or least
+    pairs = {"min_pairs": least, "max_pairs": max(least, args.max_pairs or (3 if args.quick else 80)),
+             "target": args.spread, "max_seconds": args.budget}
     suffix = "." + args.format
     path = dataset(rows)
     cases = args.cases.split(",")
@@ -195,8 +203,18 @@ def main(argv=None) -> int:
         result = {"load": os.getloadavg()[0], "format": args.format}
         if "advice" in cases:
             result["advice"] = same_advice(path, n, Path(tmp), suffix)
-        result["overhead"] = [overhead(path, n, reps, Path(tmp), case, suffix) for case in cases if case != "advice"]
+        result["overhead"] = [overhead(path, n, pairs, Path(tmp), case, suffix) for case in cases if case != "advice"]
     print(json.dumps(result, indent=1))
+    print("| case | pairs | untraced s, wall / CPU | CPU, loop: median [95% interval] / min-min | CPU, with exit "
+          "| wall, loop | wall, with exit |")
+    print("|---|---|---|---|---|---|---|")
+    for r in result["overhead"]:
+        def pct(label):
+            lo, hi = r[f"{label}_interval_pct"]
+            return f"{r[f'{label}_slowdown_pct']:+.2f}% [{lo:+.2f}, {hi:+.2f}] / {r[f'{label}_slowdown_min_pct']:+.2f}%"
+
+        print(f"| {r['case']} | {r['pairs']} | {r['wall_loop_untraced']:.2f} / {r['cpu_loop_untraced']:.2f} "
+              f"| {pct('cpu_loop')} | {pct('cpu_with_exit')} | {pct('wall_loop')} | {pct('wall_with_exit')} |")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0

@@ -194,8 +194,8 @@ static char out_dir[4096];
 static int recording;
 static int meta_fd = -1, acc_fd = -1;
 static pid_t out_pid;
-static struct ioadv_access acc_buf[ACC_BATCH];
-static int n_acc;
+static int n_acc;          /* records in the batch being filled (`batch`) */
+static uint32_t acc_width; /* its records' width: the most dimensions among them */
 static uint64_t n_acc_total;
 static char *meta_buf;
 static size_t meta_len, meta_cap;
@@ -244,29 +244,43 @@ static int open_outputs(void) {
     return 0;
 }
 
-static unsigned char packed[sizeof(struct ioadv_batch) + sizeof acc_buf];
+/* The batch being filled, records packed at acc_width as they come: one copy of each record into memory
+ * that stays in the caches (a full-width buffer packed again at write time cost 0.02-0.03 µs a record more:
+ * 0.20 -> 0.17 µs per one-element H5Dread). */
+static unsigned char batch[sizeof(struct ioadv_batch) + ACC_BATCH * sizeof(struct ioadv_access)];
 
-/* The buffered records as one batch, cut to the widest of their dimensions; its size in bytes. */
-static size_t pack_batch(void) {
-    uint32_t width = 0;
-    for (int i = 0; i < n_acc; i++)
-        if (acc_buf[i].ndim > width) width = acc_buf[i].ndim;
-    if (width > MAXD) width = MAXD;
-    struct ioadv_batch head = {BATCH_MAGIC, (uint32_t)n_acc, width, 0};
-    unsigned char *o = packed;
-    memcpy(o, &head, sizeof head);
-    o += sizeof head;
-    size_t dims = sizeof(hsize_t) * width;
-    for (int i = 0; i < n_acc; i++) {
-        const struct ioadv_access *r = &acc_buf[i];
-        memcpy(o, r, HEAD_BYTES);
-        memcpy(o + HEAD_BYTES, r->start, dims);
-        memcpy(o + HEAD_BYTES + dims, r->stride, dims);
-        memcpy(o + HEAD_BYTES + 2 * dims, r->count, dims);
-        memcpy(o + HEAD_BYTES + 3 * dims, r->block, dims);
-        o += HEAD_BYTES + 4 * dims;
+static size_t record_bytes(uint32_t width) { return HEAD_BYTES + 4 * sizeof(hsize_t) * width; }
+
+static unsigned char *record_at(int i, uint32_t width) {
+    return batch + sizeof(struct ioadv_batch) + (size_t)i * record_bytes(width);
+}
+
+/* Lay the buffered records out at a larger width, in place: last record first, and in each its last
+ * field first, so that nothing is overwritten before it has moved. The new dimensions are zero. */
+static void widen_batch(uint32_t width) {
+    uint32_t old = acc_width;
+    for (int i = n_acc - 1; i >= 0; i--) {
+        unsigned char *src = record_at(i, old), *dst = record_at(i, width);
+        for (int f = 3; f >= 0; f--) {
+            unsigned char *to = dst + HEAD_BYTES + (size_t)f * sizeof(hsize_t) * width;
+            memmove(to, src + HEAD_BYTES + (size_t)f * sizeof(hsize_t) * old, sizeof(hsize_t) * old);
+            memset(to + sizeof(hsize_t) * old, 0, sizeof(hsize_t) * (width - old));
+        }
+        memmove(dst, src, HEAD_BYTES);
     }
-    return (size_t)(o - packed);
+    acc_width = width;
+}
+
+static void append_record(const struct ioadv_access *r) {
+    uint32_t nd = r->ndim > MAXD ? MAXD : r->ndim;
+    if (nd > acc_width) widen_batch(nd);
+    unsigned char *o = record_at(n_acc++, acc_width);
+    size_t dims = sizeof(hsize_t) * acc_width;
+    memcpy(o, r, HEAD_BYTES);
+    memcpy(o + HEAD_BYTES, r->start, dims);
+    memcpy(o + HEAD_BYTES + dims, r->stride, dims);
+    memcpy(o + HEAD_BYTES + 2 * dims, r->count, dims);
+    memcpy(o + HEAD_BYTES + 3 * dims, r->block, dims);
 }
 
 static void flush_locked(void) {
@@ -274,9 +288,14 @@ static void flush_locked(void) {
     if (open_outputs() < 0) return;
     /* metadata first: an access never refers to a dataset not yet on disk */
     if (meta_len) write_all(meta_fd, meta_buf, meta_len);
-    if (n_acc) write_all(acc_fd, packed, pack_batch());
+    if (n_acc) {
+        struct ioadv_batch head = {BATCH_MAGIC, (uint32_t)n_acc, acc_width, 0};
+        memcpy(batch, &head, sizeof head);
+        write_all(acc_fd, batch, (size_t)(record_at(n_acc, acc_width) - batch));
+    }
     meta_len = 0;
     n_acc = 0;
+    acc_width = 0;
     last_flush_ns = now_ns();
 }
 
@@ -807,7 +826,7 @@ static void commit(struct caller *c, struct pending *p) {
     if (recording) {
         uint64_t seq = n_acc_total++;
         if (p->space >= 0) meta_selection(c->lib, p->space, p->rec.kind, p->rec.ndim, seq);
-        acc_buf[n_acc++] = p->rec;
+        append_record(&p->rec);
         if (n_acc == ACC_BATCH || (long long)(p->rec.t0 * 1e9) - last_flush_ns > FLUSH_NS) flush_locked();
     }
     pthread_mutex_unlock(&lock);
@@ -1018,6 +1037,7 @@ static void at_fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     meta_fd = acc_fd = -1;
     n_acc = 0;
+    acc_width = 0;
     meta_len = 0;
     my_tid = 0;
     if (recording) {
