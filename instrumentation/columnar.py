@@ -436,14 +436,16 @@ class ColumnarTraceWriter(TraceWriter):
             write_table(to_table(cols), part)
             self._parts.append(part)
 
-    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
+    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = (), *, gather: bool = True) -> None:
         """End the trace; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
-        (read back into ``TraceHeader.missed`` / ``.libraries``)."""
+        (read back into ``TraceHeader.missed`` / ``.libraries``). ``gather``: batches into one file (about
+        20 ms for a few small ones, each of which costs a reader 0.3-0.4 ms); a followed process's part does
+        not, its exit being the user's program's time (a loader worker's)."""
         self.flush()
         with self._lock:
             if self._meta.closed:
                 return
-            if len(self._parts) > 1:  # about 20 ms for a few small batches: each costs a reader 0.3-0.4 ms
+            if gather and len(self._parts) > 1:
                 compact_parts(self._parts)
             end = {"t": "end", "n_access": self.n_access}
             if missed:

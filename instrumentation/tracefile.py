@@ -176,9 +176,9 @@ class JsonlTraceWriter(TraceWriter):
         with self._lock:
             self._flush_locked(time.perf_counter())
 
-    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> None:
+    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = (), *, gather: bool = True) -> None:
         """End the file; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
-        (read back into ``TraceHeader.missed`` / ``.libraries``)."""
+        (read back into ``TraceHeader.missed`` / ``.libraries``). ``gather``: unused (one file already)."""
         with self._lock:
             if self._fh.closed:
                 return

@@ -570,7 +570,7 @@ class Tracer:
         if self.record_errors:
             self.missed.append(f"{self.record_errors} access(es) could not be recorded "
                                f"(first: {self.first_error})")
-        self._writer.close(tuple(self.missed), libraries)
+        self._writer.close(tuple(self.missed), libraries, gather=not self._is_part)
         parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
         if parts is not None and parts.is_dir():
             try:

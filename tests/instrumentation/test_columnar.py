@@ -225,6 +225,11 @@ def test_close_keeps_one_batch_as_written_and_gathers_two(tmp_path):
     w.close()
     assert [f.name for f in part_files(tmp_path / "b.parquet")] == ["parts-000000-000001.parquet"]
     assert load_trace(tmp_path / "b.parquet").columns.expanded().start[:, 0].tolist() == starts
+    # a followed process's part (a loader worker) leaves its batches to the run's merge
+    w, starts = _batched_trace(tmp_path / "c.parquet", batches=2)
+    w.close(gather=False)
+    assert [f.name for f in part_files(tmp_path / "c.parquet")] == ["part-000000.parquet", "part-000001.parquet"]
+    assert load_trace(tmp_path / "c.parquet").columns.expanded().start[:, 0].tolist() == starts
 
 
 def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
