@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .columns import ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs
+from .columns import ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
 from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
 from .tracefile import (
     Trace,
@@ -697,14 +697,6 @@ class _DirectoryOut:
         self.meta.close()
 
 
-def _compacted(cols: AccessColumns) -> AccessColumns:
-    """Runs folded per rank (accesses of one rank stay in order; ranks follow each other)."""
-    if not cols.rows:
-        return cols
-    order = np.argsort(cols.rank, kind="stable")
-    return compact_runs(cols.take(order).expanded())
-
-
 def write_columnar(trace: Trace, path: str | os.PathLike) -> None:
     """``trace`` as a columnar trace directory (accesses in rank order, runs folded)."""
     from dataclasses import replace
@@ -717,7 +709,7 @@ def write_columnar(trace: Trace, path: str | os.PathLike) -> None:
         out.record("d", d.get_config())
     for r in trace.resizes:
         out.record("r", r.get_config())
-    out.batch(_compacted(trace.columns))
+    out.batch(fold_runs(trace.columns))
     out.close()
 
 
@@ -754,7 +746,7 @@ def merge_trace_files(paths: list[str | os.PathLike], output: str | os.PathLike,
         batches = read_parts(p, t.datasets) if os.path.isdir(p) else [t.columns]
         for cols in batches:
             cols = clock_shift(remap_columns(cols, remap, 0.0, own), t.headers, origin)
-            out.batch(cols if own is not None else _compacted(cols))
+            out.batch(cols if own is not None else fold_runs(cols))
     out.close()
     return len(traces), out.n_access, len(by_key)
 

@@ -390,4 +390,15 @@ def compact_runs(cols: AccessColumns, min_rep: int = 3) -> AccessColumns:
     return out.take(~inner)
 
 
-__all__ = ["AccessColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns", "compact_runs"]
+def fold_runs(cols: AccessColumns) -> AccessColumns:
+    """The columnar form of a trace's accesses: each rank's regular runs folded (``compact_runs``), ranks one
+    after another. A JSON Lines trace is held in this form too, so that nothing read from the accesses (the
+    in-trace calibration reads a run's mean duration) depends on the file the trace came from."""
+    if not cols.rows:
+        return cols
+    if (cols.rank[1:] < cols.rank[:-1]).any():
+        cols = cols.take(np.argsort(cols.rank, kind="stable"))
+    return compact_runs(cols.expanded())
+
+
+__all__ = ["AccessColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns", "compact_runs", "fold_runs"]

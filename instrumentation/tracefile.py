@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .columns import AccessColumns, as_columns
+from .columns import AccessColumns, as_columns, fold_runs
 from .records import (
     SCHEMA_VERSION,
     AccessRecord,
@@ -201,7 +201,8 @@ class Trace:
     accesses one by one. A merged multi-rank trace has one header per rank
     (``headers``), datasets renumbered so that one key has one id, and a rank
     on each access. ``Trace(headers, datasets, accesses, ...)`` takes
-    AccessColumns or a list of AccessRecords.
+    AccessColumns or a list of AccessRecords; records are held as a columnar
+    trace stores them (``fold_runs``).
     """
 
     headers: list
@@ -224,8 +225,7 @@ class Trace:
         if isinstance(accesses, AccessColumns):
             self.columns, self._records = accesses, None
         else:
-            self._records = list(accesses)
-            self.columns = AccessColumns.from_records(self._records)
+            self.accesses = accesses
 
     @property
     def accesses(self) -> list[AccessRecord]:
@@ -235,8 +235,11 @@ class Trace:
 
     @accesses.setter
     def accesses(self, records: Sequence[AccessRecord]) -> None:
-        self._records = list(records)
-        self.columns = AccessColumns.from_records(self._records)
+        records = list(records)
+        unfolded = AccessColumns.from_records(records)
+        self.columns = fold_runs(unfolded)
+        # records in another order than the columns' (ranks regrouped) are made again from the columns
+        self._records = records if self.columns is unfolded else None
 
     @property
     def n_access(self) -> int:

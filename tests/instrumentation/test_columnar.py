@@ -15,6 +15,7 @@ from instrumentation import AccessRecord, Selection, TraceError, load_trace, mer
 from instrumentation.columnar import merge_trace_files, part_files
 from instrumentation.columns import AccessColumns, compact_runs
 from instrumentation.patterns import classify
+from instrumentation.tracefile import Trace
 from iomodel.layout import Layout
 from iomodel.variables import count_variables
 
@@ -49,7 +50,7 @@ def test_convert_both_ways_keeps_every_record(tmp_path, capsys):
     assert main(["trace", "convert", str(src), str(tmp_path / "b.parquet")]) == 0
     assert main(["trace", "convert", str(tmp_path / "b.parquet"), str(tmp_path / "c.jsonl")]) == 0
     a, b, c = (load_trace(tmp_path / n) for n in ("a.jsonl", "b.parquet", "c.jsonl"))
-    assert b.columns.rows < a.columns.rows  # the 50 consecutive row reads became one run
+    assert b.columns.rows == a.columns.rows == 3  # the 50 consecutive row reads are one run, in memory either way
     same_accesses(b.accesses, a.accesses)
     same_accesses(c.accesses, a.accesses)
     assert (tmp_path / "c.jsonl").read_text().count('"t":"a"') == 52
@@ -57,7 +58,7 @@ def test_convert_both_ways_keeps_every_record(tmp_path, capsys):
     import pandas as pd
 
     df = pd.read_parquet(tmp_path / "b.parquet")
-    assert int(df["rep"].sum()) == 52 and "start_0" in df
+    assert int(df["rep"].sum()) == 52 and len(df) == 3 and "start_0" in df
 
 
 def test_compact_runs_folds_constant_offsets_only():
@@ -72,6 +73,22 @@ def test_compact_runs_folds_constant_offsets_only():
     same_accesses(packed.records(), recs)
     every = packed.every(7)
     same_accesses(every.records(), recs[::7])
+
+
+def test_records_are_held_as_a_columnar_trace_stores_them():
+    """Two ranks' regular reads, interleaved in time, each with its own duration: a Trace made of the records
+    folds each rank's run, as writing it to a columnar trace does, and keeps the runs' total durations."""
+    dts = np.random.default_rng(1).uniform(1e-4, 5e-3, 20)
+    recs = [AccessRecord(0, "read", Selection.box((10 * (i // 2), 0), (10, 8)), 80, 320, 0.1 * i, dts[i],
+                         rank=i % 2) for i in range(20)]
+    trace = Trace([], {}, recs)
+    assert trace.columns.rows == 2 and trace.columns.rank.tolist() == [0, 1]
+    assert trace.columns.dt.tolist() == pytest.approx([dts[0::2].sum(), dts[1::2].sum()])
+    again = trace.accesses  # made from the columns: rank by rank, each access the mean of its run
+    assert [a.rank for a in again] == [0] * 10 + [1] * 10
+    assert [a.duration for a in again] == pytest.approx([dts[0::2].mean()] * 10 + [dts[1::2].mean()] * 10)
+    one = Trace([], {}, recs[:1])
+    assert one.accesses == recs[:1]  # nothing to fold: the records as given
 
 
 def test_models_see_the_same_accesses_folded_or_not():
