@@ -125,6 +125,7 @@ def advise(
             uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
     out, skipped, minor = [], [], []
+    file_library: dict[str, tuple[str, str]] = {}  # file -> (library, path) of its dataset advised first
     for ds in targets:
         shape = extents[ds.id]
         reason = reasons[ds.id]
@@ -133,12 +134,14 @@ def advise(
             continue
         if reason is None:
             no_codec = compression_note(ds)
+            follows = file_library.get(ds.file)
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries,
-                                      top, read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id], jobs, comm, works.get(ds.id))
+                    adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors,
+                                      libraries if follows is None else (follows[0],), top,
+                                      read_data and no_codec is None, nprocs, exhaustive, calibrations,
+                                      traced[ds.id], jobs, comm, works.get(ds.id), follows)
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -147,6 +150,8 @@ def advise(
                 extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
                     + _warning_notes(caught)
                 out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
+                if adv.recommendation.library in libraries:
+                    file_library.setdefault(ds.file, (adv.recommendation.library, ds.path))
         if reason is not None:
             skipped.append(NotAdvised(ds.key, ds.path, ds.library, tuple(shape), ds.dtype, reason))
     if not trace.datasets:
@@ -177,7 +182,11 @@ def _warning_notes(caught) -> list[str]:
 
 
 def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
-                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None) -> "DatasetAdvice":
+                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None,
+                follows: tuple[str, str] | None = None) -> "DatasetAdvice":
+    """One dataset's advice. ``follows``: (library, path) recommended for the dataset of the same file or store
+    with more traced time: one file holds one library (a coordinate never moves to another format than its data
+    variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too."""
     from advisor.advice import DatasetAdvice, explain
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
@@ -235,15 +244,22 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
         # ranked again on the calibrated seconds (and a time budget is on them)
         ranked = sorted(result.ranked, key=goal.key)
+        moves = follows is not None and follows[0] != ds.library
+        feasible = goal.feasible if not moves else lambda r: goal.feasible(r) and r.candidate != current.candidate
         if goal.kind == "time":
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
-                                       with_facts=lambda r: _with_facts(model, r), feasible=goal.feasible,
+                                       with_facts=lambda r: _with_facts(model, r), feasible=feasible,
                                        coefficient=profile.coefficient)
         else:
-            best, tie_rule = ranked[0], None
+            best, tie_rule = next((r for r in ranked if feasible(r)), ranked[0]), None
         change = best if best.candidate != current.candidate else next(
             (r for r in ranked if r.candidate != current.candidate), None)
         judged = verdict(current, best, traced if calibrated else None, tie_rule)
+        if moves:
+            judged = replace(judged, verdict="change", reason=f"its file moves to {follows[0]} with {follows[1]}")
+        if follows is not None:
+            notes.append(f"advised within {follows[0]}, the library recommended for {follows[1]} (the file's dataset "
+                         "with more traced time): one file, one library")
         rewrite = None
         if judged.verdict == "change":
             codec = None

@@ -163,6 +163,34 @@ def test_minor_datasets_summed_up_in_one_line(tmp_path):
     assert doc["minor"][0]["name"].endswith("::/lat") and doc["datasets"][0]["traced_seconds"] > 0
 
 
+def test_one_library_per_file(tmp_path):
+    """On a machine where Zarr's calls cost nothing (its per-call coefficients 0), a small array read value by
+    value would move to Zarr on its own; in the file of an array that stays in HDF5 it stays in HDF5 (a
+    coordinate never moves to another format than its data variable)."""
+    import h5py
+
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("tas", data=np.random.default_rng(0).random((60, 360, 720), "f4"), chunks=(1, 360, 720))
+        f.create_dataset("h", data=np.arange(500.0))
+    with advisor.trace(tmp_path / "t.jsonl"):
+        with h5py.File(tmp_path / "f.h5", "r") as f:
+            tas, h = f["tas"], f["h"]
+            for t in range(60):
+                float(tas[t].mean())
+            for i in range(0, 500, 5):
+                float(h[i])
+    p = profile()
+    zarr = {**p.coefficients["zarr"], "n_calls": 0.0, "n_zopen": 0.0, "n_chunks": 0.0}
+    kw = dict(profile=replace(p, coefficients={**p.coefficients, "zarr": zarr}), lossless_only=True, min_share=0.0)
+    alone = advisor.advise(tmp_path / "t.jsonl", dataset="/h", **kw).datasets[0]
+    assert alone.recommendation.candidate.library == "zarr"
+    main, small = advisor.advise(tmp_path / "t.jsonl", **kw).datasets
+    assert main.path == "/tas" and main.recommendation.candidate.library == "hdf5"
+    assert small.path == "/h" and small.recommendation.candidate.library == "hdf5"
+    assert any("one file, one library" in n for n in small.notes)
+    assert not any("one file, one library" in n for n in main.notes)
+
+
 def test_failed_calibration_leaves_the_advice_standing(traced, monkeypatch):
     import iomodel.intrace
 
