@@ -277,11 +277,22 @@ def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndar
 
 
 def _events(trace: Trace, ds: DatasetRecord, rank: int | None = None) -> list:
-    """The dataset's accesses and resizes in time order (one rank's, or every rank's)."""
-    ev = [a for a in trace.accesses if a.dataset == ds.id and (rank is None or a.rank == rank)]
-    ev += [r for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)]
-    ev.sort(key=lambda e: e.t_start)
-    return ev
+    """The dataset's accesses and resizes in time order (one rank's, or every rank's). The accesses of a folded
+    run carry interpolated start times, which can fall just before the resize that made room for them: an
+    access beyond the array's shape comes after the resizes that precede it."""
+    accesses = sorted((a for a in trace.accesses if a.dataset == ds.id and (rank is None or a.rank == rank)),
+                      key=lambda e: e.t_start)
+    resizes = sorted((r for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)),
+                     key=lambda e: e.t_start)
+    shape, ev, i = tuple(ds.shape), [], 0
+    for a in accesses:
+        while i < len(resizes) and (resizes[i].t_start <= a.t_start
+                                    or any(h > s for h, s in zip(a.selection.bounds()[1], shape))):
+            shape = tuple(resizes[i].shape)
+            ev.append(resizes[i])
+            i += 1
+        ev.append(a)
+    return ev + resizes[i:]
 
 
 def _written_mask(events: list, shape, created: bool) -> np.ndarray | None:

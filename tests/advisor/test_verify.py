@@ -105,6 +105,22 @@ def test_two_ranks_reading_replay_concurrently(tmp_path):
     assert row.parallel and row.max_error == 0.0 and row.measured_seconds > 0
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_appends_of_a_folded_run_replay_after_their_resizes(tmp_path, suffix):
+    """Appends are a regular run, folded into one row with interpolated start times, which can fall just
+    before the resize that made room for each append: the replay still resizes first."""
+    block = synthetic((50, 16), "f4", seed=6)
+    path = tmp_path / f"t.{suffix}"
+    with advisor.trace(path):
+        z = zarr.create_array(str(tmp_path / "log.zarr"), shape=(0, 16), dtype="f4", chunks=(100, 16))
+        for i in range(12):
+            z.append(block + i)
+    trace = load_trace(path)
+    assert trace.columns.rows < 12 and len(trace.resizes) == 12
+    row = verify(trace, top=0, workdir=tmp_path / "work").rows[0]
+    assert row.max_error == 0.0 and row.measured_seconds > 0
+
+
 def test_cli_verify_json_and_errors(traced, tmp_path, capsys):
     trace, _ = traced
     path, prof = tmp_path / "copy.jsonl", tmp_path / "profile.json"
