@@ -171,13 +171,14 @@ PAGE = 4096
 """Bytes of a page: the kernel's readahead works in pages."""
 
 (RA_MAX, RA_START, RA_SIZE, RA_ASYNC, RA_PREV, RA_EOF, RA_COUNT, RA_STAMP, RA_SHIFT, RA_PEND, RA_PFIRST, RA_PEND_LO,
- RA_PEND_HI, RA_WORDS) = range(14)
+ RA_PEND_HI, RA_PWAITED, RA_WORDS) = range(15)
 """The readahead state of a file (``Replay._ra``, in pages but RA_MAX in bytes): the device's largest window
 (0: readahead not modelled), the current window (start, size, async tail: its first page is the marker that
 asks for the next window), the page the previous read's end fell in (the kernel's prev_pos), the file's end,
 the pages it brought in and the bytes the process's page cache had taken in (``PC_INSERTED``) since its record
 was last emptied (once either is more than the page cache holds, the oldest are gone), the window
-asked for ahead of need and not waited for yet (its new pages, first new page, first and end page), log2 of the
+asked for ahead of need and not waited for yet (its new pages, first new page, first and end page, and whether a
+read waited for part of it: its request is counted then), log2 of the
 pages per bit of the record of cached pages that follows from RA_WORDS on (one page per bit up to 64 GiB
 files: the kernel reads only the pages not cached yet, and looks back at them to continue a stream)."""
 
@@ -226,9 +227,11 @@ def _ra_cached(ra, page):
 
 
 @numba.njit(cache=True)
-def _ra_charge(out, new, first_new, dev_end, dev_weight):
-    """The device request of ``new`` pages from page ``first_new`` on, waited for; returns the device position."""
-    out[N_RDISK] += dev_weight
+def _ra_charge(out, new, first_new, dev_end, dev_weight, request=True):
+    """The device request of ``new`` pages from page ``first_new`` on, waited for; returns the device position.
+    ``request`` False: the rest of a request already waited for (its bytes only)."""
+    if request:
+        out[N_RDISK] += dev_weight
     out[S_RDISK] += new * PAGE * dev_weight
     if first_new * PAGE != dev_end:
         out[N_RSEEK] += dev_weight
@@ -240,8 +243,27 @@ def _ra_charge(out, new, first_new, dev_end, dev_weight):
 def _ra_settle(out, ra, dev_end, dev_weight):
     """The window asked for ahead of need is waited for (read into, or the device is needed again)."""
     if ra[RA_PEND] > 0:
-        dev_end = _ra_charge(out, ra[RA_PEND], ra[RA_PFIRST], dev_end, dev_weight)
-        ra[RA_PEND] = 0
+        dev_end = _ra_charge(out, ra[RA_PEND], ra[RA_PFIRST], dev_end, dev_weight, ra[RA_PWAITED] == 0)
+        ra[RA_PEND], ra[RA_PWAITED] = 0, 0
+    return dev_end
+
+
+@numba.njit(cache=True)
+def _ra_wait(out, ra, last, dev_end, dev_weight):
+    """A read ending before page ``last`` waits for the window asked for ahead of it: the device reads that
+    window in order, so the read waits for its pages up to ``last``; the rest stays ahead of need (the last
+    window of a stream that a read reaches into is not all waited for: two ranks' halves, w08). The window is
+    one request, counted at the first wait."""
+    n = min(ra[RA_PEND], last - ra[RA_PFIRST])
+    if n >= ra[RA_PEND]:
+        return _ra_settle(out, ra, dev_end, dev_weight)
+    if n <= 0:
+        return dev_end
+    dev_end = _ra_charge(out, n, ra[RA_PFIRST], dev_end, dev_weight, ra[RA_PWAITED] == 0)
+    ra[RA_PEND] -= n
+    ra[RA_PFIRST] += n
+    ra[RA_PEND_LO] = max(ra[RA_PEND_LO], ra[RA_PFIRST])
+    ra[RA_PWAITED] = 1
     return dev_end
 
 
@@ -262,6 +284,15 @@ def _ra_fetch(out, ra, start, size, dev_end, dev_weight, ahead):
     if new == 0:
         return dev_end
     ra[RA_COUNT] += new
+    if ahead and ra[RA_PEND] > 0 and ra[RA_PFIRST] + ra[RA_PEND] == first_new:
+        # queued behind the rest of the window before it: a read waits for both in order, nobody for either yet
+        # (the earlier window's request is counted now, its bytes when waited for)
+        if ra[RA_PWAITED] == 0:
+            out[N_RDISK] += dev_weight
+        ra[RA_PEND] += new
+        ra[RA_PEND_HI] = end
+        ra[RA_PWAITED] = 0
+        return dev_end
     dev_end = _ra_settle(out, ra, dev_end, dev_weight)
     if ahead:
         ra[RA_PEND], ra[RA_PFIRST], ra[RA_PEND_LO], ra[RA_PEND_HI] = new, first_new, start, end
@@ -300,8 +331,10 @@ def _os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight
             ra[RA_ASYNC] = ra[RA_SIZE]
             dev_end = _ra_fetch(out, ra, ra[RA_START], ra[RA_SIZE], dev_end, dev_weight, True)
             asked += 1
-        if ra[RA_PEND] > 0 and (asked > 1 or first < ra[RA_PEND_HI] and last > ra[RA_PEND_LO]):
+        if ra[RA_PEND] > 0 and asked > 1:
             dev_end = _ra_settle(out, ra, dev_end, dev_weight)
+        elif ra[RA_PEND] > 0 and first < ra[RA_PEND_HI] and last > ra[RA_PEND_LO]:
+            dev_end = _ra_wait(out, ra, last, dev_end, dev_weight)
         return dev_end
     if ra[RA_MAX] == 0:
         out[N_RDISK] += dev_weight
@@ -327,7 +360,7 @@ def _os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight
                 dev_end = _ra_fetch(out, ra, ra[RA_START], ra[RA_SIZE], dev_end, dev_weight, True)
                 asked += 1
             elif ra[RA_PEND] > 0 and ra[RA_PEND_LO] <= page < ra[RA_PEND_HI]:
-                dev_end = _ra_settle(out, ra, dev_end, dev_weight)
+                dev_end = _ra_wait(out, ra, last, dev_end, dev_weight)
             page += 1
             continue
         req = last - page

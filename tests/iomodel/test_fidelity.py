@@ -101,6 +101,19 @@ def test_a_sequential_stream_is_read_ahead_in_growing_windows_a_seek_is_not():
     assert count_variables(rows, z, Layout.from_dataset(z), BIG, readahead=8 << 20).n_rdisk == 512
 
 
+def test_a_stream_waits_for_the_window_ahead_only_up_to_what_it_reads():
+    # one rank's half of a contiguous (500000, 16) float32 table in 320 KB reads (w08): the 8 MiB window asked
+    # for ahead when a read reaches the last window's marker starts 0.3 MB before the half's end; the last read
+    # waits for those pages, not for the 8 MiB the device goes on reading for the other half
+    ds = _ds(shape=(500000, 16), chunks=None)
+    half = [_acc(Selection.box((r, 0), (5000, 16))) for r in range(0, 250000, 5000)]
+    v = count_variables(half, ds, Layout.from_dataset(ds), BIG, readahead=8 << 20)
+    assert 250000 * 64 <= v.s_rdisk < 250000 * 64 + 64 * KiB
+    whole = count_variables(half + [_acc(Selection.box((250000, 0), (250000, 16)))], ds, Layout.from_dataset(ds),
+                            BIG, readahead=8 << 20)
+    assert 500000 * 64 <= whole.s_rdisk < 500000 * 64 + 64 * KiB  # the rest of the window, once read
+
+
 def test_reads_that_skip_chunks_still_ride_the_stream_and_cost_its_windows():
     # slab writes of 1500 rows over chunks of 1024 rows read only the chunks they cover in part, skipping
     # those they overwrite whole: the kernel's readahead reads the windows, gaps and all (measured on the
