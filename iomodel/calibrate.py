@@ -367,13 +367,14 @@ class LibraryFit:
 
 
 def features_of(case: Case, page_cache_bytes: int, cache_curve=None, zarr_overlap: float = 1.0,
-                readahead: int = 0) -> dict[str, float]:
+                readahead: int = 0, device_request: int = 0) -> dict[str, float]:
     """The model's counted variables for the case (the design-matrix row)."""
     from .variables import count_variables
 
     return count_variables([a for a in case.accesses if isinstance(a, AccessRecord)], case.dataset(), case.layout(),
                            page_cache_bytes, warm=case.warm, cache_curve=cache_curve,
-                           zarr_overlap=zarr_overlap, readahead=readahead).as_features()
+                           zarr_overlap=zarr_overlap, readahead=readahead,
+                           device_request=device_request).as_features()
 
 
 def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequence[float],
@@ -501,7 +502,7 @@ class CalibrationResult:
 def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, grid: Grid | None = None,
               progress: Callable[[str], None] | None = print) -> CalibrationResult:
     """Measure the grid, count the model's variables for the same runs, fit per library."""
-    from .probe import measure_page_cache_curve, measure_probe, readahead_bytes
+    from .probe import device_request_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
     from .profile import SystemProfile
 
     grid = grid or (QUICK if quick else FULL)
@@ -512,14 +513,15 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
         workdir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         curve = measure_page_cache_curve(workdir)
-        readahead = readahead_bytes(workdir)
+        readahead, request = readahead_bytes(workdir), device_request_bytes(workdir)
         probe = measure_probe(workdir)
         if progress:
             progress(f"page-cache curve ({time.perf_counter() - t:.1f}s): "
                      + ", ".join(f"{b >> 10} KiB {b / s / 1e9:.1f} GB/s" for b, s in zip(curve.sizes, curve.seconds)
                                  if b in (4096, 65536, 1 << 20, 16 << 20))
                      + f"; probe: page cache {probe['page_cache_bps'] / 1e9:.2f} GB/s, "
-                       f"device {probe['disk_bps'] / 1e9:.2f} GB/s; readahead {readahead >> 10} KiB")
+                       f"device {probe['disk_bps'] / 1e9:.2f} GB/s; readahead {readahead >> 10} KiB in requests of "
+                       f"{request >> 10} KiB")
         results = measure_cases(cases, workdir, repeat=grid.repeat, progress=progress)
     finally:
         if own:
@@ -532,7 +534,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
     overlap = zarr_concurrency()
     for lib in ("hdf5", "zarr"):
         idx = [i for i, c in enumerate(cases) if c.library == lib]
-        rows = [features_of(cases[i], pcache, curve, overlap, readahead) for i in idx]
+        rows = [features_of(cases[i], pcache, curve, overlap, readahead, request) for i in idx]
         fits[lib] = fit_library(lib, rows, [seconds[i] for i in idx], [cases[i].pattern for i in idx],
                                 [cases[i].label for i in idx])
         if progress:
@@ -542,7 +544,8 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
     profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},
                             page_cache_bytes=pcache, machine=machine_info(),
                             time_band={lib: time_band(f) for lib, f in fits.items()},
-                            page_cache_curve=curve, zarr_overlap=overlap, readahead_bytes=readahead, probe=probe)
+                            page_cache_curve=curve, zarr_overlap=overlap, readahead_bytes=readahead,
+                            device_request_bytes=request, probe=probe)
     return CalibrationResult(profile, fits, cases, seconds)
 
 

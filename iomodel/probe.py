@@ -30,17 +30,27 @@ other jobs moved the probe of one machine by up to 1.8x here (page cache 9.2-16.
 0.73-1.51 GB/s at load 1-10), so closer speeds cannot be told apart from load."""
 
 
-def readahead_bytes(path: str | os.PathLike) -> int:
-    """The kernel's largest readahead window on the block device holding ``path`` (``read_ahead_kb``;
-    a partition's is its disk's), 0 when it cannot be read (no such sysfs entry)."""
+def _queue_kib(path: str | os.PathLike, name: str) -> int:
+    """A block-queue setting in KiB of the device holding ``path`` (a partition's is its disk's), as bytes; 0
+    when it cannot be read (no such sysfs entry)."""
     dev = os.stat(path).st_dev
     base = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
-    for q in (base / "queue" / "read_ahead_kb", base / ".." / "queue" / "read_ahead_kb"):
+    for q in (base / "queue" / name, base / ".." / "queue" / name):
         try:
             return int(q.read_text()) * 1024
         except (OSError, ValueError):
             continue
     return 0
+
+
+def readahead_bytes(path: str | os.PathLike) -> int:
+    """The kernel's largest readahead window on the block device holding ``path`` (``read_ahead_kb``)."""
+    return _queue_kib(path, "read_ahead_kb")
+
+
+def device_request_bytes(path: str | os.PathLike) -> int:
+    """The largest request the block layer sends the device holding ``path`` (``max_sectors_kb``)."""
+    return _queue_kib(path, "max_sectors_kb")
 
 
 def _scratch_file(directory: str | os.PathLike | None, nbytes: int) -> Path:

@@ -113,6 +113,9 @@ class SystemProfile:
     """How many of one zarr call's chunk reads overlap on the device (async fetches, measured)."""
     readahead_bytes: int = 0
     """The kernel's largest readahead window on the data's device (``read_ahead_kb``); 0: not modelled."""
+    device_request_bytes: int = 0
+    """The device's largest request (``max_sectors_kb``): a readahead window is read in requests of this size;
+    0: a window is one request."""
     probe: dict = field(default_factory=dict, compare=False)
     """Quick speed probe on the fitting machine (``iomodel.probe``): compared at advise/predict time."""
     schema: int = IO_SCHEMA
@@ -139,8 +142,9 @@ class SystemProfile:
             if (lib not in ("hdf5", "zarr") or not isinstance(band, (list, tuple)) or len(band) != 2
                     or not 0 < band[0] <= 1 <= band[1]):
                 raise ProfileError(f"field 'io.time_band.{lib}' must be [lo <= 1, hi >= 1], got {band!r}")
-        for name in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "readahead_bytes"):
-            if getattr(self, name) < (0 if name in ("page_cache_bytes", "readahead_bytes") else 1):
+        for name in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "readahead_bytes",
+                     "device_request_bytes"):
+            if getattr(self, name) < (0 if name in ("page_cache_bytes", "readahead_bytes", "device_request_bytes") else 1):
                 raise ProfileError(f"field 'io.{name}' out of range: {getattr(self, name)}")
 
     def band(self, library: str) -> tuple[float, float]:
@@ -152,7 +156,7 @@ class SystemProfile:
     def replay_options(self) -> dict:
         """The measured behaviours a replay simulates (``Replay``/``Workload.variables`` keyword arguments)."""
         return {"cache_curve": self.page_cache_curve, "zarr_overlap": self.zarr_overlap,
-                "readahead": self.readahead_bytes}
+                "readahead": self.readahead_bytes, "device_request": self.device_request_bytes}
 
     def coefficient(self, library: str, variable: str) -> float:
         """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""
@@ -175,6 +179,7 @@ class SystemProfile:
             "page_cache_curve": self.page_cache_curve.get_config(),
             "zarr_overlap": self.zarr_overlap,
             "readahead_bytes": self.readahead_bytes,
+            "device_request_bytes": self.device_request_bytes,
             "probe": dict(self.probe),
         }
 
@@ -185,7 +190,8 @@ class SystemProfile:
         if "coefficients" not in config:
             raise ProfileError("missing field 'io.coefficients'")
         known = {"schema", "coefficients", "page_cache_bytes", "data_servers", "stripe_count",
-                 "stripe_size", "machine", "time_band", "page_cache_curve", "zarr_overlap", "probe", "readahead_bytes"}
+                 "stripe_size", "machine", "time_band", "page_cache_curve", "zarr_overlap", "probe", "readahead_bytes",
+                 "device_request_bytes"}
         kw = {k: v for k, v in config.items() if k in known}
         kw["schema"] = config.get("schema", IO_SCHEMA)
         if "page_cache_curve" in kw:
@@ -199,7 +205,8 @@ class SystemProfile:
         kw["coefficients"] = {lib: {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
                                     for k, v in c.items()} if isinstance(c, dict) else c
                               for lib, c in config["coefficients"].items()}
-        for k in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "schema", "readahead_bytes"):
+        for k in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "schema", "readahead_bytes",
+                  "device_request_bytes"):
             if k in kw and (not isinstance(kw[k], int) or isinstance(kw[k], bool)):
                 raise ProfileError(f"field 'io.{k}' must be an integer")
         return cls(**kw)

@@ -171,14 +171,16 @@ PAGE = 4096
 """Bytes of a page: the kernel's readahead works in pages."""
 
 (RA_MAX, RA_START, RA_SIZE, RA_ASYNC, RA_PREV, RA_EOF, RA_COUNT, RA_STAMP, RA_SHIFT, RA_PEND, RA_PFIRST, RA_PEND_LO,
- RA_PEND_HI, RA_PWAITED, RA_WORDS) = range(15)
+ RA_PEND_HI, RA_PWAITED, RA_PNEXT, RA_REQ, RA_WORDS) = range(17)
 """The readahead state of a file (``Replay._ra``, in pages but RA_MAX in bytes): the device's largest window
 (0: readahead not modelled), the current window (start, size, async tail: its first page is the marker that
 asks for the next window), the page the previous read's end fell in (the kernel's prev_pos), the file's end,
 the pages it brought in and the bytes the process's page cache had taken in (``PC_INSERTED``) since its record
 was last emptied (once either is more than the page cache holds, the oldest are gone), the window
 asked for ahead of need and not waited for yet (its new pages, first new page, first and end page, and whether a
-read waited for part of it: its request is counted then), log2 of the
+read waited for part of it: its request is counted then, and the first page of the last window queued into it),
+the pages of the device's largest request (a window
+is split into requests of this size; 0: a window is one request), log2 of the
 pages per bit of the record of cached pages that follows from RA_WORDS on (one page per bit up to 64 GiB
 files: the kernel reads only the pages not cached yet, and looks back at them to continue a stream)."""
 
@@ -186,12 +188,12 @@ RA_BITS = 1 << 24
 """Most bits in a file's record of cached pages (2 MiB): larger files get several pages per bit."""
 
 
-def readahead_state(readahead: int, file_bytes: int) -> np.ndarray:
+def readahead_state(readahead: int, file_bytes: int, device_request: int = 0) -> np.ndarray:
     """A file's initial readahead state (``RA_*``), no page cached."""
     pages = -(-max(file_bytes, 1) // PAGE)
     shift = max(0, (pages - 1).bit_length() - RA_BITS.bit_length() + 1) if readahead else 0
     ra = np.zeros(RA_WORDS + (-(-(pages >> shift) // 64) + 1 if readahead else 0), np.int64)
-    ra[RA_MAX], ra[RA_PREV], ra[RA_SHIFT] = readahead, -2, shift
+    ra[RA_MAX], ra[RA_PREV], ra[RA_SHIFT], ra[RA_REQ] = readahead, -2, shift, device_request // PAGE
     ra[RA_EOF] = pages
     return ra
 
@@ -250,12 +252,21 @@ def _ra_settle(out, ra, dev_end, dev_weight):
 
 @numba.njit(cache=True)
 def _ra_wait(out, ra, last, dev_end, dev_weight):
-    """A read ending before page ``last`` waits for the window asked for ahead of it: the device reads that
-    window in order, so the read waits for its pages up to ``last``; the rest stays ahead of need (the last
-    window of a stream that a read reaches into is not all waited for: two ranks' halves, w08). The window is
-    one request, counted at the first wait."""
-    n = min(ra[RA_PEND], last - ra[RA_PFIRST])
-    if n >= ra[RA_PEND]:
+    """A read ending before page ``last`` waits for the window asked for ahead of it. The block layer splits a
+    window into requests of the device's largest size (``max_sectors_kb``) and the device serves them in
+    order: the read waits for the requests up to the one holding ``last``; the others stay ahead of need (the
+    8 MiB window that two ranks' halves of w08 end in is two requests of 4 MiB). The window's request is
+    counted at the first wait."""
+    req = ra[RA_REQ]
+    if req > 0:  # requests run from each window's first page: the earlier window's rest, then the last one's
+        cut = max(ra[RA_PNEXT], ra[RA_PFIRST])
+        if last <= cut:
+            n = min(-(-(last - ra[RA_PFIRST]) // req) * req, cut - ra[RA_PFIRST])
+        else:
+            n = cut - ra[RA_PFIRST] + -(-(last - cut) // req) * req
+    else:
+        n = ra[RA_PEND]
+    if ra[RA_REQ] == 0 or n >= ra[RA_PEND]:
         return _ra_settle(out, ra, dev_end, dev_weight)
     if n <= 0:
         return dev_end
@@ -284,18 +295,18 @@ def _ra_fetch(out, ra, start, size, dev_end, dev_weight, ahead):
     if new == 0:
         return dev_end
     ra[RA_COUNT] += new
-    if ahead and ra[RA_PEND] > 0 and ra[RA_PFIRST] + ra[RA_PEND] == first_new:
+    if ahead and ra[RA_REQ] > 0 and ra[RA_PEND] > 0 and ra[RA_PFIRST] + ra[RA_PEND] == first_new:
         # queued behind the rest of the window before it: a read waits for both in order, nobody for either yet
         # (the earlier window's request is counted now, its bytes when waited for)
         if ra[RA_PWAITED] == 0:
             out[N_RDISK] += dev_weight
         ra[RA_PEND] += new
-        ra[RA_PEND_HI] = end
+        ra[RA_PEND_HI], ra[RA_PNEXT] = end, first_new
         ra[RA_PWAITED] = 0
         return dev_end
     dev_end = _ra_settle(out, ra, dev_end, dev_weight)
     if ahead:
-        ra[RA_PEND], ra[RA_PFIRST], ra[RA_PEND_LO], ra[RA_PEND_HI] = new, first_new, start, end
+        ra[RA_PEND], ra[RA_PFIRST], ra[RA_PEND_LO], ra[RA_PEND_HI], ra[RA_PNEXT] = new, first_new, start, end, first_new
         return dev_end
     return _ra_charge(out, new, first_new, dev_end, dev_weight)
 
@@ -795,7 +806,7 @@ class Replay:
 
     def __init__(self, dataset: DatasetRecord, layout: Layout, page_cache_bytes: int, *, parallel: bool = False,
                  warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
-                 readahead: int = 0, page_cache: SharedPageCache | None = None):
+                 readahead: int = 0, device_request: int = 0, page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         self._curve = (cache_curve or PageCacheCurve()).arrays()
         self._zarr_overlap = float(zarr_overlap)
@@ -814,7 +825,7 @@ class Replay:
         file_bytes = layout.nchunks * layout.stored_chunk_nbytes
         if prealloc == 2:
             file_bytes = int((co[:, layout.ndim] + co[:, layout.ndim + 1]).max())
-        self._ra = readahead_state(readahead, file_bytes)
+        self._ra = readahead_state(readahead, file_bytes, device_request)
         cps = layout.chunks_per_shard
         if cps is not None:
             self._cps_grid = np.asarray(cps, np.int64)
@@ -918,6 +929,7 @@ def count_variables(
     cache_curve: PageCacheCurve | None = None,
     zarr_overlap: float = 1.0,
     readahead: int = 0,
+    device_request: int = 0,
     others: Sequence[tuple[DatasetRecord, Layout]] = (),
 ) -> Variables:
     """Replay one rank's accesses of ``dataset`` against ``layout``; count the variables.
@@ -931,7 +943,8 @@ def count_variables(
     ``cache_curve``: the profile's page-cache copy time by request size (``x_cache``
     stays 0 without it); ``zarr_overlap``: how many of one call's chunk reads
     overlap on the device (the profile's, measured by calibration); ``readahead``: the kernel's largest
-    readahead window on the data's device, bytes (the profile's; 0: readahead not modelled). Long traces are walked and replayed
+    readahead window on the data's device, bytes (the profile's; 0: readahead not modelled); ``device_request``: the
+    device's largest request, bytes (the profile's; 0: a window is one request). Long traces are walked and replayed
     WINDOW_ACCESSES at a time (``Replay``).
     ``others``: the process's other arrays (their record and stored layout) whose accesses, among
     ``accesses`` in trace order, run through the same page cache: they evict this array's pages (one page
@@ -941,7 +954,7 @@ def count_variables(
     replays = {}
     shared = SharedPageCache(page_cache_bytes)
     kw = dict(parallel=parallel, warm=warm, cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
-              page_cache=shared)
+              device_request=device_request, page_cache=shared)
     replays[dataset.id] = replay = Replay(dataset, layout, page_cache_bytes, **kw)
     for d, lay in others:
         if d.id != dataset.id:

@@ -101,17 +101,22 @@ def test_a_sequential_stream_is_read_ahead_in_growing_windows_a_seek_is_not():
     assert count_variables(rows, z, Layout.from_dataset(z), BIG, readahead=8 << 20).n_rdisk == 512
 
 
-def test_a_stream_waits_for_the_window_ahead_only_up_to_what_it_reads():
+def test_a_stream_waits_for_the_window_ahead_only_up_to_the_request_holding_its_last_page():
     # one rank's half of a contiguous (500000, 16) float32 table in 320 KB reads (w08): the 8 MiB window asked
-    # for ahead when a read reaches the last window's marker starts 0.3 MB before the half's end; the last read
-    # waits for those pages, not for the 8 MiB the device goes on reading for the other half
+    # for ahead when a read reaches the last window's marker starts 0.3 MB before the half's end. The device
+    # takes it as two requests of 4 MiB (max_sectors_kb): the last read waits for the first, not for the 8 MiB
+    # the device goes on reading for the other half; with the window as one request, it waits for all of it
     ds = _ds(shape=(500000, 16), chunks=None)
+    lay = Layout.from_dataset(ds)
     half = [_acc(Selection.box((r, 0), (5000, 16))) for r in range(0, 250000, 5000)]
-    v = count_variables(half, ds, Layout.from_dataset(ds), BIG, readahead=8 << 20)
-    assert 250000 * 64 <= v.s_rdisk < 250000 * 64 + 64 * KiB
-    whole = count_variables(half + [_acc(Selection.box((250000, 0), (250000, 16)))], ds, Layout.from_dataset(ds),
-                            BIG, readahead=8 << 20)
-    assert 500000 * 64 <= whole.s_rdisk < 500000 * 64 + 64 * KiB  # the rest of the window, once read
+    split = count_variables(half, ds, lay, BIG, readahead=8 << 20, device_request=4 << 20)
+    whole = count_variables(half, ds, lay, BIG, readahead=8 << 20)
+    assert 250000 * 64 + 4 * 1024 * KiB - 512 * KiB < split.s_rdisk < 250000 * 64 + 4 * 1024 * KiB
+    assert whole.s_rdisk > 250000 * 64 + 8 * 1024 * KiB - 512 * KiB
+    assert abs(split.n_rdisk - whole.n_rdisk) <= 1  # requests waited for, not one per read landing in a window
+    both = half + [_acc(Selection.box((250000, 0), (250000, 16)))]
+    rest = count_variables(both, ds, lay, BIG, readahead=8 << 20, device_request=4 << 20)
+    assert 500000 * 64 <= rest.s_rdisk < 500000 * 64 + 64 * KiB  # the rest of the window, once read
 
 
 def test_reads_that_skip_chunks_still_ride_the_stream_and_cost_its_windows():
@@ -171,11 +176,12 @@ def test_collective_flag_round_trips_and_is_omitted_when_false():
 def test_profile_keeps_curve_overlap_and_probe_and_rejects_old_schema():
     prof = SystemProfile(coefficients={"hdf5": {"x_cache": 1.0}}, page_cache_bytes=1 << 30,
                          page_cache_curve=PageCacheCurve((4096, 8192), (1e-6, 2e-6)), zarr_overlap=2.0,
-                         readahead_bytes=8 << 20,
+                         readahead_bytes=8 << 20, device_request_bytes=4 << 20,
                          probe={"page_cache_bps": 5e9, "disk_bps": 1e9})
     again = SystemProfile.from_config(json.loads(json.dumps(prof.get_config())))
     assert again.page_cache_curve == prof.page_cache_curve and again.zarr_overlap == 2.0
-    assert again.readahead_bytes == 8 << 20
+    assert again.readahead_bytes == 8 << 20 and again.device_request_bytes == 4 << 20
+    assert again.replay_options["device_request"] == 4 << 20
     assert again.probe == prof.probe
     with pytest.raises(ProfileError, match="schema 1.*calibrate"):
         SystemProfile.from_config({**prof.get_config(), "schema": 1})
