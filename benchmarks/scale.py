@@ -9,7 +9,8 @@ Every trace comes from tracing a real program with ``ioadvisor run`` (never from
 - ``mpi``: ``mpiexec -n 8``, each rank reading every 8th row from its own offset (a per-rank strided scan),
   merged by rank 0.
 
-Per trace: bytes per access on disk; load time (``load_trace``, in a fresh process, best of 3);
+Per trace: bytes per access on disk; load time (``load_trace`` three times in a fresh process, after importing
+the reader (pyarrow; timed apart): the first load and the best of the three);
 ``ioadvisor trace show`` wall time; ``ioadvisor advise`` wall time and peak RSS (``/usr/bin/time -f %M``)
 with ``--jobs 1`` and ``--jobs 2``; the traced run's wall time against the same program untraced
 (per-call overhead, loader and scan). The realistic-loop overhead is ``benchmarks/tracing_overhead.py``
@@ -124,47 +125,54 @@ def trace(workdir: Path, pattern: str, n: int, untraced: bool) -> dict:
 
 LOAD = """
 import sys, time
+t = time.perf_counter()
 from instrumentation.tracefile import load_trace
-best = None
+import instrumentation.columnar  # the reader's modules and pyarrow: paid once per process, timed apart
+imports = time.perf_counter() - t
+loads = []
 for _ in range(3):
-    t = time.perf_counter(); tr = load_trace(sys.argv[1]); dt = time.perf_counter() - t
-    best = dt if best is None else min(best, dt)
-print(best, tr.n_access, tr.columns.rows)
+    t = time.perf_counter(); tr = load_trace(sys.argv[1]); loads.append(time.perf_counter() - t)
+print(imports, *loads, tr.n_access, tr.columns.rows)
 """
 
 
-def measure(row: dict, advise: bool) -> dict:
+def measure(row: dict, advise: bool, jobs=(1, 2)) -> dict:
     path = Path(row["trace"])
     n = row["n"]
     row["bytes_per_access"] = sum(f.stat().st_size for f in path.iterdir()) / n
     _, _, out = _timed([sys.executable, "-c", LOAD, str(path)])
-    best, n_access, rows = out.split()
-    row.update(load_s=float(best), n_access=int(n_access), stored_rows=int(rows),
-               load_maccesses_per_s=int(n_access) / float(best) / 1e6)
+    imports, *loads, n_access, rows = out.split()
+    loads = [float(x) for x in loads]
+    row.update(load_import_s=float(imports), load_first_s=loads[0], load_s=min(loads), n_access=int(n_access),
+               stored_rows=int(rows), load_maccesses_per_s=int(n_access) / min(loads) / 1e6,
+               load_first_maccesses_per_s=int(n_access) / loads[0] / 1e6)
     row["show_s"], row["show_rss_kb"], _ = _timed([str(BIN / "ioadvisor"), "trace", "show", str(path)])
     if advise:
-        for jobs in (1, 2):
-            wall, rss, out = _timed([str(BIN / "ioadvisor"), "advise", "--jobs", str(jobs), "--json", str(path)])
-            row[f"advise{jobs}_s"], row[f"advise{jobs}_rss_kb"] = wall, rss
+        for j in jobs:
+            wall, rss, out = _timed([str(BIN / "ioadvisor"), "advise", "--jobs", str(j), "--json", str(path)])
+            row[f"advise{j}_s"], row[f"advise{j}_rss_kb"] = wall, rss
             rec = json.loads(out)["datasets"][0]["recommendation"]
-            row[f"advise{jobs}_recommendation"] = {k: rec[k] for k in ("library", "chunks", "shards", "cache_bytes",
+            row[f"advise{j}_recommendation"] = {k: rec[k] for k in ("library", "chunks", "shards", "cache_bytes",
                                                                        "compressor", "error_bound")}
-        row["advise_speedup_2v1"] = row["advise1_s"] / row["advise2_s"]
+        if {1, 2} <= set(jobs):
+            row["advise_speedup_2v1"] = row["advise1_s"] / row["advise2_s"]
     return row
 
 
 def table(rows: list[dict]) -> str:
     lines = ["| pattern | accesses | stored rows | traced s (untraced s) | overhead µs/call | bytes/access "
-             "| load s (M acc/s) | trace show s | advise s, 2 jobs (peak RSS MB) | advise s, 1 job | speed-up 2 v 1 |",
+             "| load s, first / best of 3 (M acc/s) | trace show s | advise s, 2 jobs (peak RSS MB) "
+             "| advise s, 1 job (peak RSS MB) | speed-up 2 v 1 |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         unt = f" ({r['untraced_s']:.1f})" if "untraced_s" in r else ""
         ovh = f"{r['overhead_us_per_call']:.1f}" if "overhead_us_per_call" in r else "-"
         adv2 = f"{r['advise2_s']:.1f} ({r['advise2_rss_kb'] / 1024:.0f})" if "advise2_s" in r else "-"
-        adv1 = f"{r['advise1_s']:.1f}" if "advise1_s" in r else "-"
+        adv1 = f"{r['advise1_s']:.1f} ({r['advise1_rss_kb'] / 1024:.0f})" if "advise1_s" in r else "-"
         sp = f"{r['advise_speedup_2v1']:.2f}" if "advise_speedup_2v1" in r else "-"
         lines.append(f"| {r['pattern']} | {r['n']:,} | {r['stored_rows']:,} | {r['traced_s']:.1f}{unt} | {ovh} "
-                     f"| {r['bytes_per_access']:.2f} | {r['load_s']:.3f} ({r['load_maccesses_per_s']:.1f}) "
+                     f"| {r['bytes_per_access']:.2f} | {r['load_first_s']:.4f} / {r['load_s']:.4f} "
+                     f"({r['load_first_maccesses_per_s']:.1f} / {r['load_maccesses_per_s']:.1f}) "
                      f"| {r['show_s']:.2f} | {adv2} | {adv1} | {sp} |")
     return "\n".join(lines)
 
@@ -178,6 +186,8 @@ def main(argv=None) -> int:
                     help="run the program untraced too (per-call overhead) up to this many accesses")
     ap.add_argument("--reuse", action="store_true", help="measure traces already in --workdir (no tracing)")
     ap.add_argument("--no-advise", action="store_true")
+    ap.add_argument("--advise-jobs", type=int, nargs="+", default=[1, 2], choices=(1, 2),
+                    help="advise with these --jobs (a 10M advise per exclusive hold: one at a time)")
     ap.add_argument("--trace-only", action="store_true",
                     help="only make the traces (under the shared CPU lock), to measure later with --reuse")
     ap.add_argument("--overhead", action="store_true", help="also run benchmarks/tracing_overhead.py")
@@ -202,7 +212,7 @@ def main(argv=None) -> int:
                 if args.trace_only:
                     print(json.dumps(row), flush=True)
                     continue
-            row = measure(row, not args.no_advise)
+            row = measure(row, not args.no_advise, args.advise_jobs)
             row["load_average"] = os.getloadavg()[0]
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -543,10 +543,17 @@ def _threaded(group: pq.RowGroupMetaData) -> bool:
     return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
 
 
+def _parquet_file(part: Path) -> pq.ParquetFile:
+    """A batch file opened for reading on the calling thread: Arrow's pre-buffering (its default) hands every
+    read to an I/O thread, started on a process's first read (a fresh process's first 10k-row load: 3.6 ms with
+    it, 2.9 without; 1.5 against 1.4 once warm)."""
+    return pq.ParquetFile(part, pre_buffer=False)
+
+
 def _open_part(part: Path) -> tuple[Path, pq.ParquetFile, list[str]]:
     """(path, open file, column names) of a batch file."""
     try:
-        pf = pq.ParquetFile(part)
+        pf = _parquet_file(part)
         schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
@@ -647,7 +654,7 @@ def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
         n_ds = sum(line.startswith(b'{"t":"d"') for line in fh)
     n_acc = n_read = 0
     for part in part_files(path):
-        t = pq.ParquetFile(part).read(columns=["op", "rep"])  # not pq.read_table: pyarrow.dataset imports pandas
+        t = _parquet_file(part).read(columns=["op", "rep"])  # not pq.read_table: pyarrow.dataset imports pandas
         rep = _values(t.column("rep"), "rep", str(part))
         n_acc += int(rep.sum())
         n_read += int(rep[_values(t.column("op"), "op", str(part)) == 0].sum())

@@ -284,15 +284,21 @@ class AccessColumns:
         if not m.any():
             return None
         every = bool(m.all())
-        last_rep = self.rep - 1
-        pts = self.kind == POINTS  # stored as their bounding box: start, block = extent
-        top = np.zeros(ndim, np.int64)
-        for d in range(ndim):  # one dimension at a time: no (rows, ndim) temporaries
-            start, count, stride, block, step = (getattr(self, k)[:, d] for k in _DIMS)
-            last = start + np.maximum(step, 0) * last_rep
-            hi = np.where((count > 0) & (block > 0), last + stride * (count - 1) + block, last)
-            hi = np.where(pts, start + block, hi)
-            top[d] = hi.max() if every else hi[m].max()
+        top = np.full(ndim, np.iinfo(np.int64).min)  # some row of this ndim raises every entry
+        # CORNER_ROWS rows at a time: a dozen whole-trace temporaries per dimension were each fresh memory to
+        # fault in (10M rows: 1.7 s, against 0.2)
+        for lo in range(0, self.rows, CORNER_ROWS):
+            hi = min(lo + CORNER_ROWS, self.rows)
+            mine = slice(None) if every else m[lo:hi]
+            last_rep = self.rep[lo:hi] - 1
+            pts = self.kind[lo:hi] == POINTS  # stored as their bounding box: start, block = extent
+            for d in range(ndim):
+                start, count, stride, block, step = (getattr(self, k)[lo:hi, d] for k in _DIMS)
+                last = start + np.maximum(step, 0) * last_rep
+                end = np.where((count > 0) & (block > 0), last + stride * (count - 1) + block, last)
+                end = np.where(pts, start + block, end)[mine]
+                if len(end):
+                    top[d] = max(top[d], end.max())
         return top
 
     def selections(self) -> list[Selection]:
@@ -320,6 +326,8 @@ class AccessColumns:
 
 
 _DIMS = ("start", "count", "stride", "block", "step")
+CORNER_ROWS = 1 << 15
+"""Rows ``upper_corner`` takes at a time (its temporaries stay in the caches)."""
 _ARRAYS = ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim",
            "start", "count", "stride", "block", "step", "collective")
 

@@ -278,9 +278,17 @@ class Trace:
         return [d for i, d in sorted(self.datasets.items()) if i in used]
 
     def extent(self, dataset_id: int) -> tuple[int, ...]:
-        """Largest extent the dataset reaches in the trace (see ``extent``)."""
-        return extent(self.datasets[dataset_id], self.columns_of(dataset_id),
-                      [r.shape for r in self.resizes if r.dataset == dataset_id])
+        """Largest extent the dataset reaches in the trace (see ``extent``); kept while ``columns`` and the
+        dataset's resizes are the same (an advise asks for it once per phase: a pass over 10M rows each)."""
+        ds = self.datasets[dataset_id]
+        resized = tuple(tuple(r.shape) for r in self.resizes if r.dataset == dataset_id)
+        cached = self.__dict__.get("_extents")
+        if cached is None or cached[0] is not self.columns:
+            cached = self._extents = (self.columns, {})
+        got = cached[1].get(dataset_id)
+        if got is None or got[0] is not ds or got[1] != resized:
+            got = cached[1][dataset_id] = (ds, resized, extent(ds, self.columns_of(dataset_id), resized))
+        return got[2]
 
 
 def extent(dataset: DatasetRecord, accesses, resized=()) -> tuple[int, ...]:

@@ -75,6 +75,26 @@ def test_compact_runs_folds_constant_offsets_only():
     same_accesses(every.records(), recs[::7])
 
 
+def test_extent_over_many_blocks_of_rows(monkeypatch):
+    """The upper corner is taken CORNER_ROWS rows at a time: the largest row in any block counts, whatever
+    block holds it; a run's steps reach past its first access; a trace keeps each dataset's extent until its
+    columns change."""
+    import instrumentation.columns as columns
+
+    monkeypatch.setattr(columns, "CORNER_ROWS", 3)
+    recs = [AccessRecord(0, "read", Selection.box((i % 5, 0), (1, 8)), 8, 32, 0.1 * i, 1e-3) for i in range(10)]
+    recs[7] = AccessRecord(0, "read", Selection.box((150, 2), (1, 7)), 7, 28, 0.7, 1e-3)  # beyond the shape
+    trace = Trace([], {0: dataset()}, recs)
+    assert trace.extent(0) == (151, 9)
+    assert trace.extent(0) is trace.extent(0)  # kept
+    # a run of 4 accesses stepping by 40 rows: its last access ends at 3 * 40 + 130 + 1
+    run = [AccessRecord(0, "read", Selection.box((130 + 40 * i, 0), (1, 8)), 8, 32, 2.0 + i, 1e-3)
+           for i in range(4)]
+    trace.accesses = recs + run
+    assert trace.columns.rows < len(recs) + len(run)  # folded into a run
+    assert trace.extent(0) == (251, 9)
+
+
 def test_records_are_held_as_a_columnar_trace_stores_them():
     """Two ranks' regular reads, interleaved in time, each with its own duration: a Trace made of the records
     folds each rank's run, as writing it to a columnar trace does, and keeps the runs' total durations."""
