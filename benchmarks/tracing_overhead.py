@@ -27,7 +27,7 @@ counted; entering and leaving the tracer (file creation, a thread start/join, on
 
     python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only | --python-only]
                                           [--reps N] [--max-pairs N] [--spread POINTS] [--budget SECONDS]
-                                          [--cases c-tiny,c-boxes,nc-tiny,nc-boxes]
+                                          [--cases c-tiny,c-boxes,nc-tiny,nc-boxes] [--longer K]
 """
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ BELOW_CASES = ("c-tiny", "c-boxes", "nc-tiny", "nc-boxes")
 
 
 def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet",
-                       cases: tuple[str, ...] = BELOW_CASES) -> list[dict]:
+                       cases: tuple[str, ...] = BELOW_CASES, longer: int = 1) -> list[dict]:
     if interpose.library() is None:
         print(f"below Python: skipped ({interpose.unavailable()})")
         return []
@@ -205,11 +205,11 @@ def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet"
             subprocess.run([str(exe), str(data.with_suffix(".tmp")), "make", str(nrows)], check=True)
             data.with_suffix(".tmp").rename(data)
         # loops of about 1 s: the untraced program's start-up and clock resolution stay out of the ratio
-        n = 20_000 if quick else 1_000_000
+        n = (20_000 if quick else 1_000_000) * longer
         if "c-tiny" in cases:
             rows.append(below_python("C: one-element H5Dread", [str(exe), str(data), "tiny", str(n)], n, pairs,
                                      trace_path))
-        n = 1000 if quick else 100_000
+        n = (1000 if quick else 100_000) * longer
         if "c-boxes" in cases:
             rows.append(below_python(f"C: {n} reads of 1000x8 from ({nrows} x 64) f4, chunks (65536, 8)",
                                      [str(exe), str(data), "boxes", str(n)], n, pairs, trace_path))
@@ -235,6 +235,7 @@ def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet"
     for mode, n in (("tiny", 2000 if quick else 20_000), ("boxes", 1000 if quick else 10_000)):
         if f"nc-{mode}" not in cases:
             continue
+        n *= longer
         what = "one-element reads v[t, 3, 5]" if mode == "tiny" else "(1, 40, 80) boxes"
         rows.append(below_python(f"netCDF4: {n} {what}, (2000, 90, 180) f4, chunks (1, 90, 180)",
                                  [sys.executable, str(script), str(nc_path), mode, str(n)], n, pairs, trace_path))
@@ -273,6 +274,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=240.0, help="stop adding pairs to a case after this many seconds")
     ap.add_argument("--cases", default=",".join(BELOW_CASES),
                     help="cases below Python to run (default: all of " + ", ".join(BELOW_CASES) + ")")
+    ap.add_argument("--longer", type=int, default=1,
+                    help="loops below Python this many times longer (past interpose.MAX_AGE: the records of a "
+                         "busy process are then converted while it runs)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
@@ -287,7 +291,7 @@ def main(argv=None) -> int:
     print(f"load average at start: {load[0]:.2f}")
     if args.below_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
-            below = below_python_cases(q, Path(tmp), pairs, args.format, cases)
+            below = below_python_cases(q, Path(tmp), pairs, args.format, cases, args.longer)
         load.append(os.getloadavg()[0])
         print(f"load average at the end: {load[1]:.2f}")
         print_below(below)
@@ -311,7 +315,7 @@ def main(argv=None) -> int:
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
         loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path)
-        below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases)
+        below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")

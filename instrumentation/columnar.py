@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .columns import ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
+from .columns import _ARRAYS, ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
 from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
 from .tracefile import (
     Trace,
@@ -58,6 +58,7 @@ every BATCH_SECONDS, and each file costs its reader milliseconds however few row
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 _PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
+_RAW = re.compile(r"^part-(\d{6,})\.npy$")
 _DIMS = ("start", "count", "stride", "block", "step")
 TIMES = ("t0", "dt", "t_step")
 """The timing columns (stored as ``NAME_ns``)."""
@@ -274,7 +275,8 @@ def _prepare(path: Path) -> None:
     """An empty trace directory at ``path`` (an earlier trace there is replaced)."""
     if path.is_dir():
         for f in path.iterdir():
-            if f.name == META or _PART.match(f.name) or _PARTS.match(f.name) or f.name.endswith(".parquet.tmp"):
+            if f.name == META or _PART.match(f.name) or _PARTS.match(f.name) or _RAW.match(f.name) \
+                    or f.name.endswith((".parquet.tmp", ".npy.tmp")):
                 f.unlink()
         if any(path.iterdir()):
             raise OSError(f"{path} is a directory with other files in it, not a trace")
@@ -301,19 +303,73 @@ def part_files(path: str | os.PathLike) -> list[Path]:
     return [f for _, f in sorted(out)]
 
 
+def write_raw(cols: AccessColumns, path: Path) -> None:
+    """A followed process's batch as one numpy record array (``part-N.npy``), written atomically as ``write_table``
+    writes: the process never runs Parquet's code, whose first run in a forked child costs it 3-8 ms of page faults
+    (docs/tracing-overhead.md); the run's merge converts it (``adopt_batches``). Irregular rows have no place in
+    it (the writer writes such a batch as Parquet)."""
+    fields = [(name, getattr(cols, name).dtype, getattr(cols, name).shape[1:]) for name in _ARRAYS]
+    rec = np.empty(cols.rows, fields)
+    for name in _ARRAYS:
+        rec[name] = getattr(cols, name)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, rec)
+    os.replace(tmp, path)
+
+
+def read_raw(path: Path) -> AccessColumns:
+    """The accesses of a ``write_raw`` batch."""
+    try:
+        rec = np.load(path)
+        return AccessColumns(**{name: np.ascontiguousarray(rec[name]) for name in _ARRAYS})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TraceError(f"{path}: not a readable batch of accesses ({str(exc)[:120]})") from None
+
+
+def batch_files(path: str | os.PathLike) -> list[Path]:
+    """``part_files`` and the raw batches (``write_raw``) of a followed process's part, in order."""
+    path = Path(path)
+    raw = [(int(m.group(1)), f) for f in path.iterdir() if (m := _RAW.match(f.name))]
+    parquet = [(int((_PART.match(f.name) or _PARTS.match(f.name)).group(1)), f) for f in part_files(path)]
+    return [f for _, f in sorted(raw + parquet)]
+
+
 def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
-    """Move batch files of other traces into the trace directory ``path``, after its own batches, as they are.
+    """Move batch files of other traces into the trace directory ``path``, after its own batches.
 
     For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
-    each batch is renamed, not rewritten. Its ``_meta.jsonl`` must already name their datasets."""
+    each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``) become Parquet files of
+    up to COMPACT_ROWS rows. Its ``_meta.jsonl`` must already name their datasets."""
     path = Path(path)
     last = -1
     for f in path.iterdir():
         m = _PART.match(f.name) or _PARTS.match(f.name)
         if m:
             last = max(last, int(m.groups()[-1]))
-    for n, batch in enumerate(batches, start=last + 1):
+    n = last + 1
+    raw: list[tuple[Path, AccessColumns]] = []
+
+    def convert() -> None:
+        nonlocal n
+        if raw:
+            write_table(to_table(AccessColumns.concat(cols for _, cols in raw)), path / f"part-{n:06d}.parquet")
+            n += 1
+            for f, _ in raw:
+                f.unlink()
+            raw.clear()
+
+    for batch in batches:
+        if _RAW.match(batch.name):
+            cols = read_raw(batch)
+            if raw and sum(c.rows for _, c in raw) + cols.rows > COMPACT_ROWS:
+                convert()
+            raw.append((batch, cols))
+            continue
+        convert()
         os.replace(batch, path / f"part-{n:06d}.parquet")
+        n += 1
+    convert()
 
 
 class ColumnarTraceWriter(TraceWriter):
@@ -323,7 +379,8 @@ class ColumnarTraceWriter(TraceWriter):
     written as one Parquet batch every BATCH_ROWS accesses or BATCH_SECONDS
     (``flush(force=False)``, what the tracer's flusher calls), or at once
     (``flush()``). Runs of regular accesses are folded (``compact_runs``)
-    batch by batch.
+    batch by batch. ``raw``: batches are written as numpy record arrays
+    (``write_raw``; a followed process's part, converted at the run's merge).
     """
 
     def __init__(self, path: str | os.PathLike, header: TraceHeader):
@@ -339,6 +396,7 @@ class ColumnarTraceWriter(TraceWriter):
         self._rank = header.rank
         self._next_part = 0
         self._parts: list[Path] = []
+        self.raw = False
         self.n_access = 0
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(_dumps({"t": "h", **header.get_config()}) + "\n")
@@ -431,8 +489,12 @@ class ColumnarTraceWriter(TraceWriter):
             self._columns, self._column_rows = [], 0
             self._since = time.perf_counter()
             cols = compact_runs(AccessColumns.concat(parts))
-            part = self.path / f"part-{self._next_part:06d}.parquet"
+            name = f"part-{self._next_part:06d}"
             self._next_part += 1
+            if self.raw and not cols.irregular:
+                write_raw(cols, self.path / f"{name}.npy")  # never gathered: only parts are raw
+                return
+            part = self.path / f"{name}.parquet"
             write_table(to_table(cols), part)
             self._parts.append(part)
 
@@ -767,5 +829,5 @@ def remove_trace(path: str | os.PathLike) -> None:
         path.unlink()
 
 
-__all__ = ["ColumnarTraceWriter", "adopt_batches", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
+__all__ = ["ColumnarTraceWriter", "adopt_batches", "batch_files", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
            "is_jsonl", "remove_trace", "BATCH_ROWS", "BATCH_SECONDS"]

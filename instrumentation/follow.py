@@ -574,17 +574,20 @@ def _merge_jsonl(path: Path, parts, processes, missed) -> None:
 
 
 def _read_columnar_part(path: Path):
-    """(header, accesses, (records, batch files)) of a columnar part; its batches are not read."""
-    from .columnar import count_accesses, part_files, read_meta
+    """(header, accesses, (records, batch files)) of a columnar part; its batches are not read (but to count the
+    accesses of a part not closed)."""
+    from .columnar import _RAW, batch_files, count_accesses, read_meta, read_raw
 
     headers, _, resizes, complete, n_end = read_meta(path, allow_truncated=True)
-    n_access = n_end if complete and n_end is not None else count_accesses(path)[2]
-    return headers[0], n_access, (resizes, part_files(path))
+    files = batch_files(path)
+    n_access = n_end if complete and n_end is not None else \
+        count_accesses(path)[2] + sum(read_raw(f).n_access for f in files if _RAW.match(f.name))
+    return headers[0], n_access, (resizes, files)
 
 
 def _merge_columnar(path: Path, parts, processes, missed, registry: Path) -> None:
-    """Move the parts' Parquet batches into the trace directory as they are (their dataset ids, clock and
-    rank are already the run's) and rewrite only its records file.
+    """Move the parts' batches into the trace directory (their dataset ids, clock and rank are already the run's;
+    Parquet batches as they are, the raw ones of followed processes converted) and rewrite only its records file.
 
     Crash safety: the records file is replaced whole (a temporary file renamed), first with every
     dataset and resize and the MERGING note, then, once every batch is in place, with the final

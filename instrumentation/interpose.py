@@ -5,13 +5,17 @@ loaded with ``LD_PRELOAD``; it sees every ``H5Dread``/``H5Dwrite`` of a
 process, whoever calls it: netCDF-C (netCDF4-python, xarray's default engine),
 PyTables, h5py's low-level calls, C/C++/Fortran programs. Each process writes
 ``h5-PID.meta`` (JSON lines) and ``h5-PID.acc`` (``ACCESS`` records) into a
-log directory; ``LibraryCapture`` reads them while the program runs (every
-flush interval, on the tracer's flusher thread, never on the program's) and
-hands them to the active tracers in bulk: the records are read as a numpy
-structured array and become the trace writer's columns (``AccessColumns``)
-with no Python object per access, but for point and block lists (rare). A
-process's own records are flushed to its file at each poll, so a killed
-process's trace (``load_trace(..., allow_truncated=True)``) holds them.
+log directory; ``LibraryCapture`` reads them while the program runs (on the
+tracer's flusher thread, never on the program's) and hands them to the active
+tracers in bulk: the records are read as a numpy structured array and become
+the trace writer's columns (``AccessColumns``) with no Python object per
+access, but for point and block lists (rare). A busy process's records are
+converted in large amounts, rarely (``ProcessLog.due``): converting a few
+hundred every flush interval cost the traced program 4-5 times what the same
+conversion costs alone (docs/tracing-overhead.md). A process's own records are
+flushed to its file at each poll and converted once it has been quiet for a
+poll, so a killed process's trace (``load_trace(..., allow_truncated=True)``)
+holds what it recorded up to its last pause, or at most MAX_AGE seconds before.
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
@@ -52,6 +56,14 @@ LOG_DIR_VAR = "IOADVISOR_H5_DIR"
 """Environment variable naming the directory a preloaded interposer writes into."""
 CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 """``TraceHeader.capture`` entry when the interposer records."""
+PENDING_BYTES = 16 << 20
+"""Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records) that make a poll convert them
+while the process is still recording: bounds the log directory, and the h5py calls kept to drop duplicates."""
+MAX_AGE = 10.0
+"""Seconds after which a busy process's unconverted records are converted anyway: what a SIGKILL'd busy process's
+trace can lack."""
+READ_BYTES = 4 << 20
+"""Bytes of records converted at a time (the widened records and their columns take about 5 times that)."""
 _UNLIMITED = 2**64 - 1
 _LIB_NAME = "_h5interpose"
 
@@ -327,6 +339,9 @@ class ProcessLog:
         self._held = np.zeros(0, ACCESS)  # records given back by ``unread``
         self._last = self._held
         self._acc_lost = False  # an unreadable batch head: the rest of the file cannot be read
+        self._size = 0  # of the .acc file at the last ``due``
+        self._waiting: float | None = None  # since when records wait to be converted
+        self.more = False  # the last ``read`` stopped at its limit
         self.libs: dict[int, dict] = {}
         self.callers: dict[int, dict] = {}
         self.datasets: dict[int, dict] = {}
@@ -335,8 +350,24 @@ class ProcessLog:
         self.n_read = 0
         self.bad_lines = 0
 
-    def read(self) -> np.ndarray:
-        """Take in the new metadata; return the new access records."""
+    def due(self, now: float) -> bool:
+        """Whether records wait to be converted and this is the time: the file has not grown since the last
+        ``due`` (the process is idle, or gone), holds PENDING_BYTES not read, or they have waited MAX_AGE."""
+        try:
+            size = os.stat(self.acc_path).st_size
+        except FileNotFoundError:
+            size = 0
+        grown, self._size = size != self._size, size
+        if size <= self._acc_at and not len(self._held):
+            self._waiting = None
+            return False
+        if self._waiting is None:
+            self._waiting = now
+        return not grown or size - self._acc_at >= PENDING_BYTES or now - self._waiting >= MAX_AGE
+
+    def read(self, limit: int = READ_BYTES) -> np.ndarray:
+        """Take in the new metadata; return the new access records, from at most ``limit`` bytes of the file
+        (``more``: it may hold more)."""
         for line in self._new_lines():
             try:
                 ev = json.loads(line)
@@ -357,10 +388,12 @@ class ProcessLog:
         try:
             with open(self.acc_path, "rb") as fh:
                 fh.seek(self._acc_at)
-                data = b"" if self._acc_lost else fh.read()
+                data = b"" if self._acc_lost else fh.read(limit)
         except FileNotFoundError:
             data = b""
         new, used, bad = read_batches(data)
+        self.more = not bad and len(data) == limit
+        self._waiting = None
         if bad:
             self._acc_lost = True
             self.bad_lines += 1
@@ -433,7 +466,8 @@ class LibraryCapture:
         shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def poll(self, tracers, final: bool = False) -> None:
-        """Convert what the processes recorded, up to one flush interval ago (everything when ``final``)."""
+        """Convert what the processes recorded, up to one flush interval ago, where due (everything when
+        ``final``)."""
         now = time.perf_counter()
         if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
             self.control.ioadv_flush()
@@ -445,14 +479,19 @@ class LibraryCapture:
                 if pid not in self.logs:
                     self.logs[pid] = ProcessLog(self.log_dir, pid)
         for pid, log in self.logs.items():
-            rec = log.read()
-            # the records up to the first one that ended after the cutoff; the rest is read again next time
-            late = np.flatnonzero(rec["t0"] + rec["dt"] > cutoff)
-            if len(late):
-                log.unread(len(rec) - int(late[0]))
-                rec = rec[: late[0]]
-            if len(rec):
-                self._deliver(log, rec, log.n_read - len(rec), tracers)
+            if not log.due(now) and not final:
+                continue
+            log.more = True
+            while log.more:
+                rec = log.read()
+                # the records up to the first one that ended after the cutoff; the rest is read again next time
+                late = np.flatnonzero(rec["t0"] + rec["dt"] > cutoff)
+                if len(late):
+                    log.unread(len(rec) - int(late[0]))
+                    rec = rec[: late[0]]
+                    log.more = False
+                if len(rec):
+                    self._deliver(log, rec, log.n_read - len(rec), tracers)
 
     def _info(self, log: ProcessLog, num: int):
         from .tracer import DatasetInfo

@@ -550,6 +550,8 @@ class Tracer:
         )
         self._origin = origin
         self._writer = TraceWriter(self._own, header)
+        if self._is_part and not is_jsonl(self._own):
+            self._writer.raw = True  # its batches are converted by the run's merge, where Parquet's code is warm
         # a copy loaded while tracing, unseen, is missed; read once the writer loaded its own libraries (pyarrow), so
         # that forked workers find it unchanged (interpose.mapped_libhdf5 reads /proc/self/maps only after a load)
         self._libhdf5_before = interpose.mapped_libhdf5()

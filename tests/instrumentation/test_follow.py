@@ -118,8 +118,9 @@ def _forked_reads(path, data, rows=((1, 2), (3,), (4, 5, 6))):
 
 
 def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data, monkeypatch):
-    """The parts' Parquet batches are moved into the trace, not rewritten, and the trace loads as
-    the merge that reads and rewrites every access (``merge_traces``) gives."""
+    """The parts' Parquet batches are moved into the trace, not rewritten, their raw batches (``write_raw``)
+    converted into one, and the trace loads as the merge that reads and rewrites every access
+    (``merge_traces``) gives."""
     import shutil
 
     from instrumentation import columnar, follow
@@ -143,10 +144,20 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     t = _forked_reads(tmp_path / "t.parquet", data)
     trace = t.load()
     assert len(copies["parts"]) == 3 and moved
+    raw = [b for b, _ in moved if b.suffix == ".npy"]
+    assert len(raw) == 3  # the forked children wrote no Parquet
     inodes = {f.stat().st_ino for f in columnar.part_files(t.path)}
-    assert {ino for _, ino in moved} <= inodes  # the same files, renamed
+    assert {ino for b, ino in moved if b.suffix != ".npy"} <= inodes  # the same files, renamed
+    assert len(inodes) == len(moved) - len(raw) + 2  # the trace's own batch, the raw ones in one
 
-    reference = merge_traces([load_trace(copies["own"]), *(load_trace(p) for p in copies["parts"])])
+    def part(path):  # a part with its raw batches as Parquet, as a reader takes it
+        for n, f in enumerate(columnar.batch_files(path)):
+            if f.suffix == ".npy":
+                columnar.write_table(columnar.to_table(columnar.read_raw(f)), f.with_name(f"part-{n:06d}.parquet"))
+                f.unlink()
+        return load_trace(path)
+
+    reference = merge_traces([load_trace(copies["own"]), *(part(p) for p in copies["parts"])])
     assert trace.datasets == reference.datasets and trace.resizes == reference.resizes
     assert trace.header.processes[0].pid == os.getpid() and len(trace.header.processes) == 4
     assert not trace.missed and trace.complete
