@@ -179,8 +179,8 @@ the pages it brought in and the bytes the process's page cache had taken in (``P
 was last emptied (once either is more than the page cache holds, the oldest are gone), the window
 asked for ahead of need and not waited for yet (its new pages, first new page, first and end page, and whether a
 read waited for part of it: its request is counted then, and the first page of the last window queued into it),
-the pages of the device's largest request (a window
-is split into requests of this size; 0: a window is one request), log2 of the
+the pages of the device's largest request (a window is split into requests of this size; 0: a window is one
+request), log2 of the
 pages per bit of the record of cached pages that follows from RA_WORDS on (one page per bit up to 64 GiB
 files: the kernel reads only the pages not cached yet, and looks back at them to continue a stream)."""
 
@@ -266,7 +266,7 @@ def _ra_wait(out, ra, last, dev_end, dev_weight):
             n = cut - ra[RA_PFIRST] + -(-(last - cut) // req) * req
     else:
         n = ra[RA_PEND]
-    if ra[RA_REQ] == 0 or n >= ra[RA_PEND]:
+    if req == 0 or n >= ra[RA_PEND]:
         return _ra_settle(out, ra, dev_end, dev_weight)
     if n <= 0:
         return dev_end
