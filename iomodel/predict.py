@@ -121,8 +121,7 @@ class Workload:
         extent: the one way ``predict`` and the advisor's search (``CostModel.of_trace``) read a trace, so that
         both price a layout alike."""
         accesses, others = process_arrays(trace, dataset)
-        resized = [r.shape for r in trace.resizes if r.dataset == dataset.id]
-        return cls(dataset, accesses, None, procs, warm, others, resized)
+        return cls(dataset, accesses, trace.extent(dataset.id), procs, warm, others)  # the trace's, computed once
 
     @property
     def accesses(self) -> list[AccessRecord]:

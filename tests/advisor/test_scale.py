@@ -35,21 +35,13 @@ def _rounded(x):
     return x
 
 
-def _without(x, keys):
-    if isinstance(x, dict):
-        return {k: _without(v, keys) for k, v in x.items() if k not in keys}
-    if isinstance(x, list):
-        return [_without(v, keys) for v in x]
-    return x
-
-
-def comparable(adv, keys=()) -> dict:
+def comparable(adv) -> dict:
     """The advice as JSON without the wall time it took, numbers to 6 digits (a columnar trace keeps the
     traced times in integer nanoseconds, which the in-trace calibration reads)."""
     out = json.loads(adv.to_json())
     out.pop("seconds")
     out.pop("source")
-    return _rounded(_without(out, keys))
+    return _rounded(out)
 
 
 @pytest.fixture(scope="module")
