@@ -22,7 +22,7 @@ THREADS = (1, 4, 10)
 
 
 def files_of(root: str, size: int, total: int) -> list[str]:
-    """``total // size`` files (at least one) of ``size`` random bytes under ``root/size`` (written once, then reused)."""
+    """``total // size`` files (at least one) of ``size`` random bytes under ``root/size``, written once."""
     d = os.path.join(root, str(size))
     os.makedirs(d, exist_ok=True)
     data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
@@ -77,7 +77,8 @@ def main(argv=None) -> int:
         for threads in THREADS:
             s = cold_seconds(paths, threads, args.repeat)
             alone = alone or s
-            print(f"{size >> 20:>3} MiB files, {threads:>2} thread(s): {s:.4f} s, {len(paths) * size / s / 1e9:.2f} GB/s, "
+            rate = len(paths) * size / s / 1e9
+            print(f"{size >> 20:>3} MiB files, {threads:>2} thread(s): {s:.4f} s, {rate:.2f} GB/s, "
                   f"{alone / s:.2f}x one thread's", flush=True)
     return 0
 
