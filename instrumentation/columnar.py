@@ -339,8 +339,8 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
     """Move batch files of other traces into the trace directory ``path``, after its own batches.
 
     For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
-    each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``) become Parquet files of
-    up to COMPACT_ROWS rows. Its ``_meta.jsonl`` must already name their datasets."""
+    each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``, one row per access) become
+    Parquet files of up to COMPACT_ROWS rows, their runs folded batch by batch as the writer folds its own. Its ``_meta.jsonl`` must already name their datasets."""
     path = Path(path)
     last = -1
     for f in path.iterdir():
@@ -353,7 +353,8 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
     def convert() -> None:
         nonlocal n
         if raw:
-            write_table(to_table(AccessColumns.concat(cols for _, cols in raw)), path / f"part-{n:06d}.parquet")
+            write_table(to_table(AccessColumns.concat(compact_runs(cols) for _, cols in raw)),
+                        path / f"part-{n:06d}.parquet")
             n += 1
             for f, _ in raw:
                 f.unlink()
@@ -488,14 +489,16 @@ class ColumnarTraceWriter(TraceWriter):
             parts = self._columns + ([self._take_rows()] if self._rows else [])
             self._columns, self._column_rows = [], 0
             self._since = time.perf_counter()
-            cols = compact_runs(AccessColumns.concat(parts))
+            cols = AccessColumns.concat(parts)
             name = f"part-{self._next_part:06d}"
             self._next_part += 1
             if self.raw and not cols.irregular:
-                write_raw(cols, self.path / f"{name}.npy")  # never gathered: only parts are raw
+                # never gathered: only parts are raw; runs folded by the merge (``adopt_batches``), so that the
+                # calls stay exact for a salvage of the process's libhdf5 records (follow.merge_parts)
+                write_raw(cols, self.path / f"{name}.npy")
                 return
             part = self.path / f"{name}.parquet"
-            write_table(to_table(cols), part)
+            write_table(to_table(compact_runs(cols)), part)
             self._parts.append(part)
 
     def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = (), *, gather: bool = True) -> None:

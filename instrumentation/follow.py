@@ -89,6 +89,9 @@ def child_environment(parts_dirs: list[str]) -> dict[str, str]:
 
 RUN_FILE = "_run.json"
 DATASETS_FILE = "_datasets.jsonl"
+LOG_PREFIX = "h5-"
+"""A followed process's libhdf5 log directory (``interpose.LibraryCapture``) in its run's parts directory is
+``h5-PID``: the merge converts what a killed process left there."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ class RunInfo:
 
     t_origin_unix: float
     """The run's clock origin (``TraceHeader.t_origin_unix``): every part times its accesses from it."""
+    origin: float
+    """The same instant on ``time.perf_counter``'s clock (CLOCK_MONOTONIC, one per host): taken as it is, not
+    through ``time.time``, parts' times are the run's to the nanosecond (a salvage matches calls microseconds
+    apart: ``merge_parts``)."""
     rank: int
     size: int
     columnar: bool
@@ -109,11 +116,13 @@ class RunInfo:
         return Path(parts_dir) / f"{pid}{'.parquet' if self.columnar else '.jsonl'}"
 
     def get_config(self) -> dict:
-        return {"t_origin_unix": self.t_origin_unix, "rank": self.rank, "size": self.size, "columnar": self.columnar}
+        return {"t_origin_unix": self.t_origin_unix, "origin": self.origin, "rank": self.rank, "size": self.size,
+                "columnar": self.columnar}
 
     @classmethod
     def from_config(cls, config: dict) -> "RunInfo":
-        return cls(float(config["t_origin_unix"]), int(config["rank"]), int(config["size"]), bool(config["columnar"]))
+        return cls(float(config["t_origin_unix"]), float(config["origin"]), int(config["rank"]), int(config["size"]),
+                   bool(config["columnar"]))
 
     def save(self, parts_dir: str | os.PathLike) -> None:
         path = Path(parts_dir) / RUN_FILE
@@ -513,7 +522,8 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
 
     states = wait_for_parts(parts_dir, since_ns)
     read = _read_jsonl_part if is_jsonl(path) else _read_columnar_part
-    parts, processes, missed = [], [], []
+    run = RunInfo.load(parts_dir)
+    parts, processes, missed, salvaged = [], [], [], []
     for part_path, state in states.items():
         try:
             header, n_access, part = read(part_path)
@@ -521,27 +531,108 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
             missed.append(f"a child's part could not be read: {exc}")
             continue
         h = header
+        parts.append(part)
         if state == "lost":
+            recovered = ""
+            try:
+                found = _salvage(part_path, h, part, parts_dir, run, read)
+            except (OSError, TraceError, ValueError) as exc:
+                found = None
+                missed.append(f"process {h.pid}: its libhdf5 calls not yet converted could not be: {exc}")
+            if found is not None:
+                out, (sh, n_more, more) = found
+                salvaged.append(out)
+                parts.append(more)
+                n_access += n_more
+                missed += [f"process {h.pid}: {m}" for m in sh.missed]
+                recovered = f" (its {n_more} libhdf5 access(es) not yet converted were, from its interposer log)"
             missed.append(f"process {h.pid} (parent {h.ppid}) ended without closing its part: "
-                          f"its accesses after its last flush are missing")
+                          f"its accesses after its last flush are missing{recovered}")
         elif state == "unflushed":
             missed.append(f"process {h.pid} (parent {h.ppid}) was still running and did not flush within "
                           f"{PART_WAIT:g} s of the end of the run: its latest accesses may be missing")
             state = "running"
         missed += [f"process {h.pid}: {m}" for m in h.missed]
         processes.append(ProcessInfo(h.pid, h.ppid, h.argv, n_access, state))
-        parts.append(part)
     if parts:
         processes.sort(key=lambda p: p.pid)
         if is_jsonl(path):
             _merge_jsonl(path, parts, processes, missed)
         else:
             _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE)
-    for part_path in states:
+    for part_path in [*states, *salvaged]:
         _remove(part_path)
+    for log_dir in parts_dir.glob(f"{LOG_PREFIX}*"):  # a killed process's, converted above; a running one's, as its part
+        shutil.rmtree(log_dir, ignore_errors=True)
     for name in (DATASETS_FILE, RUN_FILE):
         (parts_dir / name).unlink(missing_ok=True)
     return missed
+
+
+def _salvage(part_path: Path, header, part, parts_dir: Path, run: "RunInfo | None", read):
+    """(its path, what ``read`` gives of it) of a trace of the libhdf5 accesses that a process killed before
+    converting them left in its log directory; None when it left none.
+
+    Converted as the process would have, its h5py calls' duplicates dropped: those calls are the accesses of its
+    part (a libhdf5 call inside one of them, on the same dataset, is that call)."""
+    from collections import deque
+
+    from .interpose import LibraryCapture
+    from .tracer import Tracer
+
+    log_dir = parts_dir / f"{LOG_PREFIX}{header.pid}"
+    if run is None or not any(log_dir.glob("h5-*.acc")):
+        return None
+    out = parts_dir / f".salvage-{header.pid}{'.jsonl' if read is _read_jsonl_part else '.parquet'}"
+    sink = Tracer._converter(out, str(parts_dir), run, replace(header, missed=()))
+    keys = _dataset_keys(parts_dir / DATASETS_FILE)
+    ds, t0, dt = _part_calls(part_path) if read is _read_jsonl_part else _part_calls(part[1])
+    t0 = t0 + sink._origin
+    sink._spans = deque(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
+    capture = LibraryCapture(log_dir, None, header.pid)
+    capture.poll([sink], final=True)
+    sink._drain()
+    sink._writer.close(tuple(capture.lost()), capture.libraries(), gather=False)
+    return out, read(out)
+
+
+def _dataset_keys(registry: Path) -> dict[int, str]:
+    """The run's dataset ids -> keys (``DatasetRecord.key``), from its registry."""
+    keys = {}
+    try:
+        lines = registry.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return keys
+    for line in lines:
+        try:
+            obj = json.loads(line)
+            keys[int(obj["id"])] = f"{obj['file']}::{obj['path']}"
+        except (ValueError, KeyError, TypeError):
+            continue  # a line torn by a killed writer
+    return keys
+
+
+def _part_calls(where: "Path | list[Path]"):
+    """(dataset ids, t0, dt) of the accesses of a part: a JSON Lines file, or a columnar part's batch files (raw
+    batches hold each call as recorded; a Parquet batch's folded runs are unrolled, their calls' times
+    approximated)."""
+    import numpy as np
+
+    if isinstance(where, Path):
+        from .tracefile import _read_records
+
+        found: list = []
+        _read_records(str(where), where.read_bytes(), True, found)
+        return (np.array([a.dataset for a in found], np.int64), np.array([a.t_start for a in found], float),
+                np.array([a.duration for a in found], float))
+    import pyarrow.parquet as pq
+
+    from .columnar import _RAW, from_table, read_raw
+    from .columns import AccessColumns
+
+    cols = AccessColumns.concat([read_raw(f) if _RAW.match(f.name) else from_table(pq.read_table(f), str(f)).expanded()
+                                 for f in where])
+    return cols.ds, cols.t0, cols.dt
 
 
 def _remove(path: Path) -> None:

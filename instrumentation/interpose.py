@@ -14,13 +14,17 @@ converted in large amounts, rarely (``ProcessLog.due``): converting a few
 hundred every flush interval cost the traced program 4-5 times what the same
 conversion costs alone (docs/tracing-overhead.md). A process's own records are
 flushed to its file at each poll and converted once it has been quiet for a
-poll, so a killed process's trace (``load_trace(..., allow_truncated=True)``)
-holds what it recorded up to its last pause, or at most MAX_AGE seconds before.
+poll, at its tracer's exit, or when PENDING_BYTES wait: never on a timer while
+it is busy. A followed process's log directory lies in its run's parts
+directory, so that the run's merge converts what a process killed with SIGKILL
+left in it (``salvage``); a killed run's own trace (``load_trace(...,
+allow_truncated=True)``) holds its libhdf5 accesses up to its last pause.
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
 call of the same process is dropped. Records are converted one flush
-interval after they were made, so the h5py call around them is known by then.
+interval after they were made, so the h5py call around them is known by then
+(at a salvage, from the h5py calls in the dead process's part).
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .columns import POINTS, SLAB, AccessColumns
+from .follow import LOG_PREFIX
 from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
 
@@ -58,10 +63,10 @@ CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 """``TraceHeader.capture`` entry when the interposer records."""
 PENDING_BYTES = 16 << 20
 """Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records) that make a poll convert them
-while the process is still recording: bounds the log directory, and the h5py calls kept to drop duplicates."""
-MAX_AGE = 10.0
-"""Seconds after which a busy process's unconverted records are converted anyway: what a SIGKILL'd busy process's
-trace can lack."""
+while the process is still recording: bounds the log directory's disk use."""
+MAX_SPANS = 1 << 17
+"""h5py calls kept to drop their libhdf5 duplicates (about 120 bytes each) beyond which a poll converts this
+process's records while it is still recording: bounds the memory they take."""
 READ_BYTES = 4 << 20
 """Bytes of records converted at a time (the widened records and their columns take about 5 times that)."""
 _UNLIMITED = 2**64 - 1
@@ -171,10 +176,7 @@ def unseen(capture: "LibraryCapture | None", before: frozenset[str]) -> list[str
     (so while tracing)."""
     lost = []
     if capture is not None:
-        bad = sum(log.bad_lines for log in capture.logs.values())
-        if capture.unconverted or bad:
-            lost.append(f"{capture.unconverted} libhdf5 access(es) with a selection not converted (a point or "
-                        f"block list over the size limit, H5S_PLIST) and {bad} unreadable interposer line(s)")
+        lost += capture.lost()
         if capture.control is not None:
             return lost
     why = unavailable() if capture is None else \
@@ -340,7 +342,6 @@ class ProcessLog:
         self._last = self._held
         self._acc_lost = False  # an unreadable batch head: the rest of the file cannot be read
         self._size = 0  # of the .acc file at the last ``due``
-        self._waiting: float | None = None  # since when records wait to be converted
         self.more = False  # the last ``read`` stopped at its limit
         self.libs: dict[int, dict] = {}
         self.callers: dict[int, dict] = {}
@@ -350,20 +351,17 @@ class ProcessLog:
         self.n_read = 0
         self.bad_lines = 0
 
-    def due(self, now: float) -> bool:
+    def due(self) -> bool:
         """Whether records wait to be converted and this is the time: the file has not grown since the last
-        ``due`` (the process is idle, or gone), holds PENDING_BYTES not read, or they have waited MAX_AGE."""
+        ``due`` (the process is idle, or gone) or holds PENDING_BYTES not read."""
         try:
             size = os.stat(self.acc_path).st_size
         except FileNotFoundError:
             size = 0
         grown, self._size = size != self._size, size
         if size <= self._acc_at and not len(self._held):
-            self._waiting = None
             return False
-        if self._waiting is None:
-            self._waiting = now
-        return not grown or size - self._acc_at >= PENDING_BYTES or now - self._waiting >= MAX_AGE
+        return not grown or size - self._acc_at >= PENDING_BYTES
 
     def read(self, limit: int = READ_BYTES) -> np.ndarray:
         """Take in the new metadata; return the new access records, from at most ``limit`` bytes of the file
@@ -393,7 +391,6 @@ class ProcessLog:
             data = b""
         new, used, bad = read_batches(data)
         self.more = not bad and len(data) == limit
-        self._waiting = None
         if bad:
             self._acc_lost = True
             self.bad_lines += 1
@@ -428,10 +425,10 @@ class LibraryCapture:
     records into ``log_dir`` too; its h5py calls are seen at both levels and kept once.
     """
 
-    def __init__(self, log_dir: Path, control: ctypes.CDLL | None):
+    def __init__(self, log_dir: Path, control: ctypes.CDLL | None, pid: int | None = None):
         self.log_dir = log_dir
         self.control = control
-        self.pid = os.getpid()
+        self.pid = os.getpid() if pid is None else pid  # whose h5py calls the tracers' spans are
         self.logs: dict[int, ProcessLog] = {}
         self.infos: dict[tuple[int, int], object] = {}
         self._cutoff = 0.0
@@ -440,25 +437,40 @@ class LibraryCapture:
         self._spans: dict[object, list] = {}  # tracer -> h5py calls (key, t0, t1) not yet behind the cutoff
 
     @classmethod
-    def start(cls) -> "LibraryCapture | None":
-        """A capture with a fresh log directory, recording this process too if it was started preloaded."""
+    def start(cls, parts_dir: str | None = None) -> "LibraryCapture | None":
+        """A capture with a fresh log directory, recording this process too if it was started preloaded.
+
+        ``parts_dir``: this process is followed; its directory goes there (``LOG_PREFIX``), where the run's
+        merge converts what it left if it is killed (``salvage``)."""
         if library() is None:
             return None
-        log_dir = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+        if parts_dir is None:
+            log_dir = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+        else:
+            log_dir = Path(parts_dir) / f"{LOG_PREFIX}{os.getpid()}"
+            log_dir.mkdir(exist_ok=True)
         control = loaded()
         if control is not None:
             control.ioadv_set_dir.argtypes = [ctypes.c_char_p]
             control.ioadv_set_dir(os.fsencode(log_dir))
         return cls(log_dir, control)
 
-    def forked(self) -> "LibraryCapture | None":
+    def forked(self, parts_dir: str | None) -> "LibraryCapture | None":
         """In a forked child: a capture of its own. The parent's directory stays the parent's (its
         records, and the removal at its end); the interposer here writes into the new one."""
-        return LibraryCapture.start()
+        return LibraryCapture.start(parts_dir)
 
     def libraries(self) -> tuple[str, ...]:
         """The libhdf5 copies calls were recorded through, ``HDF5 VERSION: PATH`` each."""
         return tuple(f"HDF5 {version}: {path}" for path, version in sorted(self.hooked.items()))
+
+    def lost(self) -> list[str]:
+        """What the interposer recorded that could not be converted, as notes for ``TraceHeader.missed``."""
+        bad = sum(log.bad_lines for log in self.logs.values())
+        if not (self.unconverted or bad):
+            return []
+        return [f"{self.unconverted} libhdf5 access(es) with a selection not converted (a point or block list "
+                f"over the size limit, H5S_PLIST) and {bad} unreadable interposer line(s)"]
 
     def close(self) -> None:
         if self.control is not None:
@@ -478,8 +490,11 @@ class LibraryCapture:
                 pid = int(name[3:-4])
                 if pid not in self.logs:
                     self.logs[pid] = ProcessLog(self.log_dir, pid)
+        # a busy process's own records wait (converting them beside its program cost it 5 times the work: module
+        # docstring) unless they, or the h5py calls kept to drop their duplicates, reach their bound
+        crowded = any(tr._spans is not None and len(tr._spans) > MAX_SPANS for tr in tracers)
         for pid, log in self.logs.items():
-            if not log.due(now) and not final:
+            if not log.due() and not final and not (crowded and pid == self.pid):
                 continue
             log.more = True
             while log.more:

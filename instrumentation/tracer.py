@@ -251,7 +251,7 @@ class _Hub:
             return
         self._below_lock = threading.Lock()  # the flusher may have held it at the fork
         if self.below is not None:  # never the parent's log directory: the child collects its own
-            self.below = self.below.forked()
+            self.below = self.below.forked(next((tr._parts_dir for tr in parents if tr._parts_dir), None))
         self.lock = threading.RLock()
         self.active = ()
         self._flusher = None  # threads do not survive a fork
@@ -294,11 +294,12 @@ class _Hub:
             except Exception as exc:  # noqa: BLE001 - a torn log must not kill the program
                 self.error(exc)
 
-    def start_below(self) -> "interpose.LibraryCapture | None":
-        """The libhdf5 capture, started with the first tracer (children inherit it: ``_child_environment``)."""
+    def start_below(self, parts_dir: str | None) -> "interpose.LibraryCapture | None":
+        """The libhdf5 capture, started with the first tracer (children inherit it: ``_child_environment``);
+        ``parts_dir``: that tracer is a followed process's part."""
         with self.lock:
             if self.below is None and not self.active:
-                self.below = interpose.LibraryCapture.start()
+                self.below = interpose.LibraryCapture.start(parts_dir)
             return self.below
 
     def _start_flusher(self) -> None:
@@ -484,6 +485,19 @@ class Tracer:
         part.rank, part.size = run.rank, run.size
         return part
 
+    @classmethod
+    def _converter(cls, path: Path, parts_dir: str, run: follow.RunInfo, header: TraceHeader) -> "Tracer":
+        """A tracer that only takes converted interposer records, into ``path`` with ``header`` (the run's merge
+        converting what a killed process left: ``follow.merge_parts``); never attached to the hub."""
+        tr = cls._part(parts_dir, run)
+        tr.path = tr._own = Path(path)
+        tr._state = "active"
+        tr._shared_ids = follow.SharedIds(parts_dir)
+        tr._origin = run.origin
+        tr._spans = deque()
+        tr._writer = TraceWriter(tr._own, header)
+        return tr
+
     # -- context manager --
     def __enter__(self) -> "Tracer":
         if self._state != "new":
@@ -511,7 +525,7 @@ class Tracer:
                         raise FileExistsError(f"{p} exists: not replacing an earlier trace "
                                               "(choose another path, or overwrite=True / --force to replace it)")
         capture = CAPTURE_CALLS
-        below = HUB.start_below()
+        below = HUB.start_below(self._parts_dir if self._is_part else None)
         if below is not None and below.control is None:
             if self._follow:
                 capture += (interpose.CAPTURE_LEVEL + " in child processes only",)
@@ -521,13 +535,12 @@ class Tracer:
         if self._run is None:
             t_origin_unix, origin = time.time(), time.perf_counter()
         else:  # a part's accesses are timed from the run's origin: merged, they need no shift
-            t_origin_unix = self._run.t_origin_unix
-            origin = time.perf_counter() - (time.time() - t_origin_unix)
+            t_origin_unix, origin = self._run.t_origin_unix, self._run.origin
         if self._follow:
             if not self._is_part:
                 self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
                 os.makedirs(self._parts_dir)
-                self._run = follow.RunInfo(t_origin_unix, self.rank, self.size, not is_jsonl(self._own))
+                self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
                 self._run.save(self._parts_dir)
             self._shared_ids = follow.SharedIds(self._parts_dir)
             why = follow.ensure_startup_hook()

@@ -17,6 +17,7 @@ import pytest
 
 import advisor
 from advisor.commands.trace import format_trace
+from instrumentation.columns import compact_runs
 from instrumentation.follow import PTH_LINE, PTH_NAME
 from instrumentation.patterns import summarize
 from instrumentation.tracefile import load_trace
@@ -150,10 +151,11 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     assert {ino for b, ino in moved if b.suffix != ".npy"} <= inodes  # the same files, renamed
     assert len(inodes) == len(moved) - len(raw) + 2  # the trace's own batch, the raw ones in one
 
-    def part(path):  # a part with its raw batches as Parquet, as a reader takes it
+    def part(path):  # a part with its raw batches as Parquet (their runs folded, as the writer folds), as a reader takes it
         for n, f in enumerate(columnar.batch_files(path)):
             if f.suffix == ".npy":
-                columnar.write_table(columnar.to_table(columnar.read_raw(f)), f.with_name(f"part-{n:06d}.parquet"))
+                columnar.write_table(columnar.to_table(compact_runs(columnar.read_raw(f))),
+                                     f.with_name(f"part-{n:06d}.parquet"))
                 f.unlink()
         return load_trace(path)
 
@@ -218,7 +220,7 @@ def test_sigterm_while_a_child_creates_its_part_still_closes_it(tmp_path):
 
     parts = tmp_path / "t.parquet.parts-0"
     parts.mkdir()
-    RunInfo(0.0, 0, 1, True).save(parts)
+    RunInfo(0.0, 0.0, 0, 1, True).save(parts)
     code = ("import os, signal, sys\n"
             "from instrumentation import follow, tracer\n"
             "real = tracer.TraceWriter\n"
