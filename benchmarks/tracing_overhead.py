@@ -275,8 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default=",".join(BELOW_CASES),
                     help="cases below Python to run (default: all of " + ", ".join(BELOW_CASES) + ")")
     ap.add_argument("--longer", type=int, default=1,
-                    help="loops below Python this many times longer (past interpose.MAX_AGE: the records of a "
-                         "busy process are then converted while it runs)")
+                    help="loops below Python this many times longer (past interpose.PENDING_BYTES of records, "
+                         "from 7 for the one-element netCDF4 loop, a busy process converts them while it runs)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)

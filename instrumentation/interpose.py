@@ -9,22 +9,23 @@ log directory; ``LibraryCapture`` reads them while the program runs (on the
 tracer's flusher thread, never on the program's) and hands them to the active
 tracers in bulk: the records are read as a numpy structured array and become
 the trace writer's columns (``AccessColumns``) with no Python object per
-access, but for point and block lists (rare). A busy process's records are
-converted in large amounts, rarely (``ProcessLog.due``): converting a few
-hundred every flush interval cost the traced program 4-5 times what the same
-conversion costs alone (docs/tracing-overhead.md). A process's own records are
-flushed to its file at each poll and converted once it has been quiet for a
-poll, at its tracer's exit, or when PENDING_BYTES wait: never on a timer while
-it is busy. A followed process's log directory lies in its run's parts
-directory, so that the run's merge converts what a process killed with SIGKILL
-left in it (``salvage``); a killed run's own trace (``load_trace(...,
-allow_truncated=True)``) holds its libhdf5 accesses up to its last pause.
+access, but for point and block lists (rare). A busy process's records wait
+(``ProcessLog.due``): converting them beside the traced program, a few hundred
+every flush interval or in bulk every 10 s, cost it about 5 times what the
+same conversion costs alone (docs/tracing-overhead.md). They are flushed to
+the file at each poll and converted once the process has been quiet for a
+poll, at its tracer's exit, or when PENDING_BYTES (or MAX_SPANS h5py calls)
+wait: never on a timer while it is busy. A followed process's log directory
+lies in its run's parts directory, where the run's merge converts what a
+process killed with SIGKILL left (``follow.merge_parts``); the trace of a
+killed run's own process (``load_trace(..., allow_truncated=True)``) holds its
+libhdf5 accesses up to its last pause (at most PENDING_BYTES of records lost).
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
 call of the same process is dropped. Records are converted one flush
 interval after they were made, so the h5py call around them is known by then
-(at a salvage, from the h5py calls in the dead process's part).
+(at the merge of a killed process's records, from the h5py calls in its part).
 """
 from __future__ import annotations
 
