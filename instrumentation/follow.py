@@ -522,7 +522,6 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
 
     states = wait_for_parts(parts_dir, since_ns)
     read = _read_jsonl_part if is_jsonl(path) else _read_columnar_part
-    run = RunInfo.load(parts_dir)
     parts, processes, missed, salvaged = [], [], [], []
     for part_path, state in states.items():
         try:
@@ -534,18 +533,19 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
         parts.append(part)
         if state == "lost":
             recovered = ""
+            out = parts_dir / f".salvage-{h.pid}{part_path.suffix}"
+            salvaged.append(out)
             try:
-                found = _salvage(part_path, h, part, parts_dir, run, read)
-            except (OSError, TraceError, ValueError) as exc:
+                found = _salvage(out, part_path, h, part, parts_dir, read)
+            except Exception as exc:  # noqa: BLE001 - a torn log must not cost the trace
                 found = None
                 missed.append(f"process {h.pid}: its libhdf5 calls not yet converted could not be: {exc}")
             if found is not None:
-                out, (sh, n_more, more) = found
-                salvaged.append(out)
+                sh, n_more, more = found
                 parts.append(more)
                 n_access += n_more
                 missed += [f"process {h.pid}: {m}" for m in sh.missed]
-                recovered = f" (its {n_more} libhdf5 access(es) not yet converted were, from its interposer log)"
+                recovered = f" (but {n_more} libhdf5 access(es), converted from its interposer log)"
             missed.append(f"process {h.pid} (parent {h.ppid}) ended without closing its part: "
                           f"its accesses after its last flush are missing{recovered}")
         elif state == "unflushed":
@@ -569,8 +569,8 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     return missed
 
 
-def _salvage(part_path: Path, header, part, parts_dir: Path, run: "RunInfo | None", read):
-    """(its path, what ``read`` gives of it) of a trace of the libhdf5 accesses that a process killed before
+def _salvage(out: Path, part_path: Path, header, part, parts_dir: Path, read):
+    """What ``read`` gives of ``out``, a trace written of the libhdf5 accesses that a process killed before
     converting them left in its log directory; None when it left none.
 
     Converted as the process would have, its h5py calls' duplicates dropped: those calls are the accesses of its
@@ -581,9 +581,9 @@ def _salvage(part_path: Path, header, part, parts_dir: Path, run: "RunInfo | Non
     from .tracer import Tracer
 
     log_dir = parts_dir / f"{LOG_PREFIX}{header.pid}"
+    run = RunInfo.load(parts_dir)
     if run is None or not any(log_dir.glob("h5-*.acc")):
         return None
-    out = parts_dir / f".salvage-{header.pid}{'.jsonl' if read is _read_jsonl_part else '.parquet'}"
     sink = Tracer._converter(out, str(parts_dir), run, replace(header, missed=()))
     keys = _dataset_keys(parts_dir / DATASETS_FILE)
     ds, t0, dt = _part_calls(part_path) if read is _read_jsonl_part else _part_calls(part[1])
@@ -593,7 +593,7 @@ def _salvage(part_path: Path, header, part, parts_dir: Path, run: "RunInfo | Non
     capture.poll([sink], final=True)
     sink._drain()
     sink._writer.close(tuple(capture.lost()), capture.libraries(), gather=False)
-    return out, read(out)
+    return read(out)
 
 
 def _dataset_keys(registry: Path) -> dict[int, str]:
