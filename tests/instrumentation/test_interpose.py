@@ -546,3 +546,36 @@ def test_records_converted_when_idle_or_large(tmp_path, monkeypatch):
         fh.write(batches[1])
     assert log.due()  # large enough, though still growing
     assert len(log.read(10 * len(batches[0]))) == 1000 and log.more
+
+
+def test_own_records_converted_while_busy_only_past_the_h5py_calls_bound(tmp_path, monkeypatch):
+    """A busy process's records wait, this process's too, unless more h5py calls than MAX_SPANS wait to be
+    matched with them (memory): then this process's are converted, another's still wait."""
+    from collections import deque
+
+    rec = np.zeros(10, interpose.ACCESS)
+    rec["ndim"] = 2
+    capture = interpose.LibraryCapture(tmp_path, None)
+    delivered = []
+    monkeypatch.setattr(capture, "_deliver", lambda log, got, first, tracers: delivered.append((log.pid, len(got))))
+    tracer = type("Tracer", (), {"_spans": deque()})()
+    own, other = (tmp_path / f"h5-{pid}.acc" for pid in (os.getpid(), os.getpid() + 1))
+
+    def busy_poll():
+        for path in (own, other):
+            with open(path, "ab") as fh:
+                fh.write(_batch(rec, 2))
+        capture.poll([tracer])
+
+    for _ in range(3):
+        busy_poll()
+    assert delivered == []
+    monkeypatch.setattr(interpose, "MAX_SPANS", 5)
+    tracer._spans.extend([("f::/x", 0.0, 1.0)] * 5)
+    busy_poll()
+    assert delivered == []
+    tracer._spans.append(("f::/x", 0.0, 1.0))
+    busy_poll()
+    assert delivered == [(os.getpid(), 50)]
+    capture.poll([tracer], final=True)
+    assert delivered == [(os.getpid(), 50), (os.getpid() + 1, 50)]
