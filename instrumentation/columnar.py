@@ -340,7 +340,8 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
 
     For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
     each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``, one row per access) become
-    Parquet files of up to COMPACT_ROWS rows, their runs folded batch by batch as the writer folds its own. Its ``_meta.jsonl`` must already name their datasets."""
+    Parquet files of up to COMPACT_ROWS rows, their runs folded batch by batch as the writer folds its own. Its
+    ``_meta.jsonl`` must already name their datasets."""
     path = Path(path)
     last = -1
     for f in path.iterdir():

@@ -442,7 +442,7 @@ class LibraryCapture:
         """A capture with a fresh log directory, recording this process too if it was started preloaded.
 
         ``parts_dir``: this process is followed; its directory goes there (``LOG_PREFIX``), where the run's
-        merge converts what it left if it is killed (``salvage``)."""
+        merge converts what it left if it is killed (``follow.merge_parts``)."""
         if library() is None:
             return None
         if parts_dir is None:
