@@ -17,6 +17,7 @@ dataset that pandas, pyarrow and DuckDB read directly
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import shutil
@@ -198,9 +199,17 @@ def _values(column: pa.ChunkedArray, name: str, where: str) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize)
 
 
+def _nonzero(v, out=None):
+    return v != 0 if out is None else np.not_equal(v, 0, out=out)
+
+
+def _seconds(ns, out=None):
+    return ns / _NS if out is None else np.divide(ns, _NS, out=out)
+
+
 def _fill(cols: AccessColumns, pos: int, rows: int, columns: dict, where: str, base: int = 0,
           known: np.ndarray | None = None) -> None:
-    """Write a batch's ``rows`` rows into rows pos.. of ``cols`` (allocated by ``_allocate``, wide enough),
+    """Write a batch's ``rows`` rows into rows pos.. of ``cols`` (zeroed by ``_allocate``, wide enough),
     straight from the Arrow buffers: no per-batch intermediate arrays. ``columns``: name -> Arrow column, or the
     one value of a column not read (``_one_value``). ``known``: a lookup table of the dataset ids accesses may
     refer to (its last entry stands for every larger id; None: not checked). Errors name the file ``where`` and
@@ -210,37 +219,41 @@ def _fill(cols: AccessColumns, pos: int, rows: int, columns: dict, where: str, b
             raise TraceError(f"{where}: missing column '{need}'")
     end = pos + rows
 
-    def values(name):
-        v = columns[name]
-        return v if isinstance(v, int) else _values(v, name, where)
+    def put(dest, name, default=0, convert=None):
+        v = columns.get(name, default)
+        if isinstance(v, int):  # one value: nothing to write for 0, the columns being zeroed (``_allocate``)
+            if v:
+                dest[:] = v if convert is None else convert(v)
+        elif convert is None:
+            dest[:] = _values(v, name, where)
+        else:
+            convert(_values(v, name, where), out=dest)
 
     for name, attr, default in _SCALARS:
-        getattr(cols, attr)[pos:end] = values(name) if name in columns else default
+        put(getattr(cols, attr)[pos:end], name, default)
     for name, attr in _FLAGS:
-        dest = getattr(cols, attr)[pos:end]
-        if name in columns:
-            np.not_equal(values(name), 0, out=dest)
-        else:
-            dest[:] = False
-    for t in TIMES:  # absent or not read: 0 (as allocated)
-        if f"{t}_ns" in columns:
-            np.divide(values(f"{t}_ns"), _NS, out=getattr(cols, t)[pos:end])
+        put(getattr(cols, attr)[pos:end], name, 0, _nonzero)
+    for t in TIMES:  # absent or not read: 0
+        put(getattr(cols, t)[pos:end], f"{t}_ns", 0, _seconds)
     for name, default in _DIM_DEFAULTS.items():
         arr = getattr(cols, name)
         for d in range(cols.width):
-            arr[pos:end, d] = values(f"{name}_{d}") if f"{name}_{d}" in columns else default
-    ds = cols.ds[pos:end]
-    if known is not None and len(ds) and not (0 <= ds.min() and ds.max() < len(known) - 1
-                                              and known[ds.min():ds.max() + 1].all()):
+            put(arr[pos:end, d], f"{name}_{d}", default)
+    # the checks read a column of one value as that value (its pages may never be touched)
+    ds = columns["ds"] if isinstance(columns["ds"], int) else cols.ds[pos:end]
+    if known is not None and rows and not (0 <= np.min(ds) and np.max(ds) < len(known) - 1
+                                           and known[np.min(ds):np.max(ds) + 1].all()):
+        ds = cols.ds[pos:end]
         bad = ~known[np.clip(ds, -1, len(known) - 1)]
         if bad.any():
             i = int(np.argmax(bad))
             raise TraceError(f"{where}: row {base + i}: access refers to unknown dataset id {int(ds[i])}")
-    rep = cols.rep[pos:end]
-    if len(rep) and rep.min() < 1:
+    rep = columns["rep"] if isinstance(columns["rep"], int) else cols.rep[pos:end]
+    if rows and np.min(rep) < 1:
+        rep = cols.rep[pos:end]
         raise TraceError(f"{where}: row {base + int(np.argmax(rep < 1))}: field 'rep' must be >= 1")
-    kind = cols.kind[pos:end]
-    odd = np.flatnonzero(kind != SLAB) if kind.any() else ()  # SLAB is 0
+    kind = columns["kind"]
+    odd = () if isinstance(kind, int) and kind == SLAB else np.flatnonzero(cols.kind[pos:end] != SLAB)
     if len(odd):
         if "idx" not in columns or "idx_len" not in columns:
             raise TraceError(f"{where}: index-list selections without the 'idx'/'idx_len' columns")
@@ -609,11 +622,20 @@ def _threaded(group: pq.RowGroupMetaData) -> bool:
     return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
 
 
-def _parquet_file(part: Path) -> pq.ParquetFile:
+def _parquet_file(part: Path, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
     """A batch file opened for reading on the calling thread: Arrow's pre-buffering (its default) hands every
     read to an I/O thread, started on a process's first read (a fresh process's first 10k-row load: 3.6 ms with
-    it, 2.9 without; 1.5 against 1.4 once warm)."""
-    return pq.ParquetFile(part, pre_buffer=False)
+    it, 2.9 without; 1.5 against 1.4 once warm).
+
+    Without ``metadata`` (the footer not read yet) the file's reads take the system allocator: the first
+    allocation from Arrow's default pool (mimalloc) sets up its arena, about 0.5 ms of a fresh process's first
+    load, which a trace whose every column holds one value (a folded scan: nothing to decode) then never pays.
+    Columns to decode are read through the default pool (``metadata`` given: the footer is not parsed again):
+    decoding takes it anyway (Arrow's page buffers, which Python cannot redirect but process-wide), and the
+    column chunks read through the system allocator made a fresh process's first 10k-row load 0.5 ms slower."""
+    if metadata is None:
+        return pq.ParquetFile(pa.OSFile(str(part), memory_pool=pa.system_memory_pool()), pre_buffer=False)
+    return pq.ParquetFile(part, metadata=metadata, pre_buffer=False)
 
 
 def _open_part(part: Path) -> tuple[Path, pq.ParquetFile, list[str]]:
@@ -641,6 +663,7 @@ def _batches(parts, times):
     skip = {f"{t}_ns" for t in TIMES if t not in times}
     for part, pf, names in parts:
         base = 0
+        decoding = None  # the file opened for decoding (``_parquet_file``), once a row group needs it
         try:
             # row groups are READ_ROWS long; reading a large one whole decodes its columns on Arrow's threads,
             # which iter_batches does not
@@ -649,7 +672,8 @@ def _batches(parts, times):
                 columns = {k: v for k, v in _constants(meta).items() if k not in skip}
                 read = [c for c in names if c not in skip and c not in columns]
                 if read:
-                    columns.update(_columns(pf.read_row_group(group, columns=read, use_threads=_threaded(meta))))
+                    decoding = decoding or _parquet_file(part, pf.metadata)
+                    columns.update(_columns(decoding.read_row_group(group, columns=read, use_threads=_threaded(meta))))
                 yield part, meta.num_rows, columns, base
                 base += meta.num_rows
         except (OSError, pa.ArrowException) as exc:
@@ -681,17 +705,34 @@ def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
         yield cols
 
 
+FRESH_BYTES = 1 << 22
+"""Result columns of at least this many bytes are mapped anonymous memory (``_fresh``), not numpy's."""
+
+
+def _fresh(shape, dtype) -> np.ndarray:
+    """A zeroed array whose memory is faulted in on first touch, 4 KiB at a time. Not ``np.empty``/``np.zeros``
+    for large arrays: numpy advises huge pages on allocations of 4 MiB or more, and with this kernel's THP defrag
+    setting (``madvise``) a fault there compacts memory first: a fresh process's first load of 10M rows filled
+    its 1.4 GB of columns in 2.0-4.5 s against 0.6 s once huge pages were free (docs/scale.md, "First load").
+    Pages never touched (the timing columns ``advise`` does not read) cost nothing, as with calloc."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    if size < FRESH_BYTES:
+        return np.zeros(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype).reshape(shape)
+
+
 def _allocate(rows: int, width: int) -> AccessColumns:
-    """Columns to ``_fill``: the timing columns zero (calloc: untouched ones cost no memory), the rest unset."""
-    empty = np.empty
+    """Zeroed columns to ``_fill`` (``_fresh``): a column of one value 0 is left as allocated."""
+    f = _fresh
     return AccessColumns(
-        ds=empty(rows, np.int32), write=empty(rows, bool), rank=empty(rows, np.int32),
-        t0=np.zeros(rows), dt=np.zeros(rows), t_step=np.zeros(rows),
-        n=empty(rows, np.int64), nbytes=empty(rows, np.int64), rep=empty(rows, np.int64),
-        kind=empty(rows, np.int8), ndim=empty(rows, np.int8),
-        start=empty((rows, width), np.int64), count=empty((rows, width), np.int64),
-        stride=empty((rows, width), np.int64), block=empty((rows, width), np.int64),
-        step=empty((rows, width), np.int64), collective=empty(rows, bool),
+        ds=f(rows, np.int32), write=f(rows, bool), rank=f(rows, np.int32),
+        t0=f(rows, float), dt=f(rows, float), t_step=f(rows, float),
+        n=f(rows, np.int64), nbytes=f(rows, np.int64), rep=f(rows, np.int64),
+        kind=f(rows, np.int8), ndim=f(rows, np.int8),
+        start=f((rows, width), np.int64), count=f((rows, width), np.int64),
+        stride=f((rows, width), np.int64), block=f((rows, width), np.int64),
+        step=f((rows, width), np.int64), collective=f(rows, bool),
     )
 
 
