@@ -352,3 +352,33 @@ def test_loading_a_trace_does_not_import_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.parquet")], capture_output=True, text=True,
                          env=env, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _owner(a):
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return a.obj if isinstance(a, memoryview) else a
+
+
+def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_path, monkeypatch):
+    """Columns of FRESH_BYTES or more are anonymous mappings (no huge-page advice); columns of one value 0 are
+    left as allocated: the same values, writable, contiguous and independent of each other and of other loads."""
+    import mmap
+
+    from instrumentation import columnar
+    from instrumentation.columns import _ARRAYS
+
+    write_sample(tmp_path / "t.parquet", n=40)
+    small = load_trace(tmp_path / "t.parquet").columns
+    monkeypatch.setattr(columnar, "FRESH_BYTES", 1)
+    big, other = (load_trace(tmp_path / "t.parquet").columns for _ in range(2))
+    assert small.rows == 3 and not small.ds.any() and small.write.any() and small.irregular
+    for name in _ARRAYS:
+        a, b = getattr(small, name), getattr(big, name)
+        assert isinstance(_owner(b), mmap.mmap) and not isinstance(_owner(a), mmap.mmap)
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
+        assert b.flags.c_contiguous and b.flags.writeable
+    big.n[:] = -1
+    big.step[:] = 7
+    assert not (other.n == -1).any() and not (other.step == 7).any() and not (big.nbytes == -1).any()
+    assert big.irregular.keys() == small.irregular.keys()
