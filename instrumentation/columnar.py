@@ -622,20 +622,16 @@ def _threaded(group: pq.RowGroupMetaData) -> bool:
     return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
 
 
-def _parquet_file(part: Path, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+def _parquet_file(part: Path) -> pq.ParquetFile:
     """A batch file opened for reading on the calling thread: Arrow's pre-buffering (its default) hands every
     read to an I/O thread, started on a process's first read (a fresh process's first 10k-row load: 3.6 ms with
-    it, 2.9 without; 1.5 against 1.4 once warm).
-
-    Without ``metadata`` (the footer not read yet) the file's reads take the system allocator: the first
-    allocation from Arrow's default pool (mimalloc) sets up its arena, about 0.5 ms of a fresh process's first
-    load, which a trace whose every column holds one value (a folded scan: nothing to decode) then never pays.
-    Columns to decode are read through the default pool (``metadata`` given: the footer is not parsed again):
-    decoding takes it anyway (Arrow's page buffers, which Python cannot redirect but process-wide), and the
-    column chunks read through the system allocator made a fresh process's first 10k-row load 0.5 ms slower."""
-    if metadata is None:
-        return pq.ParquetFile(pa.OSFile(str(part), memory_pool=pa.system_memory_pool()), pre_buffer=False)
-    return pq.ParquetFile(part, metadata=metadata, pre_buffer=False)
+    it, 2.9 without; 1.5 against 1.4 once warm). The file is memory-mapped: its reads (the footer, the column
+    chunks) are views of the mapping, not allocations from Arrow's default pool (mimalloc), whose first one sets
+    up a 1 GiB arena, about 0.5 ms of a fresh process's first load; a trace whose every column holds one value (a
+    folded scan: nothing to decode) then never pays it (decoding still does: Arrow's page buffers take the default
+    pool, which Python cannot change but process-wide). The mapping outlives the file's name (the writer's close
+    replaces batches by gathered files)."""
+    return pq.ParquetFile(pa.memory_map(str(part)), pre_buffer=False)
 
 
 def _open_part(part: Path) -> tuple[Path, pq.ParquetFile, list[str]]:
@@ -663,7 +659,6 @@ def _batches(parts, times):
     skip = {f"{t}_ns" for t in TIMES if t not in times}
     for part, pf, names in parts:
         base = 0
-        decoding = None  # the file opened for decoding (``_parquet_file``), once a row group needs it
         try:
             # row groups are READ_ROWS long; reading a large one whole decodes its columns on Arrow's threads,
             # which iter_batches does not
@@ -672,8 +667,7 @@ def _batches(parts, times):
                 columns = {k: v for k, v in _constants(meta).items() if k not in skip}
                 read = [c for c in names if c not in skip and c not in columns]
                 if read:
-                    decoding = decoding or _parquet_file(part, pf.metadata)
-                    columns.update(_columns(decoding.read_row_group(group, columns=read, use_threads=_threaded(meta))))
+                    columns.update(_columns(pf.read_row_group(group, columns=read, use_threads=_threaded(meta))))
                 yield part, meta.num_rows, columns, base
                 base += meta.num_rows
         except (OSError, pa.ArrowException) as exc:
