@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from iomodel.replay import evict
+
 SIZES = (1 << 20, 4 << 20, 16 << 20)
 THREADS = (1, 4, 10)
 
@@ -34,16 +36,6 @@ def files_of(root: str, size: int, total: int) -> list[str]:
     return paths
 
 
-def drop(paths: list[str]) -> None:
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
 def read_whole(path: str) -> int:
     with open(path, "rb") as fh:
         return len(fh.read())
@@ -52,7 +44,8 @@ def read_whole(path: str) -> int:
 def cold_seconds(paths: list[str], threads: int, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        drop(paths)
+        for p in paths:
+            evict(p)
         t = time.perf_counter()
         if threads == 1:
             for p in paths:
