@@ -315,17 +315,17 @@ def _ra_fetch(out, ra, start, size, dev_end, dev_weight, ahead):
 def _os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight, ra):
     """One read request through the page cache; returns the new device position.
 
-    ``dev_weight`` < 1: the request's latency overlaps with other requests of the same call (zarr's
-    concurrent chunk fetches): its counts are weighted, its bytes are not, as the device's bandwidth is shared
-    (4-10 concurrent readers of 1-16 MiB files read 1.14-1.41x one reader's bytes per second:
+    ``dev_weight`` < 1: the request's latency overlaps with other requests of the same call (zarr's concurrent
+    chunk fetches): its counts are weighted, its bytes are not, as the device's bandwidth is shared (4-10
+    concurrent readers of 1-16 MiB files read 1.14-1.41x one reader's bytes per second:
     benchmarks/device_concurrency.py). ``ra`` (``RA_*``; updated): the kernel's on-demand readahead
-    (mm/readahead.c; checked here against /proc/self/io read_bytes per call): a miss right after the previous read (or at the
-    file's start) opens a window 2-4x the request; a read reaching a window's marker page asks for the next,
-    larger window, ahead of need, whatever it skipped on the way (slab writes that read only their partial
-    chunks move a stream as a scan does); a miss just after pages that are cached continues from them
-    (context readahead: the stream's own, or a chunk read before); any other miss reads its pages alone.
-    The device reads whole windows, so a forward pattern with gaps costs the windows' bytes, not the ones
-    requested (slab writes of the validation's tall array: 10.4 MiB from the device for 2.1 requested)."""
+    (mm/readahead.c; checked here against /proc/self/io read_bytes per call): a miss right after the previous read
+    (or at the file's start) opens a window 2-4x the request; a read reaching a window's marker page asks for the
+    next, larger window, ahead of need, whatever it skipped on the way (slab writes that read only their partial
+    chunks move a stream as a scan does); a miss just after pages that are cached continues from them (context
+    readahead: the stream's own, or a chunk read before); any other miss reads its pages alone. The device reads
+    whole windows, so a forward pattern with gaps costs the windows' bytes, not the ones requested (slab writes of
+    the validation's tall array: 10.4 MiB from the device for 2.1 requested)."""
     nodes, free, st, index = pc
     first = offset // PAGE
     last = (offset + nbytes + PAGE - 1) // PAGE
