@@ -445,11 +445,15 @@ class LibraryCapture:
         merge converts what it left if it is killed (``follow.merge_parts``)."""
         if library() is None:
             return None
-        if parts_dir is None:
-            log_dir = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
-        else:
+        log_dir = None
+        if parts_dir is not None:
             log_dir = Path(parts_dir) / f"{LOG_PREFIX}{os.getpid()}"
-            log_dir.mkdir(exist_ok=True)
+            try:
+                log_dir.mkdir(exist_ok=True)
+            except OSError:  # the run is over (a forkserver outlives the run that started it): nobody merges it
+                log_dir = None
+        if log_dir is None:
+            log_dir = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
         control = loaded()
         if control is not None:
             control.ioadv_set_dir.argtypes = [ctypes.c_char_p]

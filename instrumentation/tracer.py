@@ -245,6 +245,8 @@ class _Hub:
         self._forking = []
 
     def _after_fork_in_child(self) -> None:
+        for lock in self._forking:  # taken by the parent's forking thread: here nobody will release them
+            lock.release()
         self._forking = []
         parents = self.active
         if not parents:

@@ -240,6 +240,29 @@ def test_sigterm_while_a_child_creates_its_part_still_closes_it(tmp_path):
     assert load_trace(part).complete
 
 
+def test_forkserver_outliving_its_run_starts_workers_that_end(tmp_path, data):
+    """multiprocessing's forkserver is started by the first run that needs one and serves every later run of the
+    process (pytest runs a test suite's pools that way). A worker it forks for the second run must end, although
+    the first run's parts directory, where the forkserver's own part lived, is gone: it deadlocked at its exit
+    (its libhdf5 log directory could not be made there, and the fork hook left the tracer's lock taken)."""
+    code = ("import multiprocessing as mp, sys, h5py, advisor\n"
+            "def read(i):\n"
+            "    with h5py.File(sys.argv[1], 'r') as f:\n"
+            "        return float(f['x'][i, 0])\n"
+            "if __name__ == '__main__':\n"
+            "    ctx = mp.get_context('forkserver')\n"
+            "    for name in ('a.parquet', 'b.parquet'):\n"
+            "        with advisor.trace(sys.argv[2] + '/' + name), ctx.Pool(1) as pool:\n"
+            "            print(pool.map(read, [1, 2]))\n")
+    prog = tmp_path / "two_runs.py"  # a file: forkserver workers import the functions of __main__ from it
+    prog.write_text(code)
+    proc = subprocess.run([sys.executable, str(prog), str(data), str(tmp_path)], env=child_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:2] == ["[4.0, 8.0]", "[4.0, 8.0]"]
+    assert len([a for a in load_trace(tmp_path / "a.parquet").accesses if a.op == "read"]) == 2
+
+
 def test_subprocess_python_traced(tmp_path, data):
     trace, rows, _ = run_program(tmp_path, data, "subprocess", rows=30)
     assert_every_read_traced(trace, rows)
