@@ -868,5 +868,5 @@ def remove_trace(path: str | os.PathLike) -> None:
         path.unlink()
 
 
-__all__ = ["ColumnarTraceWriter", "adopt_batches", "batch_files", "load_columnar", "merge_trace_files", "part_files", "write_columnar",
-           "is_jsonl", "remove_trace", "BATCH_ROWS", "BATCH_SECONDS"]
+__all__ = ["ColumnarTraceWriter", "adopt_batches", "batch_files", "load_columnar", "merge_trace_files", "part_files",
+           "write_columnar", "is_jsonl", "remove_trace", "BATCH_ROWS", "BATCH_SECONDS"]

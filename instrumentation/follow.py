@@ -562,7 +562,8 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
             _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE)
     for part_path in [*states, *salvaged]:
         _remove(part_path)
-    for log_dir in parts_dir.glob(f"{LOG_PREFIX}*"):  # a killed process's, converted above; a running one's, as its part
+    # a killed process's log directory, converted above; a running one's, as its part
+    for log_dir in parts_dir.glob(f"{LOG_PREFIX}*"):
         shutil.rmtree(log_dir, ignore_errors=True)
     for name in (DATASETS_FILE, RUN_FILE):
         (parts_dir / name).unlink(missing_ok=True)
@@ -625,13 +626,11 @@ def _part_calls(where: "Path | list[Path]"):
         _read_records(str(where), where.read_bytes(), True, found)
         return (np.array([a.dataset for a in found], np.int64), np.array([a.t_start for a in found], float),
                 np.array([a.duration for a in found], float))
-    import pyarrow.parquet as pq
-
-    from .columnar import _RAW, from_table, read_raw
+    from .columnar import _RAW, _parquet_file, from_table, read_raw
     from .columns import AccessColumns
 
-    cols = AccessColumns.concat([read_raw(f) if _RAW.match(f.name) else from_table(pq.read_table(f), str(f)).expanded()
-                                 for f in where])
+    cols = AccessColumns.concat([read_raw(f) if _RAW.match(f.name)
+                                 else from_table(_parquet_file(f).read(), str(f)).expanded() for f in where])
     return cols.ds, cols.t0, cols.dt
 
 
