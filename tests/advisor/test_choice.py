@@ -49,6 +49,11 @@ def test_chunk_size_range_then_padding_then_amplification():
     b = rec((4000, 32), 1.05, amp=2.0)
     chosen, rule, _ = choose([a, b, current], current, 0.1, SHAPE, 4)
     assert chosen is b and rule == "less read amplification"
+    # a hundredth of the bytes asked for (page rounding of compressed chunks) does not outweigh the prediction
+    slower = rec((4000, 64), 1.05, amp=1.13)
+    faster = rec((4000, 32), 1.0, amp=1.14)
+    chosen, rule, _ = choose([faster, slower, current], current, 0.1, SHAPE, 4)
+    assert chosen is faster and rule is None
 
 
 COEF = {"n_calls": 1e-4, "s_rdisk": 1e-9, "n_rdisk": 1e-5, "n_rseek": 1e-4, "n_chunks": 2e-5}
