@@ -89,6 +89,9 @@ def child_environment(parts_dirs: list[str]) -> dict[str, str]:
 
 RUN_FILE = "_run.json"
 DATASETS_FILE = "_datasets.jsonl"
+CONVERTED = ".conv"
+"""``<pid>.conv.parquet`` (``.jsonl``): a process's libhdf5 records converted beside it (``convert``);
+``<pid>.conv.lock``: held while its converter works."""
 LOG_PREFIX = "h5-"
 """A followed process's libhdf5 log directory (``interpose.LibraryCapture``) in its run's parts directory is
 ``h5-PID``: the merge converts what a killed process left there."""
@@ -521,8 +524,20 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     from .tracefile import TraceError, is_jsonl
 
     states = wait_for_parts(parts_dir, since_ns)
+    missed: list[str] = []
+    converted = _converted(parts_dir, missed)  # before any salvage: a killed process's converter ends first
     read = _read_jsonl_part if is_jsonl(path) else _read_columnar_part
-    parts, processes, missed, salvaged = [], [], [], []
+    parts, processes, salvaged = [], [], []
+    beside: dict[int, int] = {}  # pid -> its accesses converted beside it
+    for out in converted:
+        try:
+            h, n_access, part = read(out)
+        except TraceError as exc:
+            missed.append(f"a process's libhdf5 calls converted beside it could not be read: {exc}")
+            continue
+        parts.append(part)
+        beside[h.pid] = beside.get(h.pid, 0) + n_access
+        missed += [f"process {h.pid}: {m}" for m in h.missed]
     for part_path, state in states.items():
         try:
             header, n_access, part = read(part_path)
@@ -553,14 +568,15 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
                           f"{PART_WAIT:g} s of the end of the run: its latest accesses may be missing")
             state = "running"
         missed += [f"process {h.pid}: {m}" for m in h.missed]
-        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, n_access, state))
+        processes.append(ProcessInfo(h.pid, h.ppid, h.argv, n_access + beside.pop(h.pid, 0), state))
     if parts:
         processes.sort(key=lambda p: p.pid)
+        own_more = sum(beside.values())  # this process's (a child's without a part: none)
         if is_jsonl(path):
-            _merge_jsonl(path, parts, processes, missed)
+            _merge_jsonl(path, parts, processes, missed, own_more)
         else:
-            _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE)
-    for part_path in [*states, *salvaged]:
+            _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE, own_more)
+    for part_path in [*states, *salvaged, *converted, *parts_dir.glob(f"*{CONVERTED}.lock")]:
         _remove(part_path)
     # a killed process's log directory, converted above; a running one's, as its part
     for log_dir in parts_dir.glob(f"{LOG_PREFIX}*"):
@@ -568,6 +584,33 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     for name in (DATASETS_FILE, RUN_FILE):
         (parts_dir / name).unlink(missing_ok=True)
     return missed
+
+
+def _converted(parts_dir: Path, missed: list[str]) -> list[Path]:
+    """The outputs of the run's converters (``convert``), once each one has ended (at most PART_WAIT)."""
+    deadline = time.monotonic() + PART_WAIT
+    for lock_path in parts_dir.glob(f"*{CONVERTED}.lock"):
+        try:
+            fh = open(lock_path, "rb")
+        except FileNotFoundError:  # ended meanwhile
+            continue
+        with fh:
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        missed.append(f"the converter {lock_path.name} was still converting at the end of the run:"
+                                      " some libhdf5 calls of its process may be missing")
+                        break
+                    time.sleep(POLL)
+    found = []
+    for out in parts_dir.iterdir():
+        stem, _, suffix = out.name.partition(".")
+        if stem.isdigit() and suffix in (f"{CONVERTED[1:]}.parquet", f"{CONVERTED[1:]}.jsonl"):
+            found.append((int(stem), out))
+    return [out for _, out in sorted(found)]
 
 
 def _salvage(out: Path, part_path: Path, header, part, parts_dir: Path, read):
@@ -648,14 +691,14 @@ def _read_jsonl_part(path: Path):
     return part.header, part.n_access, part
 
 
-def _merge_jsonl(path: Path, parts, processes, missed) -> None:
+def _merge_jsonl(path: Path, parts, processes, missed, own_more: int) -> None:
     """JSON Lines: the whole trace is read and written again (the columnar format avoids this)."""
     from .records import ProcessInfo
     from .tracefile import load_trace, merge_traces, replace_trace, write_trace
 
     own = load_trace(path)
     merged = merge_traces([own, *parts])
-    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, own.n_access, "exited")
+    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, own.n_access + own_more, "exited")
     merged.headers = [replace(own.header, processes=(me, *processes), missed=own.header.missed + tuple(missed))]
     merged.complete = own.complete
     tmp = path.with_name(f".merging.{path.name}")  # the same suffix: the same trace format
@@ -675,7 +718,7 @@ def _read_columnar_part(path: Path):
     return headers[0], n_access, (resizes, files)
 
 
-def _merge_columnar(path: Path, parts, processes, missed, registry: Path) -> None:
+def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_more: int) -> None:
     """Move the parts' batches into the trace directory (their dataset ids, clock and rank are already the run's;
     Parquet batches as they are, the raw ones of followed processes converted) and rewrite only its records file.
 
@@ -689,7 +732,7 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path) -> Non
 
     headers, _, resizes, _, n_end = read_meta(path, allow_truncated=False)
     own = headers[0]
-    n_own = n_end if n_end is not None else count_accesses(path)[2]
+    n_own = (n_end if n_end is not None else count_accesses(path)[2]) + own_more
     me = ProcessInfo(own.pid, own.ppid, own.argv, n_own, "exited")
     header = replace(own, processes=(me, *processes), missed=own.missed + tuple(missed))
     try:

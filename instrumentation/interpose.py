@@ -62,9 +62,10 @@ LOG_DIR_VAR = "IOADVISOR_H5_DIR"
 """Environment variable naming the directory a preloaded interposer writes into."""
 CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 """``TraceHeader.capture`` entry when the interposer records."""
-PENDING_BYTES = 16 << 20
+PENDING_BYTES = int(os.environ.get("IOADVISOR_PENDING_BYTES", 16 << 20))
 """Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records) that make a poll convert them
-while the process is still recording: bounds the log directory's disk use."""
+while the process is still recording (a process's own, from then on, by a converter beside it:
+``convert.Converter``): bounds the log directory's disk use."""
 MAX_SPANS = 1 << 17
 """h5py calls kept to drop their libhdf5 duplicates (about 120 bytes each) beyond which a poll converts this
 process's records while it is still recording: bounds the memory they take."""
@@ -280,10 +281,10 @@ def _cut(width: int) -> np.dtype:
 _CUT = [_cut(w) for w in range(MAXD + 1)]
 
 
-def read_batches(data: bytes) -> tuple[np.ndarray, int, bool]:
+def read_batches(data: bytes) -> tuple[np.ndarray, int, bool, np.ndarray]:
     """(the records of the complete batches at the start of ``data``, the bytes they take, whether a
-    batch head is unreadable there: nothing after it can be read)."""
-    parts, at, bad = [], 0, False
+    batch head is unreadable there: nothing after it can be read, the offset of each record's batch)."""
+    parts, heads, at, bad = [], [], 0, False
     while at + BATCH.itemsize <= len(data):
         head = np.frombuffer(data, BATCH, 1, at)[0]
         if head["magic"] != BATCH_MAGIC or head["width"] > MAXD:
@@ -301,8 +302,10 @@ def read_batches(data: bytes) -> tuple[np.ndarray, int, bool]:
             else:
                 rec[name] = packed[name]
         parts.append(rec)
+        heads.append(np.full(n, at, np.int64))
         at = end
-    return (np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0, ACCESS)), at, bad
+    return (np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0, ACCESS)), at, bad, \
+        np.concatenate(heads) if heads else np.zeros(0, np.int64)
 
 
 def canonical_hyperslabs(rec: np.ndarray, width: int = MAXD) -> tuple[np.ndarray, ...]:
@@ -341,6 +344,11 @@ class ProcessLog:
         self._acc_at = 0
         self._held = np.zeros(0, ACCESS)  # records given back by ``unread``
         self._last = self._held
+        # the file offset of each record's batch (of ``_last``, of ``_held``), the records of the first one's batch
+        # returned before it, and those of the batch at ``_acc_at`` to skip (``resume``): where reading resumes
+        self._where = self._held_where = np.zeros(0, np.int64)
+        self._first_skip = self._held_skip = self._skip = 0
+        self._from = 0  # metadata of the accesses before this one was another reader's (``resume``)
         self._acc_lost = False  # an unreadable batch head: the rest of the file cannot be read
         self._size = 0  # of the .acc file at the last ``due``
         self.more = False  # the last ``read`` stopped at its limit
@@ -364,6 +372,10 @@ class ProcessLog:
             return False
         return not grown or size - self._acc_at >= PENDING_BYTES
 
+    def backlog(self) -> int:
+        """Bytes of the ``.acc`` file not read yet, at the last ``due``."""
+        return self._size - self._acc_at
+
     def read(self, limit: int = READ_BYTES) -> np.ndarray:
         """Take in the new metadata; return the new access records, from at most ``limit`` bytes of the file
         (``more``: it may hold more)."""
@@ -380,9 +392,9 @@ class ProcessLog:
                 self.libs[ev["i"]] = ev
             elif kind == "caller":
                 self.callers[ev["i"]] = ev
-            elif kind == "s":
+            elif kind == "s" and ev["a"] >= self._from:
                 self.selections[ev["a"]] = ev
-            elif kind == "r":
+            elif kind == "r" and ev["a"] >= self._from:
                 self.resizes.append(ev)
         try:
             with open(self.acc_path, "rb") as fh:
@@ -390,13 +402,19 @@ class ProcessLog:
                 data = b"" if self._acc_lost else fh.read(limit)
         except FileNotFoundError:
             data = b""
-        new, used, bad = read_batches(data)
+        new, used, bad, where = read_batches(data)
+        where += self._acc_at
         self.more = not bad and len(data) == limit
         if bad:
             self._acc_lost = True
             self.bad_lines += 1
         self._acc_at += used
-        rec = np.concatenate([self._held, new]) if len(self._held) else new
+        if len(self._held):
+            rec, self._where = np.concatenate([self._held, new]), np.concatenate([self._held_where, where])
+            self._first_skip = self._held_skip
+        else:
+            skip, self._skip = self._skip, 0
+            rec, self._where, self._first_skip = new[skip:], where[skip:], skip
         self._held = rec[:0]
         self._last = rec
         self.n_read += len(rec)
@@ -404,8 +422,24 @@ class ProcessLog:
 
     def unread(self, n: int) -> None:
         """Give back the last ``n`` access records read: the next ``read`` returns them again."""
-        self._held = self._last[len(self._last) - n:] if n else self._last[:0]
+        first = len(self._last) - n
+        self._held = self._last[first:] if n else self._last[:0]
+        self._held_where = self._where[first:]
+        if n:
+            batch = int(np.searchsorted(self._where, self._where[first]))
+            self._held_skip = first - batch + (self._first_skip if batch == 0 else 0)
         self.n_read -= n
+
+    def position(self) -> tuple[int, int, int]:
+        """Where the records not yet returned start: (file offset of their first one's batch, records of that
+        batch returned already, the first one's number among the process's accesses)."""
+        if len(self._held):
+            return int(self._held_where[0]), self._held_skip, self.n_read
+        return self._acc_at, self._skip, self.n_read
+
+    def resume(self, offset: int, skip: int, first: int) -> None:
+        """Read on from another reader's ``position()``: the metadata anew, the accesses from there."""
+        self._acc_at, self._skip, self.n_read, self._from = offset, skip, first, first
 
     def _new_lines(self) -> list[bytes]:
         try:
@@ -436,6 +470,9 @@ class LibraryCapture:
         self.hooked: dict[str, str] = {}  # libhdf5 file -> its version, as the processes reported them
         self.unconverted = 0
         self._spans: dict[object, list] = {}  # tracer -> h5py calls (key, t0, t1) not yet behind the cutoff
+        self.converter = None  # convert.Converter: this process's own records are converted there
+        self.failed: str | None = None  # why the converter failed: this process's records are then not read on
+        self._refused = False  # no converter could be started here: this process's records are converted here
 
     @classmethod
     def start(cls, parts_dir: str | None = None) -> "LibraryCapture | None":
@@ -462,7 +499,10 @@ class LibraryCapture:
 
     def forked(self, parts_dir: str | None) -> "LibraryCapture | None":
         """In a forked child: a capture of its own. The parent's directory stays the parent's (its
-        records, and the removal at its end); the interposer here writes into the new one."""
+        records, and the removal at its end), so does its converter; the interposer here writes into the new
+        one."""
+        if self.converter is not None:
+            self.converter.abandon()
         return LibraryCapture.start(parts_dir)
 
     def libraries(self) -> tuple[str, ...]:
@@ -472,12 +512,16 @@ class LibraryCapture:
     def lost(self) -> list[str]:
         """What the interposer recorded that could not be converted, as notes for ``TraceHeader.missed``."""
         bad = sum(log.bad_lines for log in self.logs.values())
+        failed = [self.failed] if self.failed else []
         if not (self.unconverted or bad):
-            return []
-        return [f"{self.unconverted} libhdf5 access(es) with a selection not converted (a point or block list "
+            return failed
+        return failed + [f"{self.unconverted} libhdf5 access(es) with a selection not converted (a point or block list "
                 f"over the size limit, H5S_PLIST) and {bad} unreadable interposer line(s)"]
 
     def close(self) -> None:
+        if self.converter is not None:  # its tracer exited without a final poll (an error): nothing to wait for
+            self.converter.stop()
+            self.converter = None
         if self.control is not None:
             self.control.ioadv_set_dir(None)
         shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -496,22 +540,55 @@ class LibraryCapture:
                 if pid not in self.logs:
                     self.logs[pid] = ProcessLog(self.log_dir, pid)
         # a busy process's own records wait (converting them beside its program cost it 5 times the work: module
-        # docstring) unless they, or the h5py calls kept to drop their duplicates, reach their bound
+        # docstring) unless they, or the h5py calls kept to drop their duplicates, reach their bound: then a
+        # converter process takes them over (where it can: one tracer, with a parts directory), else they are
+        # converted here
         crowded = any(tr._spans is not None and len(tr._spans) > MAX_SPANS for tr in tracers)
         for pid, log in self.logs.items():
-            if not log.due() and not final and not (crowded and pid == self.pid):
+            if pid == self.pid and (self.converter is not None or self.failed):
                 continue
-            log.more = True
-            while log.more:
-                rec = log.read()
-                # the records up to the first one that ended after the cutoff; the rest is read again next time
-                late = np.flatnonzero(rec["t0"] + rec["dt"] > cutoff)
-                if len(late):
-                    log.unread(len(rec) - int(late[0]))
-                    rec = rec[: late[0]]
-                    log.more = False
-                if len(rec):
-                    self._deliver(log, rec, log.n_read - len(rec), tracers)
+            due = log.due()
+            if pid == self.pid and not final and not self._refused and \
+                    (crowded or (due and log.backlog() >= PENDING_BYTES)):
+                from .convert import Converter
+
+                self.converter = Converter.start(self, log, tracers)
+                self._refused = self.converter is None
+                if self.converter is not None:
+                    continue
+            if not due and not final and not (crowded and pid == self.pid):
+                continue
+            self.convert(log, tracers, cutoff)
+        if self.converter is not None:
+            self.converter.send(cutoff, tracers[0], final)
+            if final:
+                self._converted(self.converter.finish())
+
+    def convert(self, log: ProcessLog, tracers, cutoff: float) -> None:
+        """Hand ``log``'s records that ended before ``cutoff`` to ``tracers``."""
+        log.more = True
+        while log.more:
+            rec = log.read()
+            # the records up to the first one that ended after the cutoff; the rest is read again next time
+            late = np.flatnonzero(rec["t0"] + rec["dt"] > cutoff)
+            if len(late):
+                log.unread(len(rec) - int(late[0]))
+                rec = rec[: late[0]]
+                log.more = False
+            if len(rec):
+                self._deliver(log, rec, log.n_read - len(rec), tracers)
+
+    def _converted(self, result: dict | None) -> None:
+        """The converter's end: what it learnt; this process's records are read on from where it stopped."""
+        converter, self.converter = self.converter, None
+        if result is None:  # what it did not write is lost: where it stopped is not known, so nothing more is read
+            self.failed = (f"the converter of this process's libhdf5 records failed ({converter.error()}): those "
+                           "not in its output are missing")
+            return
+        self.hooked.update(result["hooked"])
+        log = ProcessLog(self.log_dir, self.pid)
+        log.resume(*result["position"])
+        self.logs[self.pid] = log
 
     def _info(self, log: ProcessLog, num: int):
         from .tracer import DatasetInfo

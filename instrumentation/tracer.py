@@ -476,6 +476,7 @@ class Tracer:
         self._merge = False
         self._spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
         self._libhdf5_before: frozenset[str] = frozenset()
+        self._header: TraceHeader | None = None
 
     @classmethod
     def _part(cls, parts_dir: str, run: follow.RunInfo) -> "Tracer":
@@ -564,6 +565,7 @@ class Tracer:
             capture=capture,
         )
         self._origin = origin
+        self._header = header
         self._writer = TraceWriter(self._own, header)
         if self._is_part and not is_jsonl(self._own):
             self._writer.raw = True  # its batches are converted by the run's merge, where Parquet's code is warm

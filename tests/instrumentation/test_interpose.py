@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +46,10 @@ def _env() -> dict:
     return env
 
 
-def traced_run(tmp_path, *command, launcher=(), output="t.jsonl") -> tuple[object, list[dict]]:
+def traced_run(tmp_path, *command, launcher=(), output="t.jsonl", env=None) -> tuple[object, list[dict]]:
     """``[launcher] ioadvisor run -o OUTPUT -- command``: (trace, the program's JSON lines)."""
     res = subprocess.run([*launcher, str(IOADVISOR), "run", "-o", output, "--", *map(str, command)],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**_env(), **(env or {})})
     assert res.returncode == 0, res.stderr[-3000:]
     truth = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
     return load_trace(tmp_path / output), truth
@@ -273,13 +274,16 @@ BUSY_CHILD_KILLED = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("client,output", [("netcdf4", "t.parquet"), ("h5py", "t.jsonl")])
-def test_libhdf5_calls_of_a_busy_child_killed_by_sigkill_are_in_the_trace(tmp_path, client, output):
+@pytest.mark.parametrize("pending", [None, "20000"])
+def test_libhdf5_calls_of_a_busy_child_killed_by_sigkill_are_in_the_trace(tmp_path, client, output, pending):
     """A child that never pauses converts none of its libhdf5 records; killed by SIGKILL, it leaves them in its
     log directory, which the run's merge converts: every read once (h5py's: those its part holds are not
-    taken twice)."""
+    taken twice). With a converter beside it (``pending``: past PENDING_BYTES), the converter converts them
+    and the merge takes its output."""
     prog = tmp_path / "busy.py"
     prog.write_text(BUSY_CHILD_KILLED)
-    trace, _ = traced_run(tmp_path, "python", prog, "f.h5", client, output=output)
+    trace, _ = traced_run(tmp_path, "python", prog, "f.h5", client, output=output,
+                          env={"IOADVISOR_PENDING_BYTES": pending} if pending else {})
     (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
     reads = [(a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read"]
     assert len(reads) % 2560 == 0 and len(reads) >= 2560
@@ -287,10 +291,94 @@ def test_libhdf5_calls_of_a_busy_child_killed_by_sigkill_are_in_the_trace(tmp_pa
     (child,) = [p for p in trace.header.processes if p.state == "lost"]
     assert child.accesses == len(reads)
     (note,) = [m for m in trace.missed if f"process {child.pid} (parent" in m]
+    if pending:  # its converter's, not a salvage
+        assert "(but" not in note
+        return
     recovered = int(note.split("(but ")[1].split()[0])
     assert 0 < recovered <= len(reads)
     if client == "h5py":  # part of them were in its part already, as h5py calls
         assert recovered < len(reads)
+
+
+BUSY_LOOP = textwrap.dedent("""
+    import ctypes, glob, json, os, signal, sys, time
+    import numpy as np
+    N, client, end = 2560, sys.argv[2], sys.argv[3]
+    if client == "netcdf4":
+        import netCDF4
+        with netCDF4.Dataset(sys.argv[1], "w") as nc:
+            nc.createDimension("t", N)
+            nc.createDimension("x", 20)
+            nc.createVariable("v", "f4", ("t", "x"), chunksizes=(64, 20))[:] = np.zeros((N, 20), "f4")
+        v = netCDF4.Dataset(sys.argv[1])["v"]
+    else:
+        import h5py
+        with h5py.File(sys.argv[1], "w") as f:
+            f.create_dataset("v", data=np.zeros((N, 20), "f4"), chunks=(64, 20))
+        v = h5py.File(sys.argv[1])["v"]
+
+    def converters():
+        kids = set()
+        for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+            kids.update(open(path).read().split())
+        return [k for k in kids if b"instrumentation.convert" in open(f"/proc/{k}/cmdline", "rb").read()]
+
+    seen = []
+    for rounds in range(100):  # busy throughout: its records are never converted for a pause
+        for t in range(N):
+            v[t, 2:7]
+        seen = seen or converters()
+        if seen and rounds >= 3:
+            break
+    print(json.dumps({"rounds": rounds + 1, "converters": len(seen)}), flush=True)
+    if end == "kill":
+        ctypes.CDLL(None).ioadv_flush()  # what the interposer holds reaches its file, as at the flusher's polls
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+@pytest.mark.parametrize("client,output", [("netcdf4", "t.parquet"), ("h5py", "t.jsonl")])
+def test_a_busy_process_records_are_converted_beside_it(tmp_path, client, output):
+    """Past PENDING_BYTES a busy process's own records are converted by a converter process (a child of the
+    program while it runs, gone after): every read once (h5py's too, though seen at both levels), nothing left
+    behind."""
+    prog = tmp_path / "busy.py"
+    prog.write_text(BUSY_LOOP)
+    env = {**_env(), "IOADVISOR_PENDING_BYTES": "200000"}  # about 1,500 2-D records
+    res = subprocess.run([str(IOADVISOR), "run", "-o", output, "--", "python", str(prog), "f.h5", client, "exit"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (line,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert line["converters"] == 1
+    trace = load_trace(tmp_path / output)
+    (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
+    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read")
+    assert reads == sorted([((t, 2), (1, 5)) for t in range(2560)] * line["rounds"])
+    assert trace.header.processes[0].accesses == len(trace.accesses) and not trace.missed
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["busy.py", "f.h5", output])
+
+
+def test_a_killed_run_keeps_what_its_converter_converted(tmp_path):
+    """The run's own process killed by SIGKILL while its converter works: the converter converts what the
+    interposer wrote, puts it into the run's trace and ends; the trace holds every read."""
+    prog = tmp_path / "busy.py"
+    prog.write_text(BUSY_LOOP)
+    env = {**_env(), "IOADVISOR_PENDING_BYTES": "200000"}
+    res = subprocess.run([str(IOADVISOR), "run", "-o", "t.parquet", "--", "python", str(prog), "f.nc", "netcdf4",
+                          "kill"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == -9, res.stderr[-3000:]
+    (line,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert line["converters"] == 1
+    parts = next(tmp_path.glob("t.parquet.parts-*"))
+    for _ in range(300):  # the converter ends by itself once it has seen the end of its pipe
+        if not list(parts.glob("*.conv.*")):
+            break
+        time.sleep(0.1)
+    assert list(parts.glob("*.conv.*")) == []
+    trace = load_trace(tmp_path / "t.parquet", allow_truncated=True)
+    (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
+    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read")
+    assert reads == sorted([((t, 2), (1, 5)) for t in range(2560)] * line["rounds"])
 
 
 XARRAY_PROGRAM = textwrap.dedent("""
@@ -516,6 +604,31 @@ def test_access_batches_read_as_the_file_grows(tmp_path):
     assert len(log.read()) == 0 and log.bad_lines == 1
 
 
+def test_a_reader_resumes_where_another_stopped(tmp_path):
+    """``position`` after records were given back in the middle of a batch (and again, across batches read
+    earlier): a reader ``resume``d there reads exactly the records not returned, with their metadata."""
+    rec = np.zeros(12, interpose.ACCESS)
+    rec["t0"] = np.arange(12)
+    rec["ndim"] = 2
+    log = interpose.ProcessLog(tmp_path, 7)
+    log.acc_path.write_bytes(_batch(rec[:5], 2) + _batch(rec[5:9], 1))
+    log.meta_path.write_text('{"t": "r", "i": 0, "a": 3, "dims": [4, 4]}\n{"t": "r", "i": 0, "a": 7, "dims": [5, 4]}\n')
+    assert len(log.read()) == 9
+    log.unread(6)  # from the fourth record of the first batch
+    with open(log.acc_path, "ab") as fh:
+        fh.write(_batch(rec[9:], 2))
+    got = log.read()
+    assert got["t0"].tolist() == list(range(3, 12))
+    log.unread(7)  # from the sixth: the first of the second batch, read by the first read
+    for first in (5, 6):
+        other = interpose.ProcessLog(tmp_path, 7)
+        other.resume(*log.position())
+        assert other.read()["t0"].tolist() == list(range(first, 12))
+        assert [r["a"] for r in other.resizes] == [7] and other.n_read == 12
+        assert len(log.read()) == 12 - first  # the records given back only
+        log.unread(11 - first)  # from the seventh, the second of its batch: given back twice
+
+
 def test_records_converted_when_idle_or_large(tmp_path, monkeypatch):
     """A busy process's records wait, however long (converting them beside its program cost it 5 times the
     work); they are converted once its file stops growing or holds PENDING_BYTES; read in pieces of at most
@@ -558,7 +671,7 @@ def test_own_records_converted_while_busy_only_past_the_h5py_calls_bound(tmp_pat
     capture = interpose.LibraryCapture(tmp_path, None)
     delivered = []
     monkeypatch.setattr(capture, "_deliver", lambda log, got, first, tracers: delivered.append((log.pid, len(got))))
-    tracer = type("Tracer", (), {"_spans": deque()})()
+    tracer = type("Tracer", (), {"_spans": deque(), "_run": None})()  # no parts directory: no converter
     own, other = (tmp_path / f"h5-{pid}.acc" for pid in (os.getpid(), os.getpid() + 1))
 
     def busy_poll():

@@ -1,0 +1,266 @@
+"""Converting a busy process's own libhdf5 records outside it: a converter process beside it.
+
+A process's own interposer records are converted when it pauses or at its tracer's exit
+(``interpose.LibraryCapture.poll``). A loop that never pauses fills PENDING_BYTES of them (about 123,000
+3-D reads) every 20 s or so; converting them inside the process, even on the tracer's flusher thread, cost
+the program about 9 µs per record (1.7 µs alone: the interpreter and the cores are shared with the
+program). So the first time they reach PENDING_BYTES (or MAX_SPANS h5py calls wait to be matched with
+them) the process starts a converter, a Python process of its own, and from then on only sends it, at each
+poll, the cutoff and the h5py calls its tracer recorded since (a libhdf5 call inside one of them is that
+call: dropped). The converter reads the process's ``.acc`` file from where the process stopped, converts
+as the process would (``LibraryCapture.convert``) into ``<parts dir>/<pid>.conv.parquet`` (a trace in the
+part format, Parquet batches), and frees the bytes it converted (holes punched in the file: its disk use
+stays about what one poll adds). At the tracer's exit the process sends its last message and waits for the
+converter's end; the run's merge takes the output in as that process's accesses (``follow.merge_parts``).
+
+One converter per tracing process, started only when needed: a run's own process, a followed child, each
+MPI rank (each has its own tracer, parts directory and merge: a converter per node would have to know every
+rank's directories and cutoffs, and each rank is as busy as the other). Where it cannot be used (no parts
+directory: ``advisor.trace(follow=False)``; two tracers active in the process) the records are converted
+in the process as before.
+
+The converter never outlives the process: it reads its messages from a pipe, and end of file before the
+last message means the process is gone (killed). It then converts what the process left in its file (the
+h5py calls its trace holds on disk drop their duplicates) and ends: a run's own process's trace (columnar)
+receives the batches and datasets (``load_trace(..., allow_truncated=True)`` then holds every libhdf5 call
+the interposer wrote); a followed process's output stays beside its part for the run's merge, which waits
+for it (the converter holds ``<pid>.conv.lock`` while it works) and no longer salvages that log.
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import pickle
+import select
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .follow import CONVERTED
+
+FINISH_WAIT = float(os.environ.get("IOADVISOR_CONVERT_WAIT", "120"))
+"""Longest wait at a tracer's exit for its converter to convert the rest (at most PENDING_BYTES: seconds)."""
+_PUNCH = 0x01 | 0x02  # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+_PAGE = 4096
+_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.convert import main; main()"
+
+
+class Converter:
+    """The traced process's end of its converter (``start``, ``send`` at each poll, ``finish`` at the end)."""
+
+    def __init__(self, proc: subprocess.Popen, err: Path):
+        self._proc = proc
+        self._err = err
+        self._broken: str | None = None
+
+    @classmethod
+    def start(cls, capture, log, tracers) -> "Converter | None":
+        """A converter of ``log`` (``capture``'s own process's), from where ``capture`` stopped reading it,
+        for the only active tracer; None where none can be started."""
+        from . import follow, interpose
+
+        if len(tracers) != 1 or tracers[0]._run is None or tracers[0]._spans is None:
+            return None
+        tracer = tracers[0]
+        parts = Path(tracer._parts_dir)
+        suffix = ".parquet" if tracer._run.columnar else ".jsonl"
+        spans = capture._spans.pop(tracer, [])
+        spans += [tracer._spans.popleft() for _ in range(len(tracer._spans))]
+        env = {k: v for k, v in os.environ.items() if k not in (follow.ENV, interpose.LOG_DIR_VAR)}
+        lib = str(interpose.library())
+        env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p != lib)
+        err = capture.log_dir / f"convert-{capture.pid}.err"
+        try:
+            with open(err, "wb") as fh:
+                proc = subprocess.Popen([sys.executable, "-c", _MAIN, str(Path(__file__).resolve().parents[1])],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=fh, env=env)
+        except OSError:
+            return None
+        conv = cls(proc, err)
+        conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
+                     "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
+                     "trace": None if tracer._is_part else str(tracer._own),
+                     "header": tracer._header.get_config(), "spans": spans})
+        return conv
+
+    def _write(self, message) -> None:
+        if self._broken is None:
+            try:
+                self._proc.stdin.write(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+                self._proc.stdin.flush()
+            except (OSError, ValueError) as exc:
+                self._broken = f"{type(exc).__name__}: {exc}"
+
+    def send(self, cutoff: float, tracer, final: bool) -> None:
+        """Convert what ended before ``cutoff``, without the h5py calls ``tracer`` recorded since the last
+        message (everything, when ``final``)."""
+        self._write((cutoff, [tracer._spans.popleft() for _ in range(len(tracer._spans))], final))
+
+    def finish(self) -> dict | None:
+        """Wait for the converter's end: what it learnt (``hooked`` libraries, the ``position`` where it
+        stopped reading), None when it failed."""
+        proc = self._proc
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        result = None
+        if select.select([proc.stdout], [], [], FINISH_WAIT)[0]:
+            try:
+                result = pickle.load(proc.stdout)
+            except (EOFError, pickle.UnpicklingError):
+                pass
+        if result is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        if result is not None:
+            self._err.unlink(missing_ok=True)
+        return result
+
+    def error(self) -> str:
+        """Why it failed: its last line of error output."""
+        try:
+            lines = self._err.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return lines[-1] if lines else self._broken or f"exit status {self._proc.returncode}"
+
+    def stop(self) -> None:
+        """End it now (its tracer is gone without a last message)."""
+        self._proc.kill()
+        self._proc.wait()
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def abandon(self) -> None:
+        """In a forked child: let go of the parent's converter (the pipe's end must not keep it alive)."""
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            try:
+                os.close(pipe.fileno())
+            except (OSError, ValueError):
+                pass
+        self._proc.returncode = 0  # not this process's child: never waited for here
+
+
+def _punch():
+    """``free(path, end)``: release the disk blocks of ``path`` before ``end`` (size unchanged), or nothing
+    where the file system cannot."""
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return lambda path, end: None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+
+    def free(path: Path, end: int) -> None:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            fallocate(fd, _PUNCH, 0, end)
+        finally:
+            os.close(fd)
+
+    return free
+
+
+def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
+    """The h5py calls a killed process's trace (or part) holds on disk, as spans (key, t0, t1)."""
+    from .columnar import batch_files
+    from .follow import DATASETS_FILE, _dataset_keys, _part_calls
+
+    keys = _dataset_keys(parts_dir / DATASETS_FILE)
+    try:
+        ds, t0, dt = _part_calls(trace if trace.is_file() else batch_files(trace))
+    except Exception:  # noqa: BLE001 - a batch torn by the kill: its calls' duplicates stay
+        return []
+    t0 = t0 + origin
+    return list(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
+
+
+def _into_trace(out: Path, trace: Path) -> None:
+    """Move the converted batches into a killed run's own columnar trace, their datasets and resizes into its
+    records file (after its last whole line: the process may have been killed in the middle of one)."""
+    from .columnar import META, adopt_batches, batch_files
+
+    meta = trace / META
+    have = meta.read_bytes()
+    have = have[: have.rfind(b"\n") + 1]
+    known = set()
+    for line in have.splitlines():
+        if line.startswith(b'{"t":"d"'):
+            known.add(json.loads(line)["id"])
+    more = [line for line in (out / META).read_bytes().splitlines()
+            if (line.startswith(b'{"t":"d"') and json.loads(line)["id"] not in known) or line.startswith(b'{"t":"r"')]
+    with open(meta, "r+b") as fh:
+        fh.truncate(len(have))
+        fh.seek(len(have))
+        fh.write(b"".join(line + b"\n" for line in more))
+    adopt_batches(trace, batch_files(out))
+
+
+def main() -> None:
+    """The converter process: its first message says what to convert, each next one up to when."""
+    from .follow import RunInfo
+    from .interpose import LibraryCapture, ProcessLog
+    from .records import TraceHeader
+    from .tracer import Tracer
+
+    fin, fout = sys.stdin.buffer, sys.stdout.buffer
+    start = pickle.load(fin)
+    pid, parts, out = start["pid"], Path(start["parts_dir"]), Path(start["out"])
+    lock_path = parts / f"{pid}{CONVERTED}.lock"
+    lock = open(lock_path, "wb")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    run = RunInfo.load(parts)
+    sink = Tracer._converter(out, str(parts), run, replace(TraceHeader.from_config(start["header"]), missed=()))
+    capture = LibraryCapture(Path(start["log_dir"]), None, pid)
+    log = capture.logs[pid] = ProcessLog(capture.log_dir, pid)
+    log.resume(*start["position"])
+    sink._spans.extend(start["spans"])
+    free, freed = _punch(), 0
+    killed = False
+    while True:
+        try:
+            cutoff, spans, final = pickle.load(fin)
+        except (EOFError, pickle.UnpicklingError):  # the process is gone (a message cut short by its end too)
+            killed, final, cutoff = True, True, float("inf")
+            trace = Path(start["trace"]) if start["trace"] else run.part_path(parts, pid)
+            spans = _trace_calls(trace, parts, run.origin)
+        sink._spans.extend(spans)
+        capture.convert(log, [sink], cutoff)
+        sink._drain(force=final)
+        end = log.position()[0] // _PAGE * _PAGE
+        if end > freed:
+            free(log.acc_path, end)
+            freed = end
+        if final:
+            break
+    sink._writer.close(tuple(capture.lost()), capture.libraries(), gather=False)
+    if not killed:
+        fout.write(pickle.dumps({"hooked": capture.hooked, "position": log.position()}))
+        fout.flush()
+    else:
+        # converted whole: the run's merge must not salvage it again
+        log.acc_path.unlink(missing_ok=True)
+        log.meta_path.unlink(missing_ok=True)
+        (capture.log_dir / f"convert-{pid}.err").unlink(missing_ok=True)
+        if start["trace"]:  # the run's own process: nobody merges; its trace takes the batches now
+            trace = Path(start["trace"])
+            if trace.is_dir() and out.is_dir():
+                _into_trace(out, trace)
+            shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
+            try:
+                capture.log_dir.rmdir()  # its temporary log directory, unless children still log into it
+            except OSError:
+                pass
+    lock_path.unlink(missing_ok=True)
+    lock.close()
