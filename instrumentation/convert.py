@@ -19,7 +19,7 @@ rank's directories and cutoffs, and each rank is as busy as the other). Where it
 directory: ``advisor.trace(follow=False)``; two tracers active in the process) the records are converted
 in the process as before.
 
-The converter never outlives the process: it reads its messages from a pipe, and end of file before the
+The converter never outlives the process: it reads its messages from a socket, and end of file before the
 last message means the process is gone (killed). It then converts what the process left in its file (the
 h5py calls its trace holds on disk drop their duplicates) and ends: a run's own process's trace (columnar)
 receives the batches and datasets (``load_trace(..., allow_truncated=True)`` then holds every libhdf5 call
@@ -35,6 +35,7 @@ import os
 import pickle
 import select
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -52,8 +53,9 @@ _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.conve
 class Converter:
     """The traced process's end of its converter (``start``, ``send`` at each poll, ``finish`` at the end)."""
 
-    def __init__(self, proc: subprocess.Popen, err: Path):
+    def __init__(self, proc: subprocess.Popen, sock: socket.socket, err: Path):
         self._proc = proc
+        self._sock = sock  # a socket, not a pipe: sent with MSG_NOSIGNAL, a dead converter raises no SIGPIPE
         self._err = err
         self._broken: str | None = None
 
@@ -74,13 +76,15 @@ class Converter:
         lib = str(interpose.library())
         env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p != lib)
         err = capture.log_dir / f"convert-{capture.pid}.err"
+        ours, theirs = socket.socketpair()
         try:
-            with open(err, "wb") as fh:
+            with open(err, "wb") as fh, theirs:
                 proc = subprocess.Popen([sys.executable, "-c", _MAIN, str(Path(__file__).resolve().parents[1])],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=fh, env=env)
+                                        stdin=theirs, stdout=theirs, stderr=fh, env=env)
         except OSError:
+            ours.close()
             return None
-        conv = cls(proc, err)
+        conv = cls(proc, ours, err)
         conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
                      "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
                      "trace": None if tracer._is_part else str(tracer._own),
@@ -90,9 +94,8 @@ class Converter:
     def _write(self, message) -> None:
         if self._broken is None:
             try:
-                self._proc.stdin.write(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
-                self._proc.stdin.flush()
-            except (OSError, ValueError) as exc:
+                self._sock.sendall(pickle.dumps(message, pickle.HIGHEST_PROTOCOL), socket.MSG_NOSIGNAL)
+            except OSError as exc:
                 self._broken = f"{type(exc).__name__}: {exc}"
 
     def send(self, cutoff: float, tracer, final: bool) -> None:
@@ -103,21 +106,17 @@ class Converter:
     def finish(self) -> dict | None:
         """Wait for the converter's end: what it learnt (``hooked`` libraries, the ``position`` where it
         stopped reading), None when it failed."""
-        proc = self._proc
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        result = None
-        if select.select([proc.stdout], [], [], FINISH_WAIT)[0]:
-            try:
-                result = pickle.load(proc.stdout)
-            except (EOFError, pickle.UnpicklingError):
-                pass
+        proc, result = self._proc, None
+        if self._broken is None and select.select([self._sock], [], [], FINISH_WAIT)[0]:
+            with self._sock.makefile("rb") as fh:
+                try:
+                    result = pickle.load(fh)
+                except (EOFError, pickle.UnpicklingError, OSError):
+                    pass
         if result is None:
             proc.kill()
         proc.wait()
-        proc.stdout.close()
+        self._sock.close()
         if result is not None:
             self._err.unlink(missing_ok=True)
         return result
@@ -134,19 +133,11 @@ class Converter:
         """End it now (its tracer is gone without a last message)."""
         self._proc.kill()
         self._proc.wait()
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            try:
-                pipe.close()
-            except OSError:
-                pass
+        self._sock.close()
 
     def abandon(self) -> None:
-        """In a forked child: let go of the parent's converter (the pipe's end must not keep it alive)."""
-        for pipe in (self._proc.stdin, self._proc.stdout):
-            try:
-                os.close(pipe.fileno())
-            except (OSError, ValueError):
-                pass
+        """In a forked child: let go of the parent's converter (its end of the socket must not keep it alive)."""
+        self._sock.close()
         self._proc.returncode = 0  # not this process's child: never waited for here
 
 

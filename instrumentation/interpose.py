@@ -559,7 +559,7 @@ class LibraryCapture:
             if not due and not final and not (crowded and pid == self.pid):
                 continue
             self.convert(log, tracers, cutoff)
-        if self.converter is not None:
+        if self.converter is not None and tracers:
             self.converter.send(cutoff, tracers[0], final)
             if final:
                 self._converted(self.converter.finish())
