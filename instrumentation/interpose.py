@@ -15,11 +15,16 @@ every flush interval or in bulk every 10 s, cost it about 5 times what the
 same conversion costs alone (docs/tracing-overhead.md). They are flushed to
 the file at each poll and converted once the process has been quiet for a
 poll, at its tracer's exit, or when PENDING_BYTES (or MAX_SPANS h5py calls)
-wait: never on a timer while it is busy. A followed process's log directory
-lies in its run's parts directory, where the run's merge converts what a
-process killed with SIGKILL left (``follow.merge_parts``); the trace of a
-killed run's own process (``load_trace(..., allow_truncated=True)``) holds its
-libhdf5 accesses up to its last pause (at most PENDING_BYTES of records lost).
+wait: never on a timer while it is busy. Past that bound, a process's own
+records are converted outside it from then on, by a converter process beside
+it (``convert``), where it has a parts directory; another process's records
+(a C program's, a child's logging here) are not this process's program's time
+and are converted here. A followed process's log directory lies in its run's
+parts directory, where the run's merge converts what a process killed with
+SIGKILL left (``follow.merge_parts``); the trace of a killed run's own process
+(``load_trace(..., allow_truncated=True)``) holds its libhdf5 accesses up to
+its last pause (at most PENDING_BYTES of records lost) or, once its converter
+runs, every one the interposer wrote.
 
 An access that the h5py hooks recorded too is kept once, as the h5py hooks
 saw it: a libhdf5 call of the same dataset that ran inside a recorded h5py
