@@ -352,7 +352,8 @@ def test_a_busy_process_records_are_converted_beside_it(tmp_path, client, output
     assert line["converters"] == 1
     trace = load_trace(tmp_path / output)
     (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
-    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read")
+    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses
+                   if a.dataset == v.id and a.op == "read")
     assert reads == sorted([((t, 2), (1, 5)) for t in range(2560)] * line["rounds"])
     assert trace.header.processes[0].accesses == len(trace.accesses) and not trace.missed
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["busy.py", "f.h5", output])
@@ -377,7 +378,8 @@ def test_a_killed_run_keeps_what_its_converter_converted(tmp_path):
     assert list(parts.glob("*.conv.*")) == []
     trace = load_trace(tmp_path / "t.parquet", allow_truncated=True)
     (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
-    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses if a.dataset == v.id and a.op == "read")
+    reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses
+                   if a.dataset == v.id and a.op == "read")
     assert reads == sorted([((t, 2), (1, 5)) for t in range(2560)] * line["rounds"])
 
 
