@@ -437,8 +437,10 @@ def _split(layouts: list[Layout], parts: int, max_parts: int, visits) -> list[li
     Layouts that share a chunk walk (``visits_key``) go together; when there are fewer such groups than
     shares, the largest groups are halved (their walk is then done twice, their replays in parallel).
     ``visits``: a layout's chunk visits per access; a group costs one walk and one replay per layout of them,
-    and the costliest groups go first, each to the least loaded share."""
+    and the costliest groups go first, each to the least loaded share (layouts of one replay key, ``replay_key``,
+    replay once)."""
     from iomodel.chunks import visits_key
+    from iomodel.variables import replay_key
 
     groups: dict[tuple, list[Layout]] = {}
     for lay in layouts:
@@ -451,7 +453,7 @@ def _split(layouts: list[Layout], parts: int, max_parts: int, visits) -> list[li
     shares: list[list[Layout]] = [[] for _ in range(parts)]
     load = [0.0] * parts
     per_visit = {visits_key(t[0]): visits(t[0]) for t in tasks}
-    cost = [per_visit[visits_key(t[0])] * (1 + len(t)) for t in tasks]
+    cost = [per_visit[visits_key(t[0])] * (1 + len(set(map(replay_key, t)))) for t in tasks]
     for i in sorted(range(len(tasks)), key=lambda i: -cost[i]):  # stable: equal costs keep their order
         j = min(range(parts), key=lambda j: load[j])
         shares[j].extend(tasks[i])
@@ -575,13 +577,24 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
             lays.append(m.layout(c, 1.0 / ratio if exact or c.compressor is None else 1.0))
         m.prefetch(lays)
 
-    prefetch(baselines.values())
-    base_recs = {}
-    for name, c in baselines.items():
-        r = run(c)
-        if r is None and c.compressor is not None:  # zarr's default zstd cannot be estimated: compare bare
-            r = run(replace(c, compressor=None))
-        base_recs[name] = r
+    def run_baselines() -> dict[str, Recommendation | None]:
+        recs = {}
+        for name, c in baselines.items():
+            r = run(c)
+            if r is None and c.compressor is not None:  # zarr's default zstd cannot be estimated: compare bare
+                r = run(replace(c, compressor=None))
+            recs[name] = r
+        return recs
+
+    # a long trace's baselines are replayed whole with its finalists (stage 4), one prefetch sharing all the
+    # replays out over the jobs: alone, one costly baseline (zarr's default chunks) kept the other jobs idle
+    late = sample is not None
+    if late:
+        for c in baselines.values():
+            codec_cost(c)  # asked now, as the baselines' evaluation would: estimates and refusals in the same order
+    else:
+        prefetch(baselines.values())
+        base_recs = run_baselines()
 
     plain = [c for c in candidates if c.compressor is None]
     coded = [c for c in candidates if c.compressor is not None]
@@ -627,7 +640,12 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
         # 4. the finalists exactly (on a long trace: whole, as the sample only ranked them)
         order = sorted(staged.values(), key=objective.key)
         finalists = [r.candidate for r in order[:max(FINALISTS, top)] if sample is not None or not r.exact]
-        prefetch(finalists)
+        if late:
+            bare = [replace(c, compressor=None) for c in baselines.values() if codec_cost(c) == "refused"]
+            prefetch(finalists + list(baselines.values()) + bare)
+            base_recs = run_baselines()  # before the finalists: ``evaluated`` in the order ties are ranked by
+        else:
+            prefetch(finalists)
         for c in finalists:
             run(c, exact=True)
         n_pruned = len(set(candidates)) - len([c for c in set(candidates) if c in evaluated or c in staged])

@@ -98,7 +98,8 @@ class SharedPageCache:
         self.state[2][_BASE] = base
 
 
-@numba.njit(cache=True)
+# inlined into its callers (numba IR): a call per chunk visit is part of what the replay costs
+@numba.njit(cache=True, inline="always")
 def pc_access(nodes, free, st, index, key, size):
     """Touch ``key`` (``size`` bytes): True if it was cached; it is cached (MRU) afterwards.
 

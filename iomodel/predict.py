@@ -16,7 +16,7 @@ from .layout import Layout, LayoutError
 from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
 from .profile import PageCacheCurve, SystemProfile
-from .variables import WINDOW_ACCESSES, Replay, Variables, count_variables
+from .variables import WINDOW_ACCESSES, Replay, Variables, count_variables, replay_key
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
@@ -156,15 +156,20 @@ class Workload:
                 groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
             per_rank = []
+            bypass = [mpio_uncached(layouts[i].library, self.procs, self.columns, self.dataset) for i in idx]
+            keys = [replay_key(layouts[i], p) for i, p in zip(idx, bypass)]
             for acc in self.by_rank:
-                replays = [Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm, cache_curve=cache_curve,
-                                  zarr_overlap=zarr_overlap, readahead=readahead, device_request=device_request,
-                                  parallel=mpio_uncached(layouts[i].library, self.procs, self.columns, self.dataset))
-                           for i in idx]
+                replays = {}  # one per replay key: layouts whose variables are bound to be equal replay once
+                for i, key, p in zip(idx, keys, bypass):
+                    if key not in replays:
+                        replays[key] = Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm,
+                                              cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
+                                              device_request=device_request, parallel=p)
                 for window, vis in _walked(acc.windows(WINDOW_ACCESSES), layouts[idx[0]]):  # shared by the group
-                    for r in replays:
+                    for r in replays.values():
                         r.feed(window, vis)
-                per_rank.append([r.result() for r in replays])
+                results = {key: r.result() for key, r in replays.items()}
+                per_rank.append([results[key] for key in keys])
             for k, i in enumerate(idx):
                 out[i] = [rank[k] for rank in per_rank]
         return out

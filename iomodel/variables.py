@@ -24,7 +24,7 @@ the previous device read ended).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
 import numba
@@ -135,7 +135,10 @@ assert tuple(f.name for f in fields(Variables)) == FEATURES
 
 
 # ------------------------------------------------------------------------ the replay kernel
-@numba.njit(cache=True)
+# the small helpers run once or more per chunk visit: inlined (numba IR) rather than called, the zarr default
+# chunks' replay of a million loader reads took 2.0-2.4 s against 2.6 (docs/scale.md); _os_read is not (its
+# dozen call sites took minutes more to compile)
+@numba.njit(cache=True, inline="always")
 def _curve_seconds(curve_b, curve_s, nbytes):
     """Seconds of one page-cache hit of ``nbytes`` by the measured curve: interpolated in log2(size),
     constant below the first point, proportional to the size beyond the last."""
@@ -154,7 +157,7 @@ def _curve_seconds(curve_b, curve_s, nbytes):
     return curve_s[i - 1] + (curve_s[i] - curve_s[i - 1]) * (x - x0) / (x1 - x0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _copy(out, nsel, nrun, nfrun, lo, hi, itemsize, numpy_loop):
     """The copy between chunk buffer and user buffer of one chunk visit (Algorithm 1's memcpy calls). Its
     cache lines in the chunk buffer: a run of b bytes touches (b + CACHE_LINE - 1) / CACHE_LINE lines on
@@ -416,7 +419,7 @@ def _os_write(out, pc, key, nbytes, offset, last_end):
     return offset + nbytes
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _offset_of(unit, alloc, prealloc, unit_bytes, next_off):
     """File offset of a chunk (or shard): recorded, allocation order, or row-major."""
     if prealloc == 1:  # nothing is ever allocated then: no lookup
@@ -427,7 +430,7 @@ def _offset_of(unit, alloc, prealloc, unit_bytes, next_off):
     return next_off, next_off + unit_bytes
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _exists(unit, alloc, prealloc):
     return prealloc == 1 or unit in alloc
 
@@ -797,6 +800,22 @@ def _put_all(d, keys, values):
         d[keys[i]] = values[i]
 
 
+def chunk_cache_used(layout: Layout, parallel: bool = False) -> bool:
+    """Whether a replay of ``layout`` passes chunks through HDF5's chunk cache: chunked HDF5 storage on the serial
+    path whose chunks fit the cache (``_simulate``'s ``fits``). Otherwise the cache settings change nothing."""
+    return (layout.library != "zarr" and layout.chunks is not None and not parallel and layout.rdcc_nslots > 0
+            and layout.chunk_nbytes <= layout.rdcc_nbytes)
+
+
+def replay_key(layout: Layout, parallel: bool = False) -> Layout:
+    """The layout whose ``Replay`` counts the same variables as ``layout``'s: its chunk-cache settings cleared
+    when no chunk goes through the cache, so that cache variants of a chunk shape larger than their caches (a
+    64 MiB cache against 8 MiB and none for 16 MiB chunks) are replayed once."""
+    if chunk_cache_used(layout, parallel):
+        return layout
+    return replace(layout, rdcc_nbytes=0, rdcc_nslots=0, rdcc_w0=0.0)
+
+
 _NO_SIEVE = np.zeros(0, np.int64)
 """Sieve requests of a chunked layout: none (``_simulate`` reads them for contiguous storage only)."""
 
@@ -871,9 +890,7 @@ class Replay:
 
     @property
     def _fits(self) -> bool:
-        lay = self.layout
-        return (lay.library != "zarr" and lay.chunks is not None and not self.parallel and lay.rdcc_nslots > 0
-                and lay.chunk_nbytes <= lay.rdcc_nbytes)
+        return chunk_cache_used(self.layout, self.parallel)
 
     def feed(self, cols: AccessColumns, visits: ChunkVisits | None = None) -> None:
         """Replay the next accesses (``visits``: their ``trace_visits`` against this layout, if already walked)."""

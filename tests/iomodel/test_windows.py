@@ -101,6 +101,25 @@ def test_workload_shares_each_window_walk_across_cache_variants(traced, monkeypa
     assert whole[0] != whole[1]  # the variants differ: the comparison is not of one result with itself
 
 
+def test_cache_variants_that_cache_no_chunk_are_replayed_once(traced, monkeypatch):
+    """Chunk-cache settings change nothing when no chunk fits the cache: such variants of one chunk shape are
+    replayed once (``replay_key``) and get what replaying each alone gives; a variant whose chunks fit is
+    replayed apart."""
+    ds = _datasets(traced)["hdf5"]
+    chunk = 512 * 48 * 4
+    variants = [Layout("hdf5", SHAPE, 4, (512, 48), rdcc_nbytes=0),
+                Layout("hdf5", SHAPE, 4, (512, 48), rdcc_nbytes=chunk - 1),
+                Layout("hdf5", SHAPE, 4, (512, 48), rdcc_nbytes=chunk // 2, rdcc_nslots=7, rdcc_w0=0.1),
+                Layout("hdf5", SHAPE, 4, (512, 48), rdcc_nbytes=chunk)]  # fits: its own replay
+    alone = [Workload(ds, traced.columns, SHAPE).variables(lay, 1 << 30) for lay in variants]
+    replays = []
+    monkeypatch.setattr(predict, "Replay", lambda *a, **k: replays.append(a[1]) or variables.Replay(*a, **k))
+    together = Workload(ds, traced.columns, SHAPE).variables_many(variants, 1 << 30)
+    assert together == alone
+    assert replays == [variants[0], variants[3]]
+    assert alone[0] != alone[3]  # the cache matters once a chunk fits: the comparison is not of one result
+
+
 @pytest.mark.parametrize("library", ["hdf5", "zarr"])
 def test_prefix_predictions_from_one_replay_equal_replays_of_each_prefix(traced, library):
     """In-trace calibration predicts growing prefixes; one replay snapshotted at each end (the close's write-back
