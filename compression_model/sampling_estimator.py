@@ -72,7 +72,7 @@ class BlockMeasurements:
     stratum: np.ndarray  # stratum of each block: the bootstrap resamples within strata
     nbytes: np.ndarray
     comp_s: np.ndarray
-    decomp_s: np.ndarray  # the first FEW blocks only (lossy codecs)
+    decomp_s: np.ndarray  # the blocks decoded: the first FEW of a lossy codec, all of a lossless one
     kappa: float  # tiles regime: content bytes of the anchor chunk / content bytes of its tile-shaped pieces
     header_tile: float  # bytes of an all-zero tile / chunk: the per-stream floor (headers, empty tables)
     header_chunk: float

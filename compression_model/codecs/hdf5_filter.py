@@ -103,4 +103,3 @@ def hdf5_decode_seconds(buf: bytes, shape: tuple, dtype, kwargs: dict, passes: i
     t_filtered, t_raw = best(filtered, buf), best(raw, plain)
     # a chunk the filter declined is stored raw and not decoded: a nanosecond, not zero, keeps throughputs finite
     return out, max(t_filtered - t_raw * (1 + len(buf) / raw_size) / 2, 1e-9)
-
