@@ -13,6 +13,9 @@ part format, Parquet batches), and frees the bytes it converted (holes punched i
 stays about what one poll adds). At the tracer's exit the process sends its last message and waits for the
 converter's end; the run's merge takes the output in as that process's accesses (``follow.merge_parts``).
 
+The converter is not the program's child (a shell starts it and exits at once): a program's own
+``os.wait()`` never reaps it, and a loop waiting for all its children does not wait for it.
+
 One converter per tracing process, started only when needed: a run's own process, a followed child, each
 MPI rank (each has its own tracer, parts directory and merge: a converter per node would have to know every
 rank's directories and cutoffs, and each rank is as busy as the other). Where it cannot be used (no parts
@@ -35,6 +38,7 @@ import os
 import pickle
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -53,8 +57,8 @@ _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.conve
 class Converter:
     """The traced process's end of its converter (``start``, ``send`` at each poll, ``finish`` at the end)."""
 
-    def __init__(self, proc: subprocess.Popen, sock: socket.socket, err: Path):
-        self._proc = proc
+    def __init__(self, pid: int, sock: socket.socket, err: Path):
+        self._pid = pid  # not this process's child: killed by pid when it must end, never waited for
         self._sock = sock  # a socket, not a pipe: sent with MSG_NOSIGNAL, a dead converter raises no SIGPIPE
         self._err = err
         self._broken: str | None = None
@@ -77,14 +81,21 @@ class Converter:
         env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p != lib)
         err = capture.log_dir / f"convert-{capture.pid}.err"
         ours, theirs = socket.socketpair()
+        # started by a shell that leaves it behind and exits at once: as the program's child, a bare os.wait()
+        # of the program's would reap it, and a loop waiting for all its children would wait for it. The socket
+        # is its stdin and stdout (through fd 3: a background command's stdin is /dev/null before its own
+        # redirections); the shell prints its pid
+        detach = 'exec 3<&0; "$@" 0<&3 1>&3 3<&- & echo $!'
         try:
             with open(err, "wb") as fh, theirs:
-                proc = subprocess.Popen([sys.executable, "-c", _MAIN, str(Path(__file__).resolve().parents[1])],
-                                        stdin=theirs, stdout=theirs, stderr=fh, env=env)
-        except OSError:
+                shell = subprocess.run(["/bin/sh", "-c", detach, "sh", sys.executable, "-c", _MAIN,
+                                        str(Path(__file__).resolve().parents[1])], stdin=theirs,
+                                       stdout=subprocess.PIPE, stderr=fh, env=env, check=True)
+            pid = int(shell.stdout)
+        except (OSError, ValueError, subprocess.CalledProcessError):
             ours.close()
             return None
-        conv = cls(proc, ours, err)
+        conv = cls(pid, ours, err)
         conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
                      "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
                      "trace": None if tracer._is_part else str(tracer._own),
@@ -106,7 +117,7 @@ class Converter:
     def finish(self) -> dict | None:
         """Wait for the converter's end: what it learnt (``hooked`` libraries, the ``position`` where it
         stopped reading), None when it failed."""
-        proc, result = self._proc, None
+        result = None
         if self._broken is None and select.select([self._sock], [], [], FINISH_WAIT)[0]:
             with self._sock.makefile("rb") as fh:
                 try:
@@ -114,8 +125,7 @@ class Converter:
                 except (EOFError, pickle.UnpicklingError, OSError):
                     pass
         if result is None:
-            proc.kill()
-        proc.wait()
+            self._kill()
         self._sock.close()
         if result is not None:
             self._err.unlink(missing_ok=True)
@@ -127,18 +137,22 @@ class Converter:
             lines = self._err.read_text(errors="replace").strip().splitlines()
         except OSError:
             lines = []
-        return lines[-1] if lines else self._broken or f"exit status {self._proc.returncode}"
+        return lines[-1] if lines else self._broken or "it ended without a word"
 
     def stop(self) -> None:
         """End it now (its tracer is gone without a last message)."""
-        self._proc.kill()
-        self._proc.wait()
+        self._kill()
         self._sock.close()
+
+    def _kill(self) -> None:
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def abandon(self) -> None:
         """In a forked child: let go of the parent's converter (its end of the socket must not keep it alive)."""
         self._sock.close()
-        self._proc.returncode = 0  # not this process's child: never waited for here
 
 
 def _punch():
