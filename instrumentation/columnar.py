@@ -24,6 +24,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -156,8 +157,9 @@ def _one_value(column: pa.ChunkedArray) -> bool:
 def from_table(table: pa.Table, where: str) -> AccessColumns:
     """AccessColumns of one batch; ``where`` names it in errors."""
     _check_version(table.schema.metadata, where)
-    cols = _allocate(table.num_rows, _width(table.column_names))
-    _fill(cols, 0, table.num_rows, _columns(table), where)
+    columns = _columns(table)
+    cols = _allocate(table.num_rows, _width(table.column_names), [columns])
+    _fill(cols, 0, table.num_rows, columns, where)
     return cols
 
 
@@ -180,11 +182,23 @@ def _width(names) -> int:
     return width
 
 
-_SCALARS = (("ds", "ds", 0), ("rank", "rank", 0), ("n", "n", 0), ("bytes", "nbytes", 0), ("rep", "rep", 1),
-            ("kind", "kind", 0), ("ndim", "ndim", 0))
-"""(Parquet column, AccessColumns field, value when the column is absent)."""
-_FLAGS = (("op", "write"), ("coll", "collective"))
+def _nonzero(v, out=None):
+    return v != 0 if out is None else np.not_equal(v, 0, out=out)
+
+
+def _seconds(ns, out=None):
+    return ns / _NS if out is None else np.divide(ns, _NS, out=out)
+
+
+_FIELDS = (("ds", np.int32, "ds", 0, None), ("write", bool, "op", 0, _nonzero), ("rank", np.int32, "rank", 0, None),
+           ("t0", float, "t0_ns", 0, _seconds), ("dt", float, "dt_ns", 0, _seconds),
+           ("t_step", float, "t_step_ns", 0, _seconds), ("n", np.int64, "n", 0, None),
+           ("nbytes", np.int64, "bytes", 0, None), ("rep", np.int64, "rep", 1, None),
+           ("kind", np.int8, "kind", 0, None), ("ndim", np.int8, "ndim", 0, None),
+           ("collective", bool, "coll", 0, _nonzero))
+"""(AccessColumns field, dtype, Parquet column, value when the column is absent, conversion of its values)."""
 _DIM_DEFAULTS = {"start": 0, "count": 1, "stride": 1, "block": 1, "step": 0}
+"""Per-dimension fields (Parquet columns ``NAME_d``) and their value when absent."""
 
 
 def _values(column: pa.ChunkedArray, name: str, where: str) -> np.ndarray:
@@ -199,29 +213,23 @@ def _values(column: pa.ChunkedArray, name: str, where: str) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize)
 
 
-def _nonzero(v, out=None):
-    return v != 0 if out is None else np.not_equal(v, 0, out=out)
-
-
-def _seconds(ns, out=None):
-    return ns / _NS if out is None else np.divide(ns, _NS, out=out)
-
-
 def _fill(cols: AccessColumns, pos: int, rows: int, columns: dict, where: str, base: int = 0,
           known: np.ndarray | None = None) -> None:
-    """Write a batch's ``rows`` rows into rows pos.. of ``cols`` (zeroed by ``_allocate``, wide enough),
-    straight from the Arrow buffers: no per-batch intermediate arrays. ``columns``: name -> Arrow column, or the
-    one value of a column not read (``_one_value``). ``known``: a lookup table of the dataset ids accesses may
-    refer to (its last entry stands for every larger id; None: not checked). Errors name the file ``where`` and
-    the row (``base``: the batch's first row in it)."""
+    """Write a batch's ``rows`` rows into rows pos.. of ``cols`` (``_allocate``'s, wide enough), straight from the
+    Arrow buffers: no per-batch intermediate arrays. ``columns``: name -> Arrow column, or the one value of a
+    column not read (``_one_value``). ``known``: a lookup table of the dataset ids accesses may refer to (its last
+    entry stands for every larger id; None: not checked). Errors name the file ``where`` and the row (``base``: the
+    batch's first row in it)."""
     for need in ("ds", "op", "n", "bytes", "rep", "kind", "ndim"):
         if need not in columns:
             raise TraceError(f"{where}: missing column '{need}'")
     end = pos + rows
 
-    def put(dest, name, default=0, convert=None):
+    def put(dest, name, default, convert):
+        if not dest.flags.writeable:  # a column of one value in every batch: a view of that value (``_allocate``)
+            return
         v = columns.get(name, default)
-        if isinstance(v, int):  # one value: nothing to write for 0, the columns being zeroed (``_allocate``)
+        if isinstance(v, int):  # one value: nothing to write for 0, the columns being zeroed
             if v:
                 dest[:] = v if convert is None else convert(v)
         elif convert is None:
@@ -229,16 +237,12 @@ def _fill(cols: AccessColumns, pos: int, rows: int, columns: dict, where: str, b
         else:
             convert(_values(v, name, where), out=dest)
 
-    for name, attr, default in _SCALARS:
-        put(getattr(cols, attr)[pos:end], name, default)
-    for name, attr in _FLAGS:
-        put(getattr(cols, attr)[pos:end], name, 0, _nonzero)
-    for t in TIMES:  # absent or not read: 0
-        put(getattr(cols, t)[pos:end], f"{t}_ns", 0, _seconds)
+    for attr, _, name, default, convert in _FIELDS:
+        put(getattr(cols, attr)[pos:end], name, default, convert)
     for name, default in _DIM_DEFAULTS.items():
         arr = getattr(cols, name)
         for d in range(cols.width):
-            put(arr[pos:end, d], f"{name}_{d}", default)
+            put(arr[pos:end, d], f"{name}_{d}", default, None)
     # the checks read a column of one value as that value (its pages may never be touched)
     ds = columns["ds"] if isinstance(columns["ds"], int) else cols.ds[pos:end]
     if known is not None and rows and not (0 <= np.min(ds) and np.max(ds) < len(known) - 1
@@ -622,27 +626,32 @@ def _threaded(group: pq.RowGroupMetaData) -> bool:
     return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
 
 
-def _parquet_file(part: Path) -> pq.ParquetFile:
-    """A batch file opened for reading on the calling thread: Arrow's pre-buffering (its default) hands every
-    read to an I/O thread, started on a process's first read (a fresh process's first 10k-row load: 3.6 ms with
-    it, 2.9 without; 1.5 against 1.4 once warm). The file is memory-mapped: its reads (the footer, the column
-    chunks) are views of the mapping, not allocations from Arrow's default pool (mimalloc), whose first one sets
-    up a 1 GiB arena, about 0.5 ms of a fresh process's first load; a trace whose every column holds one value (a
-    folded scan: nothing to decode) then never pays it (decoding still does: Arrow's page buffers take the default
-    pool, which Python cannot change but process-wide). The mapping outlives the file's name (the writer's close
-    replaces batches by gathered files)."""
-    return pq.ParquetFile(pa.memory_map(str(part)), pre_buffer=False)
+def _parquet_file(part: Path) -> pq.ParquetReader:
+    """A batch file opened for reading on the calling thread, its reads on the system allocator.
+
+    Not ``pq.ParquetFile``: it takes no memory pool, and our results would come from Arrow's default pool
+    (mimalloc), whose first use in a process costs it about 0.5 ms (a 1 GiB arena set up, its pages faulted in):
+    half of a fresh process's first load of 10,000 accesses. The user's program keeps its default pool; the page
+    buffers of compressed pages still come from it (``default_reader_properties()``: pyarrow has no way to give
+    them another). No pre-buffering (``ParquetFile``'s default): it hands every read to an I/O thread, started on a
+    process's first read (a fresh process's first 10k-row load: 3.6 ms with it, 2.9 without). The file is
+    memory-mapped: its reads (the footer, the column chunks) are views of the mapping, not allocations. The
+    mapping outlives the file's name (the writer's close replaces batches by gathered files)."""
+    reader = pq.ParquetReader(memory_pool=pa.system_memory_pool())
+    reader.open(pa.memory_map(str(part)), pre_buffer=False)
+    return reader
 
 
-def _open_part(part: Path) -> tuple[Path, pq.ParquetFile, list[str]]:
-    """(path, open file, column names) of a batch file."""
+def _open_part(part: Path) -> tuple[Path, pq.ParquetReader, list[str]]:
+    """(path, open file, column name of each leaf column: a list column's is its own name) of a batch file."""
     try:
-        pf = _parquet_file(part)
-        schema = pf.schema_arrow
+        reader = _parquet_file(part)
+        meta = reader.metadata.metadata
+        names = [path[0] for path in reader.column_paths]
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
-    _check_version(schema.metadata, str(part))
-    return part, pf, schema.names
+    _check_version(meta, str(part))
+    return part, reader, names
 
 
 def _known(datasets) -> np.ndarray:
@@ -652,26 +661,53 @@ def _known(datasets) -> np.ndarray:
     return known
 
 
-def _batches(parts, times):
-    """(part, rows, columns as ``_fill`` takes them, first row in the part) of the row groups (READ_ROWS rows or
-    fewer) of the batch files ``parts`` (``_open_part``'s) in order; of the timing columns only ``times`` are
-    read; columns of one value are not decoded."""
+class _Group(NamedTuple):
+    """A row group of a batch file (READ_ROWS rows or fewer)."""
+
+    part: Path
+    reader: pq.ParquetReader
+    names: list[str]
+    """Column name of each leaf column (``_open_part``)."""
+    index: int
+    info: pq.RowGroupMetaData
+    base: int
+    """Its first row in the file."""
+    columns: dict
+    """Name -> the one value of a column the statistics say holds one value (``_constants``), of a timing column
+    not read (0), or None: to decode (``_decode``)."""
+
+
+def _groups(parts, times) -> list[_Group]:
+    """The row groups of the batch files ``parts`` (``_open_part``'s) in order; of the timing columns only
+    ``times`` (names among TIMES) are read."""
     skip = {f"{t}_ns" for t in TIMES if t not in times}
-    for part, pf, names in parts:
+    out = []
+    for part, reader, names in parts:
         base = 0
         try:
-            # row groups are READ_ROWS long; reading a large one whole decodes its columns on Arrow's threads,
-            # which iter_batches does not
-            for group in range(pf.num_row_groups):
-                meta = pf.metadata.row_group(group)
-                columns = {k: v for k, v in _constants(meta).items() if k not in skip}
-                read = [c for c in names if c not in skip and c not in columns]
-                if read:
-                    columns.update(_columns(pf.read_row_group(group, columns=read, use_threads=_threaded(meta))))
-                yield part, meta.num_rows, columns, base
-                base += meta.num_rows
+            meta = reader.metadata
+            for group in range(meta.num_row_groups):
+                info = meta.row_group(group)
+                one = _constants(info)
+                columns = {c: 0 if c in skip else one.get(c) for c in names}
+                out.append(_Group(part, reader, names, group, info, base, columns))
+                base += info.num_rows
         except (OSError, pa.ArrowException) as exc:
             raise TraceError(f"{part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
+    return out
+
+
+def _decode(g: _Group) -> dict:
+    """The columns of a row group as ``_fill`` takes them: ``g.columns`` with those to decode read."""
+    read = [i for i, c in enumerate(g.names) if g.columns[c] is None]
+    if not read:
+        return g.columns
+    try:
+        # a large row group is decoded on Arrow's threads (a column each)
+        table = g.reader.read_row_group(g.index, column_indices=read, use_threads=_threaded(g.info))
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(f"{g.part}: not a readable Parquet batch ({str(exc).splitlines()[0][:120]})") from None
+    return {**g.columns, **_columns(table)}
 
 
 def _constants(group: pq.RowGroupMetaData) -> dict[str, int]:
@@ -693,10 +729,12 @@ def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
     """AccessColumns of the batches in order, READ_ROWS rows at a time; of the timing columns only ``times``
     (names among TIMES) are read, the others are 0."""
     known = _known(datasets)
-    for part, rows, columns, base in _batches((_open_part(p) for p in part_files(path)), times):
-        cols = _allocate(rows, _width(columns))
-        _fill(cols, 0, rows, columns, str(part), base, known)
-        yield cols
+    for part in part_files(path):
+        for g in _groups([_open_part(part)], times):
+            columns = _decode(g)
+            cols = _allocate(g.info.num_rows, _width(g.names), [columns])
+            _fill(cols, 0, g.info.num_rows, columns, str(g.part), g.base, known)
+            yield cols
 
 
 FRESH_BYTES = 1 << 22
@@ -708,7 +746,7 @@ def _fresh(shape, dtype) -> np.ndarray:
     for large arrays: numpy advises huge pages on allocations of 4 MiB or more, and with this kernel's THP defrag
     setting (``madvise``) a fault there compacts memory first: a fresh process's first load of 10M rows filled
     its 1.4 GB of columns in 2.0-4.5 s against 0.6 s once huge pages were free (docs/scale.md, "First load").
-    Pages never touched (the timing columns ``advise`` does not read) cost nothing, as with calloc."""
+    Pages never touched cost nothing, as with calloc."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
     if size < FRESH_BYTES:
@@ -716,31 +754,47 @@ def _fresh(shape, dtype) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype).reshape(shape)
 
 
-def _allocate(rows: int, width: int) -> AccessColumns:
-    """Zeroed columns to ``_fill`` (``_fresh``): a column of one value 0 is left as allocated."""
-    f = _fresh
-    return AccessColumns(
-        ds=f(rows, np.int32), write=f(rows, bool), rank=f(rows, np.int32),
-        t0=f(rows, float), dt=f(rows, float), t_step=f(rows, float),
-        n=f(rows, np.int64), nbytes=f(rows, np.int64), rep=f(rows, np.int64),
-        kind=f(rows, np.int8), ndim=f(rows, np.int8),
-        start=f((rows, width), np.int64), count=f((rows, width), np.int64),
-        stride=f((rows, width), np.int64), block=f((rows, width), np.int64),
-        step=f((rows, width), np.int64), collective=f(rows, bool),
-    )
+def _one(values):
+    """The value every batch's column holds (``_fill``'s ``columns`` entries), or None."""
+    first = values[0] if values else None
+    if type(first) is not int or any(type(v) is not int or v != first for v in values):
+        return None
+    return first
+
+
+def _allocate(rows: int, width: int, batches: list[dict]) -> AccessColumns:
+    """Columns for ``_fill`` to fill with ``batches`` (the ``columns`` of each batch, in order). A column holding one
+    value in every batch is a read-only zero-stride view of it: nothing to allocate, touch or write (19 of a loader
+    trace's 22 columns: 112 of its 144 bytes per row); the others are zeroed (``_fresh``)."""
+    out = {}
+    for attr, dtype, name, default, convert in _FIELDS:
+        v = _one([b.get(name, default) for b in batches])
+        out[attr] = _fresh(rows, dtype) if v is None else _repeated(v if convert is None else convert(v), rows, dtype)
+    for attr, default in _DIM_DEFAULTS.items():
+        vs = [_one([b.get(f"{attr}_{d}", default) for b in batches]) for d in range(width)]
+        out[attr] = _fresh((rows, width), np.int64) if None in vs else _repeated(vs, rows, np.int64)
+    return AccessColumns(**out)
+
+
+def _repeated(value, rows: int, dtype) -> np.ndarray:
+    """``value`` (one, or one per dimension) on each of ``rows`` rows: a read-only view, zero-stride along the rows
+    (``np.broadcast_to`` makes the same at twice the cost)."""
+    one = np.array(value, dtype)
+    view = np.ndarray((rows, *one.shape), dtype, one, strides=(0, *one.strides))
+    view.flags.writeable = False
+    return view
 
 
 def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
-    parts = [_open_part(p) for p in part_files(path)]  # listed once: a live trace may gain parts meanwhile
-    rows = sum(pf.metadata.num_rows for _, pf, _ in parts)
-    width = max([_width(names) for _, _, names in parts], default=0)
-    cols = _allocate(rows, width)
+    groups = _groups([_open_part(p) for p in part_files(path)], times)  # listed once: a live trace may gain parts
+    cols = _allocate(sum(g.info.num_rows for g in groups), max([_width(g.names) for g in groups], default=0),
+                     [g.columns for g in groups])
     known = _known(datasets)
     pos = 0
-    for part, rows, columns, base in _batches(parts, times):  # filled in place: no second copy of the trace
-        _fill(cols, pos, rows, columns, str(part), base, known)
-        pos += rows
+    for g in groups:  # filled in place: no second copy of the trace
+        _fill(cols, pos, g.info.num_rows, _decode(g), str(g.part), g.base, known)
+        pos += g.info.num_rows
     if complete and n_end is not None and cols.n_access != n_end:
         raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
                          f"{cols.n_access}")
@@ -755,7 +809,8 @@ def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
         n_ds = sum(line.startswith(b'{"t":"d"') for line in fh)
     n_acc = n_read = 0
     for part in part_files(path):
-        t = _parquet_file(part).read(columns=["op", "rep"])  # not pq.read_table: pyarrow.dataset imports pandas
+        part, reader, names = _open_part(part)
+        t = reader.read_all(column_indices=[names.index("op"), names.index("rep")])
         rep = _values(t.column("rep"), "rep", str(part))
         n_acc += int(rep.sum())
         n_read += int(rep[_values(t.column("op"), "op", str(part)) == 0].sum())

@@ -673,7 +673,7 @@ def _part_calls(where: "Path | list[Path]"):
     from .columns import AccessColumns
 
     cols = AccessColumns.concat([read_raw(f) if _RAW.match(f.name)
-                                 else from_table(_parquet_file(f).read(), str(f)).expanded() for f in where])
+                                 else from_table(_parquet_file(f).read_all(), str(f)).expanded() for f in where])
     return cols.ds, cols.t0, cols.dt
 
 

@@ -401,7 +401,7 @@ def trace_visits(accesses, layout: Layout) -> ChunkVisits:
     if len(slab_rows):
         sub = cols if len(slab_rows) == cols.rows else cols.take(slab_rows)
         cols_out, full, offs = _hyperslab_visits(
-            *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("start", "step")), sub.rep,
+            *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("start", "step")), np.ascontiguousarray(sub.rep),
             *(np.ascontiguousarray(getattr(sub, k)[:, :nd]) for k in ("stride", "count", "block")),
             np.asarray(layout.chunk_shape, np.int64), np.asarray(layout.shape, np.int64),
             layout.library == "zarr",

@@ -15,11 +15,11 @@ from instrumentation import AccessRecord, Selection, TraceError, load_trace, mer
 from instrumentation.columnar import merge_trace_files, part_files
 from instrumentation.columns import AccessColumns, compact_runs
 from instrumentation.patterns import classify
-from instrumentation.tracefile import Trace
+from instrumentation.tracefile import Trace, TraceWriter
 from iomodel.layout import Layout
 from iomodel.variables import count_variables
 
-from test_tracefile import dataset, write_sample
+from test_tracefile import dataset, header, write_sample
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,6 +122,35 @@ def test_models_see_the_same_accesses_folded_or_not():
     lay = Layout("hdf5", (2000, 8), 4, chunks=(64, 8))
     assert count_variables(packed, ds, lay, 1 << 30) == count_variables(recs, ds, lay, 1 << 30)
     assert classify(packed, (2000, 8)) == classify(recs, (2000, 8))
+
+
+def test_columns_of_one_value_are_views_the_models_read_as_copies(tmp_path):
+    """A loaded trace's columns of one value are read-only zero-stride views (nothing allocated for them): the
+    chunk walk, the replay and classification give what contiguous copies give, and the numba kernels are only
+    ever handed contiguous arrays (a strided one would compile another specialization)."""
+    import numba
+
+    from instrumentation.columns import _ARRAYS
+    from iomodel import cache, chunks, variables
+
+    path = tmp_path / "t.parquet"
+    w = TraceWriter(path, header(0, 1, 1000.0))
+    w.dataset(dataset())
+    for i, r in enumerate(np.random.default_rng(3).integers(0, 100, 500).tolist()):  # random rows: not folded
+        w.hyperslab_access(0, "read", (r, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.1 * i, 1e-4)
+    w.close()
+    cols = load_trace(path).columns
+    views = [name for name in _ARRAYS if getattr(cols, name).strides[0] == 0]
+    assert {"ds", "n", "nbytes", "rep", "count", "block"} <= set(views) and "start" not in views
+    copies = cols._with(**{name: np.ascontiguousarray(getattr(cols, name)) for name in _ARRAYS})
+    ds = dataset()
+    for lay in (Layout("hdf5", (100, 8), 4, chunks=(10, 8)), Layout("zarr", (100, 8), 4, chunks=(16, 4))):
+        assert count_variables(cols, ds, lay, 1 << 30) == count_variables(copies, ds, lay, 1 << 30)
+    assert classify(cols, (100, 8)) == classify(copies, (100, 8))
+    kernels = [f for m in (cache, chunks, variables) for f in vars(m).values()
+               if isinstance(f, numba.core.registry.CPUDispatcher)]
+    layouts = {a.layout for f in kernels for sig in f.signatures for a in sig if isinstance(a, numba.types.Array)}
+    assert layouts == {"C"}
 
 
 def _bad_trace(tmp_path, edit):
@@ -361,8 +390,9 @@ def _owner(a):
 
 
 def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_path, monkeypatch):
-    """Columns of FRESH_BYTES or more are anonymous mappings (no huge-page advice); columns of one value 0 are
-    left as allocated: the same values, writable, contiguous and independent of each other and of other loads."""
+    """Columns of FRESH_BYTES or more are anonymous mappings (no huge-page advice), columns of one value read-only
+    zero-stride views of it: the same values, the others writable, contiguous and independent of each other and
+    of other loads."""
     import mmap
 
     from instrumentation import columnar
@@ -373,12 +403,18 @@ def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_pa
     monkeypatch.setattr(columnar, "FRESH_BYTES", 1)
     big, other = (load_trace(tmp_path / "t.parquet").columns for _ in range(2))
     assert small.rows == 3 and not small.ds.any() and small.write.any() and small.irregular
+    one = set()
     for name in _ARRAYS:
         a, b = getattr(small, name), getattr(big, name)
-        assert isinstance(_owner(b), mmap.mmap) and not isinstance(_owner(a), mmap.mmap)
         assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
+        if b.strides[0] == 0:
+            one.add(name)
+            assert not b.flags.writeable and a.strides[0] == 0 and (b == b[:1]).all(), name
+            continue
+        assert isinstance(_owner(b), mmap.mmap) and not isinstance(_owner(a), mmap.mmap)
         assert b.flags.c_contiguous and b.flags.writeable
+    assert {"ds", "rank", "count", "stride"} <= one and not one & {"write", "n", "start", "t0"}
     big.n[:] = -1
-    big.step[:] = 7
-    assert not (other.n == -1).any() and not (other.step == 7).any() and not (big.nbytes == -1).any()
+    big.start[:] = 7
+    assert not (other.n == -1).any() and not (other.start == 7).any() and not (big.nbytes == -1).any()
     assert big.irregular.keys() == small.irregular.keys()
