@@ -63,7 +63,7 @@ enum { LAYOUT_CHUNKED = 2 };
 #define MAX_CALLERS 256 /* libraries calling the hooked functions */
 #define SITE_SLOTS 8     /* call sites remembered per thread */
 #define DS_SLOTS 8192   /* dataset descriptions cached per process (open addressing) */
-#define ACC_BATCH 256
+#define BATCH_BYTES (256u << 10) /* records written at a time (about 2,300 2-D ones) */
 #define FLUSH_NS 200000000LL
 #define MAX_SEL_VALUES (1u << 22) /* coordinates written for one irregular selection */
 #define MAX_OFFSET_CHUNKS 100000  /* chunk byte offsets are written for datasets with at most this many chunks */
@@ -200,12 +200,16 @@ static uint64_t n_acc_total;
 static char *meta_buf;
 static size_t meta_len, meta_cap;
 static long long last_flush_ns;
-static __thread pid_t my_tid;
+/* This library is only ever loaded by LD_PRELOAD at start-up (the tracer opens it with RTLD_NOLOAD), so its
+ * thread variables can sit in the static TLS block: read at a fixed offset, without a __tls_get_addr call
+ * each. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS pid_t my_tid;
 /* per thread: the last call sites' libraries, and the last memory type's size (most loops repeat both) */
-static __thread struct { void *ret; struct caller *caller; } sites[SITE_SLOTS];
-static __thread hid_t last_mem_type = -1;
-static __thread struct h5lib *last_mem_lib;
-static __thread size_t last_mem_size;
+static TLS struct { void *ret; struct caller *caller; } sites[SITE_SLOTS];
+static TLS hid_t last_mem_type = -1;
+static TLS struct h5lib *last_mem_lib;
+static TLS size_t last_mem_size;
 
 static long long now_ns(void) {
     struct timespec ts;
@@ -246,8 +250,9 @@ static int open_outputs(void) {
 
 /* The batch being filled, records packed at acc_width as they come: one copy of each record into memory
  * that stays in the caches (a full-width buffer packed again at write time cost 0.02-0.03 µs a record more:
- * 0.20 -> 0.17 µs per one-element H5Dread). */
-static unsigned char batch[sizeof(struct ioadv_batch) + ACC_BATCH * sizeof(struct ioadv_access)];
+ * 0.20 -> 0.17 µs per one-element H5Dread). Written when BATCH_BYTES are filled: each write() costs several
+ * µs whatever its size (256 records a write cost 0.025 µs a record more than 4096). */
+static unsigned char batch[sizeof(struct ioadv_batch) + BATCH_BYTES];
 
 static size_t record_bytes(uint32_t width) { return HEAD_BYTES + 4 * sizeof(hsize_t) * width; }
 
@@ -271,16 +276,27 @@ static void widen_batch(uint32_t width) {
     acc_width = width;
 }
 
+static void flush_locked(void);
+
 static void append_record(const struct ioadv_access *r) {
     uint32_t nd = r->ndim > MAXD ? MAXD : r->ndim;
+    uint32_t width = nd > acc_width ? nd : acc_width;
+    if (record_at(n_acc + 1, width) > batch + sizeof batch) { /* full */
+        flush_locked();
+        if (n_acc) return; /* could not be written (no directory): lost, as the records before it */
+    }
     if (nd > acc_width) widen_batch(nd);
     unsigned char *o = record_at(n_acc++, acc_width);
-    size_t dims = sizeof(hsize_t) * acc_width;
     memcpy(o, r, HEAD_BYTES);
-    memcpy(o + HEAD_BYTES, r->start, dims);
-    memcpy(o + HEAD_BYTES + dims, r->stride, dims);
-    memcpy(o + HEAD_BYTES + 2 * dims, r->count, dims);
-    memcpy(o + HEAD_BYTES + 3 * dims, r->block, dims);
+    /* element by element: a few values, where memcpy calls of a variable size cost more than the copy */
+    hsize_t *v = (hsize_t *)(o + HEAD_BYTES);
+    for (uint32_t k = 0; k < acc_width; k++) {
+        int in = k < nd; /* the dimensions beyond the record's own are zero */
+        v[k] = in ? r->start[k] : 0;
+        v[acc_width + k] = in ? r->stride[k] : 0;
+        v[2 * acc_width + k] = in ? r->count[k] : 0;
+        v[3 * acc_width + k] = in ? r->block[k] : 0;
+    }
 }
 
 static void flush_locked(void) {
@@ -746,7 +762,12 @@ static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t f
         struct spacesel *s = space_slot(L, file_space);
         if (s->lib == L && s->id == file_space && s->rank == ndim) {
             known = 1;
-            memcpy(r->start, s->start, sizeof r->start * 4); /* start, stride, count, block */
+            for (int k = 0; k < ndim; k++) {
+                r->start[k] = s->start[k];
+                r->stride[k] = s->stride[k];
+                r->count[k] = s->count[k];
+                r->block[k] = s->block[k];
+            }
         }
     }
     pthread_mutex_unlock(&lock);
@@ -827,7 +848,7 @@ static void commit(struct caller *c, struct pending *p) {
         uint64_t seq = n_acc_total++;
         if (p->space >= 0) meta_selection(c->lib, p->space, p->rec.kind, p->rec.ndim, seq);
         append_record(&p->rec);
-        if (n_acc == ACC_BATCH || (long long)(p->rec.t0 * 1e9) - last_flush_ns > FLUSH_NS) flush_locked();
+        if ((long long)(p->rec.t0 * 1e9) - last_flush_ns > FLUSH_NS) flush_locked();
     }
     pthread_mutex_unlock(&lock);
 }
