@@ -17,6 +17,7 @@ from typing import Any
 from advisor.candidates import Candidate, format_bytes
 from advisor.idiom import Idiom, xarray_code
 from advisor.whatif import CALL_DOMINATES, WhatIf
+from iomodel.layout import chunks_text
 from compression_model.error_bound import ErrorBound
 
 TERM_MEANING = {
@@ -513,7 +514,7 @@ def format_table(adv: DatasetAdvice) -> str:
 
     def row(tag: str, r: Recommendation) -> list[str]:
         c = r.candidate
-        chunks = "contiguous" if c.chunks is None else "x".join(map(str, c.chunks))
+        chunks = chunks_text(c.chunks)
         if c.library == "hdf5":
             cs = "" if c.chunks is None else f"cache {format_bytes(c.cache_bytes or 0)}"
         else:

@@ -23,7 +23,7 @@ import numpy as np
 from compression_model.error_bound import ErrorBound
 from instrumentation.patterns import AccessPattern, PatternClass
 from instrumentation.records import DatasetRecord
-from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
+from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -75,7 +75,7 @@ class Candidate:
     @property
     def label(self) -> str:
         """Short one-line description: ``hdf5 4096x32 cache=8MiB sz3(rel:0.001)``."""
-        parts = [self.library, "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))]
+        parts = [self.library, chunks_text(self.chunks)]
         if self.library == "hdf5" and self.chunks is not None:
             parts.append(f"cache={format_bytes(self.cache_bytes or 0)}")
         if self.shards is not None:

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from advisor.advice import TERM_MEANING, Advice, DatasetAdvice, Recommendation
 from advisor.candidates import format_bytes
+from iomodel.layout import chunks_text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -65,7 +66,7 @@ def _row(tag: str, r: Recommendation, adv: DatasetAdvice, cls: str = "") -> str:
     codec = c.compressor + (f" {c.error_bound}" if c.error_bound else "") if c.compressor else "-"
     lo, hi = r.seconds_ci
     terms = ", ".join(f"{k[2:]} {v:.3g}" for k, v in sorted(r.terms.items(), key=lambda kv: -kv[1]) if v > 0)
-    cells = [tag, c.library, "contiguous" if c.chunks is None else "x".join(map(str, c.chunks)), cache, codec]
+    cells = [tag, c.library, chunks_text(c.chunks), cache, codec]
     nums = [f"{r.seconds:.3g}", f"{lo:.3g} - {hi:.3g}", format_bytes(r.stored_bytes),
             f"{adv.current_seconds / r.seconds:.3g}x" if r.seconds > 0 else "-"]
     return (f"<tr class='{cls}'>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells)

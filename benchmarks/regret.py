@@ -189,8 +189,10 @@ def floor(rows: list[dict]) -> float:
 
 
 def _layout_text(r) -> str:
+    from iomodel.layout import chunks_text
+
     chunks = r.chunks
-    text = f"{r.library} " + ("contiguous" if chunks is None else "x".join(map(str, chunks)))
+    text = f"{r.library} " + chunks_text(chunks)
     if r.shards:
         text += " shards=" + "x".join(map(str, r.shards))
     if r.library == "hdf5" and chunks is not None and r.cache_bytes is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -49,6 +49,11 @@ def _shape(text: str, field: str) -> tuple[int, ...]:
     except ValueError:
         raise LayoutError(f"field '{field}': expected integers like 65536x8, got {text!r}") from None
     return dims
+
+
+def chunks_text(chunks: Sequence[int] | None) -> str:
+    """A chunk shape for tables: ``64x16``, or ``contiguous``."""
+    return "contiguous" if chunks is None else "x".join(map(str, chunks))
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,7 @@ class Layout:
     @property
     def label(self) -> str:
         """Short description for tables: 'hdf5 65536x8 cache=8MiB'."""
-        ch = "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))
+        ch = chunks_text(self.chunks)
         extra = ""
         if self.library == "hdf5" and self.chunks is not None:
             extra = f" cache={self.rdcc_nbytes / 2**20:g}MiB"
