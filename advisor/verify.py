@@ -39,9 +39,10 @@ import numpy as np
 
 from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, ResizeRecord
 from instrumentation.tracefile import Trace, load_trace
-from iomodel.layout import Layout
+from iomodel.layout import Layout, chunks_text
 from iomodel.predict import pick_dataset
-from iomodel.replay import DATASET_NAME, LayoutSpec, ReplayError, build, data_path, index_of, replay, stored_bytes
+from iomodel.replay import (DATASET_NAME, LayoutSpec, ReplayError, build, data_path, evict, index_of, replay,
+                            stored_bytes)
 
 MAX_BYTES = 2 << 30
 """Largest array region verify rebuilds per layout (the user's data is held in memory once)."""
@@ -152,7 +153,7 @@ class VerifyResult:
                        f"{'predicted':>10} {'measured':>10} {'meas/pred':>9} {'stored':>10} {'speed-up':>8}")
             base = next((r.measured_seconds for r in rows if r.label == "current"), None)
             for r in rows:
-                chunks = "contiguous" if r.chunks is None else "x".join(map(str, r.chunks))
+                chunks = chunks_text(r.chunks)
                 if r.shards:
                     chunks += " shards=" + "x".join(map(str, r.shards))
                 if r.cache_bytes is not None:
@@ -469,13 +470,16 @@ class _Runs:
 
 ROUND_ROBIN_BYTES = 4 << 30
 """Keep every layout of a read-only trace built at once (replays interleaved) up to this many bytes in all."""
+ROUND_ORDER_SEED = 0
+"""Seed of the layouts' order in each round after the first (a fixed seed: two runs replay in the same order)."""
 
 
 def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data: np.ndarray, workdir: Path, *,
                 repeat: int = 1, check: bool = False, budget: float | None = None,
                 deadline: float | None = None) -> tuple[list[_Runs], bool]:
     """Replay every choice ``repeat`` times, round robin (repeat i of every layout before repeat i+1, so a
-    burst of load on the shared machine hits all layouts alike); identical layouts are measured once.
+    burst of load on the shared machine hits all layouts alike; each round after the first in a new order, so
+    no layout always follows the same one); identical layouts are measured once.
 
     A layout stops repeating once its replays took ``budget`` seconds; a replay
     still running after ``deadline`` seconds is stopped and counts as
@@ -504,13 +508,24 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
         workdir.mkdir(parents=True, exist_ok=True)
         data_file = str(workdir / "values.npy")
         np.save(data_file, data)
+    if keep_built:  # all built and written out before the first replay: no write-back under a timed read
+        for key, runs in distinct.items():
+            build_choice(first[key], ds, runs.workdir, data, fill=not ds.created, shape=shape,
+                         resizable=bool(resizes))
+        for key, runs in distinct.items():
+            evict(data_path(_spec(first[key], ds), runs.workdir))
+    order = list(distinct)
+    rounds = np.random.default_rng(ROUND_ORDER_SEED)
     with ReplayPool(len(jobs)) if pooled else contextlib.nullcontext() as pool:
-        for _ in range(max(1, repeat)):
-            for key, runs in distinct.items():
+        for k in range(max(1, repeat)):
+            if k:  # the layout replayed after a long one ran slower (w09: 5-20%): no layout keeps one place
+                order = [order[i] for i in rounds.permutation(len(order))]
+            for key in order:
+                runs = distinct[key]
                 if runs.timed_out or (budget is not None and runs.times and sum(runs.times) > budget):
                     continue  # a slow layout: more replays would not change its rank, only the run time
                 choice, spec = first[key], _spec(first[key], ds)
-                if not runs.times or not keep_built:
+                if not keep_built:
                     build_choice(choice, ds, runs.workdir, data, fill=not ds.created, shape=shape,
                                  resizable=bool(resizes))
                 want = check and runs.error is None

@@ -87,16 +87,21 @@ def test_top_k_candidates_measured_next_to_predictions(traced, tmp_path):
             assert r.max_error == 0.0, r  # lossless layouts give back exactly the user's data
 
 
-def test_two_ranks_reading_replay_concurrently(tmp_path):
-    data = synthetic((800, 16), "f4", seed=5)
+def _traced_row_blocks(tmp_path, shape, rows, seed):
+    """The trace of reading an HDF5 array of ``shape`` in blocks of ``rows`` rows (chunked so)."""
+    data = synthetic(shape, "f4", seed=seed)
     with h5py.File(tmp_path / "r.h5", "w") as f:
-        f.create_dataset("x", data=data, chunks=(100, 16))
+        f.create_dataset("x", data=data, chunks=(rows, shape[1]))
     path = tmp_path / "t.jsonl"
     with advisor.trace(path):
         with h5py.File(tmp_path / "r.h5", "r") as f:
-            for lo in range(0, 800, 100):
-                f["x"][lo:lo + 100]
-    trace = load_trace(path)
+            for lo in range(0, shape[0], rows):
+                f["x"][lo:lo + rows]
+    return load_trace(path)
+
+
+def test_two_ranks_reading_replay_concurrently(tmp_path):
+    trace = _traced_row_blocks(tmp_path, (800, 16), 100, seed=5)
     # what `mpiexec -n 2` would record: rank 0 read the first half, rank 1 the second
     accesses = [replace(a, rank=int(a.selection.start[0] >= 400)) for a in trace.accesses]
     merged = Trace(trace.headers, trace.datasets, accesses, trace.resizes, source="two ranks")
@@ -160,3 +165,36 @@ def test_compressed_candidate_built_and_replayed_in_process_and_pooled(traced, t
         assert rows[1].max_error == 0.0
         assert 0 < rows[2].max_error <= 0.01 * (1 + 1e-6)  # lossy, within its bound
         assert rows[2].stored_bytes < 0.5 * np.prod(SHAPE) * 4
+
+
+def test_read_only_layouts_are_built_first_and_replayed_in_changing_orders(tmp_path, monkeypatch):
+    """Every layout is built (and written out) before the first timed replay, and no layout holds one place in
+    every round: the one replayed after a long replay ran 5-20% slower (regret's w09)."""
+    import advisor.verify as verify_mod
+
+    trace = _traced_row_blocks(tmp_path, (400, 32), 40, seed=2)
+    ds = next(iter(trace.datasets.values()))
+    events = []
+    real_build, real_replay = verify_mod.build_choice, verify_mod.replay
+
+    def build_choice(choice, *args, **kwargs):
+        events.append(("build", choice.label))
+        return real_build(choice, *args, **kwargs)
+
+    def replay(evs, spec, workdir, **kwargs):
+        events.append(("replay", workdir.name))
+        return real_replay(evs, spec, workdir, **kwargs)
+
+    monkeypatch.setattr(verify_mod, "build_choice", build_choice)
+    monkeypatch.setattr(verify_mod, "replay", replay)
+    chunks = [(40, 32), (100, 32), (400, 8), (20, 16), (400, 32)]
+    choices = [Choice("x".join(map(str, c)), Layout("hdf5", (400, 32), 4, c)) for c in chunks]
+    rows = verify_choices(trace, ds, choices, tmp_path / "work", repeat=6)
+    assert all(len(r.measured_all) == 6 for r in rows)
+    kinds = [k for k, _ in events]
+    assert kinds == ["build"] * len(chunks) + ["replay"] * (6 * len(chunks))
+    replays = [name for k, name in events if k == "replay"]
+    rounds = [replays[i:i + len(chunks)] for i in range(0, len(replays), len(chunks))]
+    assert all(sorted(r) == sorted(rounds[0]) for r in rounds)  # each round replays every layout once
+    for name in rounds[0]:
+        assert len({r.index(name) for r in rounds}) > 1, (name, rounds)
