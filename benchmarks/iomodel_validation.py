@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from instrumentation.records import AccessRecord, ResizeRecord, TraceHeader  # noqa: E402
 from instrumentation.tracefile import TraceWriter, load_trace  # noqa: E402
 from iomodel.calibrate import Case, machine_info, measure_cases, pattern_accesses  # noqa: E402
+from iomodel.layout import chunks_text  # noqa: E402
 
 PATTERNS = ("full", "columns", "rows", "box", "write-slabs", "append")
 GAP = 1.5
@@ -84,9 +85,9 @@ def validation_cases(quick: bool, seed: int = 7) -> list[Case]:
             acc[p] = tuple(pattern_accesses(name, spec.shape, itemsize=4, rng=rng, n=spec.n.get(p, 0), box=spec.box,
                                             slab_rows=spec.slab_rows))
         for library in ("hdf5", "zarr"):
-            for chunks in spec.chunks:
-                # reads and slab writes share one filled array; appends start from an empty one
-                for p in ("full", "columns", "rows", "box", "write-slabs", "append"):
+            for chunks in spec.chunks + ((None,) if library == "hdf5" else ()):  # HDF5 contiguous too
+                # reads and slab writes share one filled array; appends start from an empty one (chunked only)
+                for p in ("full", "columns", "rows", "box", "write-slabs") + (("append",) if chunks else ()):
                     cases.append(Case(library=library, shape=spec.shape, dtype="float32", chunks=chunks,
                                       pattern=p, accesses=acc[p], cache="default" if library == "hdf5" else None))
     return cases
@@ -130,7 +131,7 @@ def metrics(rows: list[dict]) -> dict:
     # fastest library: same shape, chunks, pattern; both libraries
     pairs = {}
     for r in rows:
-        pairs.setdefault((r["shape"], tuple(r["chunks"]), r["pattern"]), {})[r["library"]] = r
+        pairs.setdefault((r["shape"], tuple(r["chunks"] or ()), r["pattern"]), {})[r["library"]] = r
     decided, right, wrong = 0, 0, []
     for key, d in pairs.items():
         if len(d) != 2:
@@ -236,7 +237,7 @@ def figures(rows: list[dict], outdir: Path, stem: str) -> list[Path]:
                         ax.bar(x - 0.2, v, 0.4, bottom=bottom, color=colors(k), label=t)
                         bottom += v
                 ax.bar(x + 0.2, [c["measured"] for c in cases], 0.4, color="0.3", label="measured")
-                ax.set_xticks(x, ["x".join(map(str, c["chunks"])) for c in cases], fontsize=7)
+                ax.set_xticks(x, [chunks_text(c["chunks"]) for c in cases], fontsize=7)
                 ax.tick_params(axis="y", labelsize=7)
                 ax.set_title(f"{shape} {pat}, {lib} (left: predicted terms, right: measured)", fontsize=8)
                 if col == 0:
@@ -259,7 +260,7 @@ def markdown_table(rows: list[dict]) -> str:
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         dom = max(r["terms"], key=r["terms"].get) if r["terms"] else "-"
-        out.append(f"| {r['shape']} | {r['pattern']} | {r['library']} | {'x'.join(map(str, r['chunks']))} | "
+        out.append(f"| {r['shape']} | {r['pattern']} | {r['library']} | {chunks_text(r['chunks'])} | "
                    f"{r['measured']:.4f} | {r['predicted']:.4f} | {(r['predicted'] - r['measured']) / r['measured']:+.0%} | {dom} |")
     return "\n".join(out)
 
@@ -450,7 +451,8 @@ def main(argv=None) -> int:
         pr = predict(trace, case.layout(), profile)
         t_pred += time.perf_counter() - t
         rows.append({"shape": shape_name(case), "array": list(case.shape), "library": case.library,
-                     "chunks": list(case.chunks), "pattern": case.pattern, "n_access": n, "measured": sec,
+                     "chunks": None if case.chunks is None else list(case.chunks), "pattern": case.pattern,
+                     "n_access": n, "measured": sec,
                      "passes": seconds[:, i].tolist(),
                      "predicted": pr.seconds, "terms": dict(pr.terms), "variables": pr.variables.as_features()})
         if other is not None:
@@ -463,7 +465,7 @@ def main(argv=None) -> int:
     mf = None
     if args.floor:
         earlier = json.loads(Path(args.floor).read_text())
-        key = lambda r: (r["shape"], r["library"], tuple(r["chunks"]), r["pattern"])  # noqa: E731
+        key = lambda r: (r["shape"], r["library"], tuple(r["chunks"] or ()), r["pattern"])  # noqa: E731
         before = {key(r): r["measured"] for r in earlier["rows"]}
         if set(before) != {key(r) for r in rows}:
             raise SystemExit(f"{args.floor}: not the same cases as this run (--quick on both or neither)")

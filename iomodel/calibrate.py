@@ -27,7 +27,7 @@ import numpy as np
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Filter, ResizeRecord, Selection
 
 from . import replay as _replay
-from .layout import HDF5_DEFAULT_CACHE
+from .layout import HDF5_DEFAULT_CACHE, chunks_text
 
 MiB = 1 << 20
 
@@ -134,7 +134,8 @@ class Case:
     library: str
     shape: tuple[int, ...]
     dtype: str
-    chunks: tuple[int, ...]
+    chunks: tuple[int, ...] | None
+    """None: contiguous storage (HDF5)."""
     pattern: str
     accesses: tuple = field(repr=False, compare=False)
     cache: str | None = None  # HDF5_CACHES key
@@ -145,7 +146,7 @@ class Case:
 
     @property
     def label(self) -> str:
-        parts = [self.library, "chunks=" + "x".join(map(str, self.chunks))]
+        parts = [self.library, "chunks=" + chunks_text(self.chunks)]
         if self.shards:
             parts.append("shards=" + "x".join(map(str, self.shards)))
         if self.codec:
@@ -267,8 +268,10 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
         for p in ("full", "columns", "rows", "box-unaligned", "write-slabs")}
     cases = []
     for library in ("hdf5", "zarr"):
-        caches = list(HDF5_CACHES) if library == "hdf5" else [None]
-        for chunks in grid.chunks:
+        # HDF5's contiguous storage too: contiguous reads and writes take no chunk, so chunked runs alone cannot
+        # price them (s_wdisk and s_alloc grow together in every chunked write)
+        for chunks in grid.chunks + ((None,) if library == "hdf5" else ()):
+            caches = [None] if library != "hdf5" else ["default"] if chunks is None else list(HDF5_CACHES)
             base = dict(library=library, shape=grid.shape, dtype=grid.dtype, chunks=chunks)
             # without a chunk cache HDF5 sends one request per run contiguous in chunk and buffer: a whole-array
             # read of narrow chunks is millions of requests (tens of seconds); columns, rows and boxes
@@ -288,7 +291,7 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
             if library == "hdf5":
                 # no chunk cache: one write request per run (what independent MPI-IO writes do too)
                 cases.append(Case(pattern="write-columns", accesses=acc["write-columns"], cache="none", **base))
-        for chunks in (cube.chunks if cube else ()):
+        for chunks in (cube.chunks + ((None,) if library == "hdf5" else ()) if cube else ()):
             for p, accesses in cube_acc.items():
                 cases.append(Case(library=library, shape=cube.shape, dtype=grid.dtype, chunks=chunks, pattern=p,
                                   accesses=accesses, cache="default" if library == "hdf5" else None))

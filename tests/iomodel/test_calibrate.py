@@ -78,9 +78,14 @@ def test_cases_build_each_array_once_and_write_last():
         assert all(p.startswith("write") for p in pats[first_write:])
     assert {c.cache for c in cases if c.library == "hdf5"} == {"default", "none", "large"}
     assert any(c.warm for c in cases) and any(not c.warm for c in cases)
-    # the 3-D array: both libraries, the same accesses
-    cube = {c.library: [c.accesses for c in cases if len(c.shape) == 3] for c in cases}
+    # the 3-D array: both libraries, the same accesses on the same chunk shapes
+    cube = {c.library: [c.accesses for c in cases if len(c.shape) == 3 and c.chunks] for c in cases}
     assert cube["hdf5"] and cube["hdf5"] == cube["zarr"]
+    # HDF5's contiguous storage on both arrays, read cold and warm and written (no chunk to price it by)
+    contiguous = [c for c in cases if c.chunks is None]
+    assert {c.library for c in contiguous} == {"hdf5"} and {len(c.shape) for c in contiguous} == {2, 3}
+    assert {"write-full", "write-slabs"} <= {c.pattern for c in contiguous} and any(c.warm for c in contiguous)
+    assert all("chunks=contiguous" in c.label for c in contiguous)
 
 
 def test_tiny_calibration_gives_a_loadable_profile(tmp_path):
