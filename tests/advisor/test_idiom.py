@@ -1,10 +1,12 @@
 """netCDF-4 files (xarray + h5netcdf) and xarray-written Zarr stores: recognized, advised in xarray's terms,
 and dask-block reads recognized as the program's blocking."""
+import os
+
 import numpy as np
 import pytest
 
 import advisor
-from advisor.idiom import dask_chunks, detect, xarray_code
+from advisor.idiom import Idiom, dask_chunks, detect, xarray_code
 from instrumentation.tracefile import load_trace
 
 from test_search import profile
@@ -41,14 +43,35 @@ def test_xarray_files_advised_in_xarray_terms(tmp_path, engine):
     d = next(x for x in adv.datasets if x.path.strip("/") == "tas")
     assert {m.name.split("::")[1].strip("/") for m in adv.minor} <= {"time", "lat", "lon"}
     assert d.blocking == (12, 36, 72)
-    code = d.xarray_code()
     c = d.recommendation.candidate
-    if c.library == "hdf5":
-        assert f"engine=\"h5netcdf\", encoding={{'tas': {{'chunksizes': {tuple(c.chunks)!r}}}}}" in code
-    else:
-        assert f"'chunks': {tuple(c.chunks)!r}" in code and "to_zarr" in code
-    assert f"chunks={dict(zip(('time', 'lat', 'lon'), dask_chunks(c.chunks, d.shape, d.blocking)))!r}" in code
+    _written_as_advised(d.xarray_code(), c, dask_chunks(c.chunks, d.shape, d.blocking), tmp_path / "out")
     assert "In xarray" in str(adv)
+
+
+def _written_as_advised(code: str, c, dask: tuple, workdir) -> None:
+    """The xarray code, run on the dataset, writes the recommended layout (chunked or contiguous) and opens it
+    with the dask chunks it names."""
+    workdir.mkdir(exist_ok=True)
+    scope = {"ds": _dataset()}
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        exec(code, scope)
+        assert scope["ds"].tas.data.chunksize == dask
+        scope["ds"].close()
+        if c.library == "hdf5":
+            import h5py
+
+            with h5py.File("out.nc", "r") as f:
+                assert f["tas"].chunks == (None if c.chunks is None else tuple(c.chunks))
+        else:
+            import zarr
+
+            arr = zarr.open_array("out.zarr", path="tas", mode="r")
+            assert (arr.shards, arr.chunks) == ((None, tuple(c.chunks)) if c.shards is None
+                                                else (tuple(c.shards), tuple(c.chunks)))
+    finally:
+        os.chdir(cwd)
 
 
 def test_plain_files_have_no_idiom(tmp_path):
@@ -66,11 +89,16 @@ def test_dask_chunks_hold_whole_storage_chunks():
     assert dask_chunks((30, 40, 30), (360, 180, 360), (30, 40, 60)) == (30, 40, 60)
     assert dask_chunks((16, 40, 40), (360, 180, 360), (30, 40, 60)) == (32, 40, 80)
     assert dask_chunks((16, 40, 40), (360, 180, 360), None) == (16, 40, 40)
-    text = xarray_code(detect_stub(), "zarr", (8, 8), (64, 64), (128, 128), None, False)
+    text = xarray_code(Idiom("xarray-zarr", "v", ("y", "x")), "zarr", (8, 8), (64, 64), (128, 128), None, False)
     assert "'shards': (64, 64)" in text
 
 
-def detect_stub():
-    from advisor.idiom import Idiom
+@pytest.mark.parametrize("library,chunks,shards", [("hdf5", (12, 36, 72), None), ("hdf5", None, None),
+                                                   ("zarr", (12, 18, 36), None), ("zarr", (6, 18, 36), (12, 36, 72))])
+def test_xarray_code_writes_every_layout_form(tmp_path, library, chunks, shards):
+    from advisor.candidates import Candidate
 
-    return Idiom("xarray-zarr", "v", ("y", "x"))
+    kind = "netcdf4" if library == "hdf5" else "xarray-zarr"
+    shape, blocking = (60, 36, 72), (12, 36, 72)
+    code = xarray_code(Idiom(kind, "tas", ("time", "lat", "lon")), library, chunks, shards, shape, blocking, False)
+    _written_as_advised(code, Candidate(library, chunks, shards), dask_chunks(chunks, shape, blocking), tmp_path)
