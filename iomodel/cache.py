@@ -98,6 +98,12 @@ class SharedPageCache:
         self.state[2][_BASE] = base
 
 
+@numba.njit(cache=True, inline="always")
+def pc_cached(st, index, key):
+    """Whether ``key`` is cached, without touching it (a chunk cached whole holds the pages of its pieces)."""
+    return key + st[_BASE] in index
+
+
 # inlined into its callers (numba IR): a call per chunk visit is part of what the replay costs
 @numba.njit(cache=True, inline="always")
 def pc_access(nodes, free, st, index, key, size):

@@ -3,7 +3,7 @@
 Synthetic microbenchmarks: long 2-D arrays, chunk shapes swept in both
 dimensions, read patterns (full scan, columns, random rows, boxes aligned and
 unaligned to the chunk columns) and write patterns (a fresh array written
-whole, partial-chunk slabs rewritten in a filled one), for HDF5 (default, zero
+whole, partial-chunk slabs rewritten in a filled one, its pages cached or not), for HDF5 (default, zero
 and large chunk cache) and Zarr 3, mostly with a cold page cache. Each run is
 measured for real by ``iomodel.replay`` and counted by the model
 (``iomodel.variables.count_variables``, same accesses); the coefficients are a
@@ -284,8 +284,11 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
             for cache in caches[:2]:
                 for p in ("full", "rows") if cache != "none" else ("columns", "rows"):
                     cases.append(Case(pattern=p, accesses=acc[p], cache=cache, warm=True, **base))
+            # slabs written over cached pages too: with new pages only (cold, fresh), s_wnew and s_wdisk are one
             for cache in caches[:2]:
-                cases.append(Case(pattern="write-slabs", accesses=acc["write-slabs"], cache=cache, **base))
+                for warm in (False, True):
+                    cases.append(Case(pattern="write-slabs", accesses=acc["write-slabs"], cache=cache, warm=warm,
+                                      **base))
             for cache in caches[:2]:
                 cases.append(Case(pattern="write-full", accesses=acc["write-full"], cache=cache, **base))
             if library == "hdf5":

@@ -8,7 +8,7 @@ from instrumentation.records import AccessRecord, DatasetRecord, Selection
 from iomodel.cache import hash_bits, hash_slot
 from iomodel.chunks import chunk_visits
 from iomodel.layout import Layout
-from iomodel.variables import FEATURES, Variables, count_variables
+from iomodel.variables import FEATURES, PAGE, Variables, count_variables
 
 BIG = 1 << 34
 
@@ -68,7 +68,12 @@ def test_uncached_partial_write_is_one_write_per_run_without_read():
     ds = _ds()
     lay = replace(Layout.from_dataset(ds), rdcc_nbytes=0)
     v = count_variables([_acc(Selection.box((0, 0), (10, 50)), "write")], ds, lay, BIG)
-    assert (v.n_wdisk, v.s_wdisk, v.n_rdisk + v.n_cache) == (10, 2000, 0)
+    assert (v.n_wdisk, v.s_wdisk, v.n_cache) == (10, 2000, 0)
+    # HDF5 reads nothing first; the kernel reads the one page on disk the runs (bytes 0-3800) cover in part
+    assert (v.n_rdisk, v.s_rdisk) == (1, PAGE)
+    warm = count_variables([_acc(Selection.box((0, 0), (10, 50)), "write")], ds, lay, BIG, warm=True)
+    assert (warm.n_rdisk, warm.s_wnew) == (0, 0)  # over cached pages: no read, no new page
+    assert v.s_wnew > 0
 
 
 def test_contiguous_storage_reads_through_sieve_windows():
@@ -89,7 +94,10 @@ def test_contiguous_runs_longer_than_the_sieve_buffer_bypass_it():
     assert (v.n_rdisk + v.n_cache, v.s_rdisk + v.s_cache) == (1, 80_000)
     assert v.n_memcpy == 0 and v.s_memcpy == 0  # read straight into the user's buffer
     w = count_variables([replace(block, op="write")], ds, lay, BIG)
-    assert (w.n_wdisk, w.s_wdisk, w.n_rdisk, w.n_memcpy) == (1, 80_000, 0, 0)
+    assert (w.n_wdisk, w.s_wdisk, w.n_memcpy, w.s_wnew) == (1, 80_000, 0, 80_000)
+    assert (w.n_rdisk, w.s_rdisk) == (1, PAGE)  # the page holding its end (byte 80,000) is read first
+    fresh = count_variables([replace(block, op="write")], _ds(created=True, chunks=None), lay, BIG)
+    assert (fresh.n_rdisk, fresh.s_wnew) == (0, 80_000)  # a new dataset's space: nothing on disk to read
     row = count_variables([_row(5)], ds, lay, BIG)  # through the buffer: one 64 KiB refill, then a copy
     assert (row.s_rdisk + row.s_cache, row.n_memcpy, row.s_memcpy) == (65536, 1, 400)
 
