@@ -14,10 +14,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from advisor.candidates import Candidate, format_bytes
+from advisor.candidates import Candidate
 from advisor.idiom import Idiom, xarray_code
 from advisor.whatif import CALL_DOMINATES, WhatIf
-from iomodel.layout import chunks_text
+from iomodel.layout import chunks_text, format_bytes
 from compression_model.error_bound import ErrorBound
 
 TERM_MEANING = {
@@ -515,10 +515,7 @@ def format_table(adv: DatasetAdvice) -> str:
     def row(tag: str, r: Recommendation) -> list[str]:
         c = r.candidate
         chunks = chunks_text(c.chunks)
-        if c.library == "hdf5":
-            cs = "" if c.chunks is None else f"cache {format_bytes(c.cache_bytes or 0)}"
-        else:
-            cs = "" if c.shards is None else "shards " + "x".join(map(str, c.shards))
+        cs = c.cache_or_shards
         codec = "-" if not c.compressor else c.compressor + (f" {c.error_bound}" if c.error_bound else "")
         sp = [f"{o / r.seconds:.3g}x" if r.seconds > 0 and o is not None else "-"
               for o in (adv.current_seconds, *(d.seconds if d is not None else None

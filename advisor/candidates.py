@@ -23,7 +23,7 @@ import numpy as np
 from compression_model.error_bound import ErrorBound
 from instrumentation.patterns import AccessPattern, PatternClass
 from instrumentation.records import DatasetRecord
-from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text
+from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text, format_bytes, layout_text
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -73,13 +73,17 @@ class Candidate:
                 self.compressor is not None)
 
     @property
+    def cache_or_shards(self) -> str:
+        """The table cell beside the chunks: ``cache 8MiB`` (HDF5 chunked), ``shards 512x512`` (zarr), or ''."""
+        if self.library == "hdf5":
+            return "" if self.chunks is None else f"cache {format_bytes(self.cache_bytes or 0)}"
+        return "" if self.shards is None else "shards " + chunks_text(self.shards)
+
+    @property
     def label(self) -> str:
         """Short one-line description: ``hdf5 4096x32 cache=8MiB sz3(rel:0.001)``."""
-        parts = [self.library, chunks_text(self.chunks)]
-        if self.library == "hdf5" and self.chunks is not None:
-            parts.append(f"cache={format_bytes(self.cache_bytes or 0)}")
-        if self.shards is not None:
-            parts.append("shards=" + "x".join(map(str, self.shards)))
+        cache = (self.cache_bytes or 0) if self.library == "hdf5" else None
+        parts = [self.library, layout_text(self.chunks, self.shards, cache)]
         if self.compressor:
             parts.append(self.compressor + (f"({self.error_bound})" if self.error_bound else ""))
         return " ".join(parts)
@@ -116,14 +120,6 @@ class Candidate:
             None if c.get("error_bound") is None else ErrorBound.parse(c["error_bound"]),
             tuple(c.get("origin", ())),
         )
-
-
-def format_bytes(n: float) -> str:
-    """Binary units, 3 significant digits: 8 MiB, 1.5 GiB, 512 B."""
-    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= size:
-            return f"{n / size:.4g}{unit}"
-    return f"{int(n)}B"
 
 
 # ---------------------------------------------------------------------------- chunk shapes
@@ -470,6 +466,6 @@ def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
 
 __all__ = [
     "CHUNK_TARGETS", "Candidate", "CodecChoice", "allowed_codecs", "baselines", "cache_slots", "chunk_shapes",
-    "format_bytes", "generate", "grow_aligned", "h5py_default_chunks", "hdf5_caches", "needs_resizable",
+    "generate", "grow_aligned", "h5py_default_chunks", "hdf5_caches", "needs_resizable",
     "recorded_compressor", "touched_chunks", "working_set", "zarr_default_chunks", "zarr_shards",
 ]

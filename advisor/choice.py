@@ -28,7 +28,7 @@ from instrumentation.columns import SLAB, as_columns
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
 from iomodel.cost import TERMS
 from iomodel.intrace import SHARED_TERMS
-from iomodel.layout import HDF5_DEFAULT_CACHE, Layout
+from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -85,7 +85,7 @@ class Blocking:
     stepped: tuple[bool, ...]
 
     def describe(self) -> str:
-        return "x".join(map(str, self.shape))
+        return chunks_text(self.shape)
 
     def aligned(self, chunks: Sequence[int] | None) -> bool:
         """Chunk boundaries fall on block boundaries (or blocks on chunk boundaries) where the program steps."""

@@ -11,8 +11,7 @@ import os
 from dataclasses import replace
 
 from advisor.advice import TERM_MEANING, Advice, DatasetAdvice, Recommendation
-from advisor.candidates import format_bytes
-from iomodel.layout import chunks_text
+from iomodel.layout import chunks_text, format_bytes
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -61,8 +60,7 @@ def _plot(adv: DatasetAdvice) -> str:
 
 def _row(tag: str, r: Recommendation, adv: DatasetAdvice, cls: str = "") -> str:
     c = r.candidate
-    cache = (f"cache {format_bytes(c.cache_bytes or 0)}" if c.library == "hdf5" and c.chunks is not None
-             else ("shards " + "x".join(map(str, c.shards)) if c.shards else ""))
+    cache = c.cache_or_shards
     codec = c.compressor + (f" {c.error_bound}" if c.error_bound else "") if c.compressor else "-"
     lo, hi = r.seconds_ci
     terms = ", ".join(f"{k[2:]} {v:.3g}" for k, v in sorted(r.terms.items(), key=lambda kv: -kv[1]) if v > 0)

@@ -39,7 +39,7 @@ import numpy as np
 
 from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, ResizeRecord
 from instrumentation.tracefile import Trace, load_trace
-from iomodel.layout import Layout, chunks_text
+from iomodel.layout import Layout, layout_text
 from iomodel.predict import pick_dataset
 from iomodel.replay import (DATASET_NAME, LayoutSpec, ReplayError, build, data_path, evict, index_of, replay,
                             stored_bytes)
@@ -90,6 +90,14 @@ class VerifyRow:
     max_error: float | None  # largest |read or stored - original| (user data only)
     parallel: bool = False
     timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
+
+    @property
+    def description(self) -> str:
+        """``hdf5 1000x16 cache=8MiB blosc-zstd``: the library, layout and codec measured."""
+        text = f"{self.library} {layout_text(self.chunks, self.shards, self.cache_bytes)}"
+        if self.compressor:
+            text += f" {self.compressor}" + (f"({self.error_bound})" if self.error_bound else "")
+        return text
 
     @property
     def ratio(self) -> float | None:
@@ -153,11 +161,7 @@ class VerifyResult:
                        f"{'predicted':>10} {'measured':>10} {'meas/pred':>9} {'stored':>10} {'speed-up':>8}")
             base = next((r.measured_seconds for r in rows if r.label == "current"), None)
             for r in rows:
-                chunks = chunks_text(r.chunks)
-                if r.shards:
-                    chunks += " shards=" + "x".join(map(str, r.shards))
-                if r.cache_bytes is not None:
-                    chunks += f" cache={r.cache_bytes / 2**20:g}MiB"
+                chunks = layout_text(r.chunks, r.shards, r.cache_bytes)
                 codec = r.compressor or "none"
                 if r.error_bound:
                     codec += f" {r.error_bound}"

@@ -136,8 +136,8 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
         "verdict_reason": entry.verdict_reason,
         "tie_rule": entry.tie_rule,
         "recommended": entry.recommendation.label,
-        "best_change": change.label + " " + _layout_text(change),
-        "best_measured": best.label + " " + _layout_text(best),
+        "best_change": change.label + " " + change.description,
+        "best_measured": best.label + " " + best.description,
         "regret": rec.measured_seconds / best.measured_seconds,
         # the fastest replay of each layout: on a loaded machine the least disturbed one
         "regret_min": min(rec.measured_all) / min(min(r.measured_all) for r in pool),
@@ -159,7 +159,7 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
         "model_seconds": {label: rec.model_seconds for label, rec in (
             [("current", entry.current)] + [(f"#{k}", r) for k, r in enumerate(entry.candidates[:top], 1)]
             + [(f"{lib} default", r) for lib, r in entry.defaults.items()])},
-        "labels": {r.label: _layout_text(r) for r in measured},
+        "labels": {r.label: r.description for r in measured},
         "advice": entry.to_json_obj(),
     }
     # h5py auto: chunks=True; when the array is resizable h5py's default already is that
@@ -186,20 +186,6 @@ def floor(rows: list[dict]) -> float:
     even = [half(r, 0) for r in rows]
     odd = [half(r, 1) for r in rows]
     return odd[even.index(min(even))] / min(odd)
-
-
-def _layout_text(r) -> str:
-    from iomodel.layout import chunks_text
-
-    chunks = r.chunks
-    text = f"{r.library} " + chunks_text(chunks)
-    if r.shards:
-        text += " shards=" + "x".join(map(str, r.shards))
-    if r.library == "hdf5" and chunks is not None and r.cache_bytes is not None:
-        text += f" cache={r.cache_bytes / 2**20:g}MiB"
-    if r.compressor:
-        text += f" {r.compressor}" + (f"({r.error_bound})" if r.error_bound else "")
-    return text
 
 
 def grounding_table(results: list[dict]) -> str:

@@ -148,7 +148,7 @@ class Case:
     def label(self) -> str:
         parts = [self.library, "chunks=" + chunks_text(self.chunks)]
         if self.shards:
-            parts.append("shards=" + "x".join(map(str, self.shards)))
+            parts.append("shards=" + chunks_text(self.shards))
         if self.codec:
             parts.append(f"codec={self.codec}")
         if self.cache:

@@ -56,6 +56,28 @@ def chunks_text(chunks: Sequence[int] | None) -> str:
     return "contiguous" if chunks is None else "x".join(map(str, chunks))
 
 
+def format_bytes(n: float) -> str:
+    """Binary units, 4 significant digits: 8MiB, 1.5GiB, 512B."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g}{unit}"
+    return f"{int(n)}B"
+
+
+def layout_text(chunks: Sequence[int] | None, shards: Sequence[int] | None = None,
+                cache_bytes: int | None = None) -> str:
+    """A storage layout for tables, without its library: ``65536x8 cache=8MiB``, ``64x64 shards=512x512``.
+
+    The cache is named only for chunked storage (HDF5's chunk cache; zarr has none: pass None).
+    """
+    text = chunks_text(chunks)
+    if shards is not None:
+        text += " shards=" + chunks_text(shards)
+    if chunks is not None and cache_bytes is not None:
+        text += f" cache={format_bytes(cache_bytes)}"
+    return text
+
+
 @dataclass(frozen=True)
 class Layout:
     """One candidate layout of one array (the paper's storage configuration)."""
@@ -117,13 +139,8 @@ class Layout:
     @property
     def label(self) -> str:
         """Short description for tables: 'hdf5 65536x8 cache=8MiB'."""
-        ch = chunks_text(self.chunks)
-        extra = ""
-        if self.library == "hdf5" and self.chunks is not None:
-            extra = f" cache={self.rdcc_nbytes / 2**20:g}MiB"
-        if self.shards is not None:
-            extra = " shards=" + "x".join(map(str, self.shards))
-        return f"{self.library} {ch}{extra}"
+        cache = self.rdcc_nbytes if self.library == "hdf5" else None
+        return f"{self.library} {layout_text(self.chunks, self.shards, cache)}"
 
     # ---- validation ----------------------------------------------------------------
     def validate(self) -> None:

@@ -27,7 +27,7 @@ def recommend(trace: Trace, out, args) -> None:
     """The advisor's answer: the recommended layout, its predicted speed-up over the current one, why, and
     the code to apply it (``ioadvisor advise`` has the full ranked table)."""
     from advisor.api import advise
-    from advisor.candidates import format_bytes
+    from iomodel.layout import format_bytes
 
     t0 = time.perf_counter()
     adv = advise(trace, profile=args.profile)

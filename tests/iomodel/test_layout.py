@@ -4,7 +4,7 @@ import json
 import pytest
 
 from instrumentation.records import ChunkCache, DatasetRecord, Filter
-from iomodel.layout import Layout, LayoutError, parse_layout
+from iomodel.layout import Layout, LayoutError, format_bytes, layout_text, parse_layout
 from iomodel.profile import ProfileError, SystemProfile, load_profile, save_profile
 
 DS = DatasetRecord(3, "hdf5", "2.0", "f.h5", "/x", (1_000_000, 64), "float32", chunks=(65536, 8),
@@ -14,6 +14,17 @@ DS = DatasetRecord(3, "hdf5", "2.0", "f.h5", "/x", (1_000_000, 64), "float32", c
 def test_current_layout_takes_the_recorded_one():
     lay = parse_layout("current", DS)
     assert (lay.library, lay.chunks, lay.rdcc_nbytes, lay.itemsize) == ("hdf5", (65536, 8), 64 << 20, 4)
+
+
+def test_layouts_named_alike_everywhere():
+    """Advice, verify tables and benchmarks name a layout with one function: the same text for the same storage."""
+    assert [format_bytes(n) for n in (0, 512, 1536, 8 << 20, 3 << 30)] == ["0B", "512B", "1.5KiB", "8MiB", "3GiB"]
+    assert layout_text((65536, 8), cache_bytes=8 << 20) == "65536x8 cache=8MiB"
+    assert layout_text(None, cache_bytes=8 << 20) == "contiguous"  # no chunk cache without chunks
+    assert layout_text((64, 64), shards=(512, 512)) == "64x64 shards=512x512"
+    hdf5 = parse_layout("hdf5:chunks=1000x64,cache=1MiB", DS)
+    zarr = parse_layout("zarr:chunks=1000x8,shards=65000x64", DS)
+    assert (hdf5.label, zarr.label) == ("hdf5 1000x64 cache=1MiB", "zarr 1000x8 shards=65000x64")
 
 
 def test_parse_hdf5_and_zarr_specs():
