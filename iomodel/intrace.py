@@ -52,8 +52,9 @@ from .predict import Workload
 from .profile import SystemProfile
 
 SEGMENTS = 32
-"""Time-ordered segments per dataset (fewer when there are fewer accesses): enough groups for the terms' mix to
-vary (the cold start against the warm rest, cache misses against hits)."""
+"""Time-ordered segments per dataset (fewer when there are fewer accesses or runs: a segment ends where a folded
+run ends): enough groups for the terms' mix to vary (the cold start against the warm rest, cache misses against
+hits)."""
 SIGNIFICANT = 0.05
 """A term is fitted when it holds at least this share of the predicted time of the calibrating groups."""
 MAX_RESOLUTION = 0.15
@@ -232,11 +233,13 @@ class TraceCalibration:
 
 
 def _segments(accesses) -> list[int]:
-    """End indices (access numbers) of up to SEGMENTS time-ordered segments of ``accesses`` (sorted by start)."""
-    n = len(accesses)
-    k = min(SEGMENTS, n)
-    ends = np.linspace(0, n, k + 1).astype(int)[1:]
-    return sorted(set(int(e) for e in ends if e > 0))
+    """End indices (access numbers) of up to SEGMENTS time-ordered segments of ``accesses`` (sorted by start),
+    each ending where a run ends: a folded run keeps only its total duration (docs/trace-format.md), so groups
+    cut inside it would carry prorated times, equal to the microsecond, that any one term fits exactly."""
+    runs = accesses.access_ends
+    n = int(runs[-1]) if len(runs) else 0
+    want = np.linspace(0, n, min(SEGMENTS, n) + 1)[1:]
+    return sorted(set(int(e) for e in runs[np.searchsorted(runs, want)]))
 
 
 def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str],
