@@ -31,6 +31,7 @@ import numpy as np
 from .records import Selection
 
 _INT_TYPES = (int, np.integer)
+_WHOLE = slice(None)
 
 
 class SelectionError(ValueError):
@@ -98,26 +99,35 @@ def fast_hyperslab(args: tuple, shape: tuple[int, ...]):
     return start, count, stride, block, n
 
 
-def hyperslab_columns(index: list[tuple], shape: tuple[int, ...]):
+def hyperslab_columns(index: list[tuple], shape):
     """``fast_hyperslab`` of many indexes into one array at once, or None.
 
     (start, count, stride, block) as (m, ndim) int64 arrays and n as (m,), equal
-    row by row to ``fast_hyperslab``. None unless every index has one int or
-    slice per dimension and each dimension is all ints or all slices (the shape
-    of a loop's indexes); the caller then goes index by index.
+    row by row to ``fast_hyperslab``. ``shape``: the array's, or one per index
+    (an (m, ndim) array: the extent of an array appended to between calls). An
+    index shorter than ndim takes the whole trailing dimensions (``ds[i]``). None
+    unless every index has ints and slices only and each dimension is all ints or
+    all slices (the shape of a loop's indexes); the caller then goes index by index.
     """
-    m, ndim = len(index), len(shape)
-    if not set(map(len, index)) <= {ndim}:
+    shapes = np.asarray(shape, np.int64)
+    each = shapes.ndim == 2
+    m, ndim = len(index), shapes.shape[-1]
+    lengths = set(map(len, index))
+    if not lengths <= set(range(1 if ndim else 0, ndim + 1)):
         return None
+    if lengths != {ndim}:
+        index = [a + (_WHOLE,) * (ndim - len(a)) for a in index]
     start = np.zeros((m, ndim), np.int64)
     count = np.ones((m, ndim), np.int64)
     stride = np.ones((m, ndim), np.int64)
     block = np.ones((m, ndim), np.int64)
-    for d, dim in enumerate(shape):
+    for d in range(ndim):
+        dim = shapes[:, d] if each else shapes[d]
         col = list(map(itemgetter(d), index))
         types = set(map(type, col))
         if types == {slice}:
-            lo, hi, step = np.fromiter(chain.from_iterable(map(slice.indices, col, repeat(dim, m))), np.int64,
+            lo, hi, step = np.fromiter(chain.from_iterable(map(slice.indices, col, dim.tolist() if each
+                                                                else repeat(int(dim), m))), np.int64,
                                        3 * m).reshape(m, 3).T
             size = np.abs(step)
             k = np.maximum(np.where(step > 0, hi - lo, lo - hi) + size - 1, 0) // size  # len(range(lo, hi, step))

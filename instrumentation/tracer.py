@@ -48,6 +48,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 
@@ -71,8 +72,9 @@ CAPTURE_CALLS = ("h5py calls", "zarr calls")
 """The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
 
-_GROUP_KEY, _INDEX, _T0, _DT = itemgetter(0, 1, 3, 4), itemgetter(2), itemgetter(5), itemgetter(6)
-"""Fields of a queued int/slice read (hooks_h5py._record): (info, op, index, shape, itemsize, t0, dt)."""
+_GROUP_KEY, _INDEX, _SHAPE, _T0, _DT = itemgetter(0, 1, 4), itemgetter(2), itemgetter(3), itemgetter(5), itemgetter(6)
+"""Fields of a queued int/slice read (hooks_h5py._record): (info, op, index, shape, itemsize, t0, dt). Accesses
+are grouped by array, op and element size, not by extent: an appended array's extent changes between calls."""
 
 FLUSH_INTERVAL = 0.2
 """Seconds between writes of queued records: a killed process loses at most this much."""
@@ -729,6 +731,12 @@ class Tracer:
                         rows = []
                     simple.append(item)
                     continue
+                if kind is ResizeRecord:
+                    # ahead of the accesses still pending (readers order records by time): a loop of resize +
+                    # write keeps its writes in one bulk batch. Written one by one, each write cost this thread
+                    # 100 us with the GIL held, and the program's calls took 30% longer (regret's w07)
+                    writer.resize(item)
+                    continue
                 if simple:
                     self._write_simple(simple)
                     simple = []
@@ -737,10 +745,7 @@ class Tracer:
                     continue
                 writer.hyperslab_rows(rows)
                 rows = []
-                if kind is AccessRecord:
-                    writer.access(item)
-                else:
-                    writer.resize(item)
+                writer.access(item)
             if simple:
                 self._write_simple(simple)
             writer.hyperslab_rows(rows)
@@ -755,24 +760,27 @@ class Tracer:
         if keys.count(keys[0]) == m:  # one array, one op (a loop's reads): no per-item grouping
             groups: dict[tuple, object] = {keys[0]: slice(None)}
         else:
-            groups = {}  # (info, op, shape, itemsize) -> positions in items
+            groups = {}  # (info, op, itemsize) -> positions in items
             for i, key in enumerate(keys):
                 at = groups.get(key)
                 if at is None:
                     groups[key] = at = []
                 at.append(i)
-        width = max(len(key[2]) for key in groups)
+        width = max(len(items[0 if type(at) is slice else at[0]][3]) for at in groups.values())
         start = np.zeros((m, width), np.int64)
         count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
         ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
         nbytes, write = np.zeros(m, np.int64), np.zeros(m, bool)
         ok = np.ones(m, bool)
-        for (info, op, shape, itemsize), at in groups.items():
+        for (info, op, itemsize), at in groups.items():
             tid = self._ids.get(info)
             if tid is None:
                 tid = self._register(info)
-            slabs = self._slabs(list(map(_INDEX, items)) if type(at) is slice else [items[i][2] for i in at], shape)
-            k = len(shape)
+            mine = items if type(at) is slice else [items[i] for i in at]
+            shapes = list(map(_SHAPE, mine))
+            same = shapes.count(shapes[0]) == len(shapes)
+            slabs = self._slabs(list(map(_INDEX, mine)), shapes[0] if same else shapes)
+            k = len(shapes[0])
             for col, part in zip((start, count, stride, block), slabs[:4]):
                 col[at, :k] = part
             n[at] = slabs[4]
@@ -786,21 +794,22 @@ class Tracer:
         cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank, ndim)
         self._writer.access_columns(cols if ok.all() else cols.take(np.flatnonzero(ok)))
 
-    def _slabs(self, index: list[tuple], shape: tuple[int, ...]):
-        """(start, count, stride, block, n, ok) of one array's indexes: in bulk, else index by index (an
-        index that fails is left out, counted in the trace)."""
+    def _slabs(self, index: list[tuple], shape):
+        """(start, count, stride, block, n, ok) of one array's indexes, ``shape`` its extent (or one per index):
+        in bulk, else index by index (an index that fails is left out, counted in the trace)."""
         try:
             cols = hyperslab_columns(index, shape)
         except Exception:  # noqa: BLE001 - index by index below says which one and counts it
             cols = None
         if cols is not None:
             return (*cols, np.ones(len(index), bool))
-        m, k = len(index), len(shape)
+        shapes = shape if type(shape) is list else repeat(shape)
+        m, k = len(index), len(shape[0] if type(shape) is list else shape)
         out = [np.zeros((m, k), np.int64), *(np.ones((m, k), np.int64) for _ in range(3)), np.zeros(m, np.int64),
                np.zeros(m, bool)]
-        for i, args in enumerate(index):
+        for i, (args, dims_of) in enumerate(zip(index, shapes)):
             try:
-                *dims, nel = fast_hyperslab(args, shape)
+                *dims, nel = fast_hyperslab(args, dims_of)
             except Exception as exc:  # noqa: BLE001 - the program already has its data
                 HUB.error(exc, (self,))
                 continue

@@ -97,7 +97,17 @@ def test_bulk_path_equals_fast_path_index_by_index():
 def test_bulk_path_declines_mixed_dimensions_and_ellipsis():
     assert hyperslab_columns([(1, slice(0, 2)), (slice(0, 2), 1)], (5, 5)) is None
     assert hyperslab_columns([(Ellipsis,)], (5,)) is None
-    assert hyperslab_columns([(1,)], (5, 5)) is None
+    assert hyperslab_columns([(1,), (1, 2)], (5, 5)) is None  # whole second dimension against an int
+
+
+def test_bulk_path_of_an_appended_array():
+    # a camera's loop: resize, then ds[i] = frame. Each index is shorter than the array's rank and the extent
+    # grows between calls: one bulk call, per-index extents, row by row what fast_hyperslab says
+    for indexes, shapes in (([(i,) for i in range(5)] + [(-1,)], [(i + 1, 64, 48) for i in range(5)] + [(5, 64, 48)]),
+                            ([(slice(-2, None),), (slice(None, None, 2),)], [(5, 64, 48), (9, 64, 48)])):
+        bulk = hyperslab_columns(indexes, shapes)
+        for row, (args, shape) in enumerate(zip(indexes, shapes)):
+            assert tuple(tuple(a[row].tolist()) for a in bulk[:4]) + (bulk[4][row],) == fast_hyperslab(args, shape)
 
 
 def test_fast_path_declines_what_it_cannot_do():
