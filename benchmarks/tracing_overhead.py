@@ -3,9 +3,10 @@
 1. Per intercepted call: ``ds[0:1, 0:1]`` (the same index every call) and ``ds[i:i+1, j:j+1]``
    (a new one every call) on a small h5py dataset, and
    ``z[0:1, 0:1]`` on a small zarr array, traced minus untraced, per call.
-2. A realistic loop: 10,000 reads of 1000x8 boxes (random rows, columns a
-   multiple of 8) from a (2M x 64) float32 dataset with (65536, 8) chunks
-   (512 MiB, built once in ~/.cache/ioadvisor/bench/), traced vs untraced.
+2. Realistic loops, traced vs untraced: 10,000 reads of 1000x8 boxes (random rows, columns a
+   multiple of 8) from a (2M x 64) float32 dataset with (65536, 8) chunks (512 MiB, built once in
+   ~/.cache/ioadvisor/bench/); and a camera's append (regret's w07): 4,000 times resize, then
+   ``ds[i] = frame`` of a (64, 64) float32 frame, into h5py's automatic chunks.
 
 3. Below Python (the libhdf5 interposer, instrumentation/interpose.py), through ``ioadvisor run``
    as a user runs it, vs the same command without it: a C program linked with Debian's libhdf5
@@ -121,6 +122,26 @@ def realistic(rows: int, n_reads: int, pairs: dict, tracer_path: Path):
         plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: (t[0] / p[0] - 1) * 100,
                                **pairs)
     row = {"case": f"{n_reads} reads of 1000x8 from ({rows} x 64) f4, chunks (65536, 8)", "pairs": len(plain)}
+    for k, label in ((0, "cpu"), (1, "wall")):
+        row.update(summary(plain, traced, lambda x: x[k], label))
+    return row
+
+
+def append_loop(frames: int, pairs: dict, tracer_path: Path, workdir: Path):
+    """A camera's loop (regret's w07): the file created, then resize + ``ds[i] = frame`` per frame."""
+    frame = np.random.default_rng(2).random((64, 64), dtype="f4")
+
+    def loop():
+        with h5py.File(workdir / "append.h5", "w") as f:
+            ds = f.create_dataset("frames", shape=(0, 64, 64), maxshape=(None, 64, 64), dtype="f4", chunks=True)
+            for i in range(frames):
+                ds.resize(i + 1, axis=0)
+                ds[i] = frame
+
+    loop()  # the first file of the process
+    plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: (t[0] / p[0] - 1) * 100,
+                           **pairs)
+    row = {"case": f"{frames} x (resize + ds[i] = frame), (64, 64) f4 frames, chunks=True", "pairs": len(plain)}
     for k, label in ((0, "cpu"), (1, "wall")):
         row.update(summary(plain, traced, lambda x: x[k], label))
     return row
@@ -314,7 +335,8 @@ def main(argv=None) -> int:
         z[:] = 0
         rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
                              trace_path))
-        loop = realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path)
+        loops = [realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path),
+                 append_loop(400 if q else 4000, pairs, trace_path, tmp)]
         below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
@@ -326,15 +348,16 @@ def main(argv=None) -> int:
     print("| loop | pairs | untraced s (cpu) | slower, cpu: median [95% interval] / min-min | untraced s (wall) "
           "| slower, wall: median [95% interval] / min-min |")
     print("|---|---|---|---|---|---|")
-    print(f"| {loop['case']} | {loop['pairs']} | {loop['cpu_untraced']:.2f} | {_pct(loop, 'cpu')} "
-          f"| {loop['wall_untraced']:.2f} | {_pct(loop, 'wall')} |")
+    for loop in loops:
+        print(f"| {loop['case']} | {loop['pairs']} | {loop['cpu_untraced']:.2f} | {_pct(loop, 'cpu')} "
+              f"| {loop['wall_untraced']:.2f} | {_pct(loop, 'wall')} |")
     load.append(os.getloadavg()[0])
     print(f"load average at the end: {load[1]:.2f}")
     if below:
         print()
         print_below(below)
     if args.json:
-        args.json.write_text(json.dumps({"per_call": rows, "loop": loop, "below": below, "load": load,
+        args.json.write_text(json.dumps({"per_call": rows, "loops": loops, "below": below, "load": load,
                                          "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q, "format": args.format},
                                         indent=2))
     return 0
