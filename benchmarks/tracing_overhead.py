@@ -121,7 +121,12 @@ def realistic(rows: int, n_reads: int, pairs: dict, tracer_path: Path):
         loop()  # warm the page cache
         plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: (t[0] / p[0] - 1) * 100,
                                **pairs)
-    row = {"case": f"{n_reads} reads of 1000x8 from ({rows} x 64) f4, chunks (65536, 8)", "pairs": len(plain)}
+    return _loop_row(f"{n_reads} reads of 1000x8 from ({rows} x 64) f4, chunks (65536, 8)", plain, traced)
+
+
+def _loop_row(case: str, plain, traced) -> dict:
+    """A realistic loop's row: pairs, and the CPU and wall slowdowns (median, interval, min-min)."""
+    row = {"case": case, "pairs": len(plain)}
     for k, label in ((0, "cpu"), (1, "wall")):
         row.update(summary(plain, traced, lambda x: x[k], label))
     return row
@@ -141,10 +146,7 @@ def append_loop(frames: int, pairs: dict, tracer_path: Path, workdir: Path):
     loop()  # the first file of the process
     plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: (t[0] / p[0] - 1) * 100,
                            **pairs)
-    row = {"case": f"{frames} x (resize + ds[i] = frame), (64, 64) f4 frames, chunks=True", "pairs": len(plain)}
-    for k, label in ((0, "cpu"), (1, "wall")):
-        row.update(summary(plain, traced, lambda x: x[k], label))
-    return row
+    return _loop_row(f"{frames} x (resize + ds[i] = frame), (64, 64) f4 frames, chunks=True", plain, traced)
 
 
 HERE = Path(__file__).resolve().parent

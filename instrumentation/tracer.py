@@ -766,7 +766,7 @@ class Tracer:
                 if at is None:
                     groups[key] = at = []
                 at.append(i)
-        width = max(len(items[0 if type(at) is slice else at[0]][3]) for at in groups.values())
+        width = max(len(_SHAPE(items[0 if type(at) is slice else at[0]])) for at in groups.values())
         start = np.zeros((m, width), np.int64)
         count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
         ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
@@ -803,8 +803,9 @@ class Tracer:
             cols = None
         if cols is not None:
             return (*cols, np.ones(len(index), bool))
-        shapes = shape if type(shape) is list else repeat(shape)
-        m, k = len(index), len(shape[0] if type(shape) is list else shape)
+        each = type(shape) is list
+        shapes = shape if each else repeat(shape)
+        m, k = len(index), len(shape[0] if each else shape)
         out = [np.zeros((m, k), np.int64), *(np.ones((m, k), np.int64) for _ in range(3)), np.zeros(m, np.int64),
                np.zeros(m, bool)]
         for i, (args, dims_of) in enumerate(zip(index, shapes)):

@@ -420,6 +420,12 @@ may be new), or a new file replacing the old (zarr writes a temporary file and r
 
 
 @numba.njit(cache=True, inline="always")
+def _chunk_lands_on(vcid, alloc, prealloc):
+    """What the write-back of a whole chunk lands on: its file space, or space allocated for it now."""
+    return WRITE_OVER_DATA if _exists(vcid, alloc, prealloc) else WRITE_NEW_SPACE
+
+
+@numba.njit(cache=True, inline="always")
 def _piece_lands_on(pc, key, allocated):
     """What a piece of chunk ``key`` (written piecewise, under its own key) lands on."""
     if not allocated:
@@ -785,7 +791,7 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 n_ev = 1
             for e in range(n_ev):  # write-back of dirty chunks
                 vcid = evicted[e]
-                lands_on = WRITE_OVER_DATA if _exists(vcid, alloc, prealloc) else WRITE_NEW_SPACE
+                lands_on = _chunk_lands_on(vcid, alloc, prealloc)
                 off, next_off = _offset_of(vcid, alloc, prealloc, stored, next_off)
                 if filtered:
                     out[S_ENCODE] += csize
@@ -805,7 +811,7 @@ def _close(out, pc, ent, cc, alloc, prealloc, stored, kmul, filtered, csize, ibc
     while s >= 0:
         if ent[5, s] == 1:
             vcid = ent[0, s]
-            lands_on = WRITE_OVER_DATA if _exists(vcid, alloc, prealloc) else WRITE_NEW_SPACE
+            lands_on = _chunk_lands_on(vcid, alloc, prealloc)
             off, next_off = _offset_of(vcid, alloc, prealloc, stored, next_off)
             if filtered:
                 out[S_ENCODE] += csize
