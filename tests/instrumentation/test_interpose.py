@@ -333,11 +333,13 @@ BUSY_LOOP = textwrap.dedent("""
             f.create_dataset("v", data=np.zeros((N, 20), "f4"), chunks=(64, 20))
         v = h5py.File(sys.argv[1])["v"]
 
-    def converters():  # this run's: started here, so working in this directory
+    def converters():  # this run's: started here, so working in this directory; Python processes only (the
+        # shell that starts one has its command line too, until it exits or execs)
         found = []
         for k in filter(str.isdigit, os.listdir("/proc")):
             try:
                 if (b"instrumentation.convert" in open(f"/proc/{k}/cmdline", "rb").read()
+                        and os.readlink(f"/proc/{k}/exe") == os.path.realpath(sys.executable)
                         and os.readlink(f"/proc/{k}/cwd") == os.getcwd()):
                     found.append(k)
             except OSError:  # ended meanwhile
