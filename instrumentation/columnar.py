@@ -43,6 +43,7 @@ from .tracefile import (
     is_jsonl,
     load_trace,
     remap_columns,
+    resize_line,
 )
 
 META = "_meta.jsonl"
@@ -422,17 +423,20 @@ class ColumnarTraceWriter(TraceWriter):
         self._meta.flush()
 
     # -- records --
-    def _meta_line(self, obj: dict) -> None:
+    def _meta_line(self, line: str, at_once: bool) -> None:
         with self._lock:
             if not self._meta.closed:
-                self._meta.write(_dumps(obj) + "\n")
-                self._meta.flush()
+                self._meta.write(line + "\n")
+                if at_once:
+                    self._meta.flush()
 
     def dataset(self, rec) -> None:
-        self._meta_line({"t": "d", **rec.get_config()})  # at once: accesses that follow refer to it
+        self._meta_line(_dumps({"t": "d", **rec.get_config()}), at_once=True)  # accesses that follow refer to it
 
     def resize(self, rec) -> None:
-        self._meta_line({"t": "r", **rec.get_config()})
+        # with the next batch (``flush``): a write per resize cost an append loop 26 us of the flusher's CPU per
+        # frame, with the GIL held (benchmarks/tracing_overhead.py)
+        self._meta_line(resize_line(rec), at_once=False)
 
     def access(self, rec: AccessRecord) -> None:
         s = rec.selection
@@ -500,9 +504,12 @@ class ColumnarTraceWriter(TraceWriter):
     def flush(self, force: bool = True) -> None:
         with self._lock:
             pending = len(self._rows) + self._column_rows
-            if not pending or self._meta.closed:
+            if self._meta.closed:
                 return
             if not force and pending < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
+                return
+            self._meta.flush()  # a batch on disk finds the resizes before it there
+            if not pending:
                 return
             parts = self._columns + ([self._take_rows()] if self._rows else [])
             self._columns, self._column_rows = [], 0

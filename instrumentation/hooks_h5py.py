@@ -12,7 +12,8 @@ cannot be patched (an immutable extension type) and is not traced.
 Dataset metadata is computed once per dataset (keyed by the Dataset object,
 then by its DatasetID, which compares equal for two handles on one dataset)
 and its shape follows ``resize``/``refresh``. A ``ds.id.set_extent`` call
-bypasses that and leaves a stale shape until the last tracer exits.
+bypasses that and leaves a stale shape until the last tracer exits (a later
+``resize(n, axis=k)`` is then recorded with the other extents stale too).
 """
 from __future__ import annotations
 
@@ -266,11 +267,20 @@ def _traced_io(op: str, original, selection_of):
     return _outermost(original, record)
 
 
-def _read(self, args, new_dtype, t0: float, dt: float) -> None:
-    try:
-        _record(self, READ, args, new_dtype, t0, dt)
-    except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
-        HUB.error(exc)
+def _recorder(op: str):
+    """``record(self, args, new_dtype, t0, dt)``: a traced read's or write's record in Python (the C hook's
+    ``slow``); never raises."""
+
+    def record(self, args, new_dtype, t0: float, dt: float) -> None:
+        try:
+            _record(self, op, args, new_dtype, t0, dt)
+        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+            HUB.error(exc)
+
+    return record
+
+
+_read, _write = _recorder(READ), _recorder(WRITE)
 
 
 def _drain_full_queues() -> None:
@@ -283,7 +293,7 @@ def _traced_getitem(original):
     """The hot path (every read): in C (``_hotpath.Hook``, which hands all but known datasets' int/slice reads
     to ``_read``), else ``_outermost`` specialised, without packing arguments."""
     if _hotpath is not None:
-        return functools.update_wrapper(_hotpath.Hook(original, _read, _failed), original)
+        return functools.update_wrapper(_hotpath.Hook(original, _read, _failed, READ, False), original)
 
     def __getitem__(self, args, new_dtype=None):
         if _depth() or not HUB.active:
@@ -304,12 +314,16 @@ def _traced_getitem(original):
     return functools.update_wrapper(__getitem__, original)
 
 
+def _traced_setitem(original):
+    """Every write: in C as reads (``_hotpath.Hook``; ``ds[i] = frame`` of an append loop costs 3-4 us less), else
+    ``_outermost``."""
+    if _hotpath is not None:
+        return functools.update_wrapper(_hotpath.Hook(original, _write, _failed, WRITE, True), original)
+    return _traced_io(WRITE, original, lambda args, kwargs: (args[0], None))
+
+
 if _hotpath is not None:
-    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, READ, _drain_full_queues, MAX_PENDING)
-
-
-def _setitem_sel(args, kwargs):
-    return args[0], None
+    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_queues, MAX_PENDING)
 
 
 def _direct_sel(position: int, name: str):
@@ -356,8 +370,24 @@ def _traced_group_setitem(original):
     return _outermost(original, record, makes_data)
 
 
-def _traced_extent(original):
-    """resize / refresh: the extent may change; record it when it did."""
+def _resized(ds, info: DatasetInfo, args, kwargs) -> tuple:
+    """The extent ``resize`` set: what h5py passes to ``set_extent`` (asking HDF5 costs 10 us a call)."""
+    size = args[0] if args else kwargs["size"]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    if axis is None:
+        return tuple(map(int, size))
+    shape = list(info.shape)
+    shape[axis] = int(size)
+    return tuple(shape)
+
+
+def _refreshed(ds, info: DatasetInfo, args, kwargs) -> tuple:
+    """The extent after ``refresh``: another process's (a SWMR writer's), known only to HDF5."""
+    return tuple(map(int, ds.id.shape))
+
+
+def _traced_extent(original, new_shape):
+    """resize / refresh: the extent may change; record it when it did (``new_shape(ds, info, args, kwargs)``)."""
 
     def wrapper(self, *args, **kwargs):
         if not HUB.active:
@@ -369,9 +399,10 @@ def _traced_extent(original):
             return original(self, *args, **kwargs)
         result = original(self, *args, **kwargs)
         try:
-            shape = self.id.shape
-            if info.shape is not None and tuple(shape) != info.shape:
-                HUB.resize(info, shape, perf_counter())
+            if info.shape is not None:
+                shape = new_shape(self, info, args, kwargs)
+                if shape != info.shape:
+                    HUB.resize(info, shape, perf_counter())
         except Exception as exc:  # noqa: BLE001
             HUB.error(exc)
         return result
@@ -383,10 +414,10 @@ def patches() -> list[tuple[object, str, object]]:
     """(owner, attribute, replacement) for the tracer to install."""
     return [
         (Dataset, "__getitem__", _traced_getitem(Dataset.__getitem__)),
-        (Dataset, "__setitem__", _traced_io(WRITE, Dataset.__setitem__, _setitem_sel)),
+        (Dataset, "__setitem__", _traced_setitem(Dataset.__setitem__)),
         (Dataset, "read_direct", _traced_io(READ, Dataset.read_direct, _direct_sel(1, "source_sel"))),
         (Dataset, "write_direct", _traced_io(WRITE, Dataset.write_direct, _direct_sel(2, "dest_sel"))),
-        (Dataset, "resize", _traced_extent(Dataset.resize)),
+        (Dataset, "resize", _traced_extent(Dataset.resize, _resized)),
         (Group, "create_dataset", _traced_create(Group.create_dataset)),
         (Group, "__setitem__", _traced_group_setitem(Group.__setitem__)),
-    ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh))] if hasattr(Dataset, "refresh") else [])
+    ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh, _refreshed))] if hasattr(Dataset, "refresh") else [])

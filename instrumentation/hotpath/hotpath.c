@@ -1,10 +1,10 @@
-/* The hot path of the h5py hooks: Dataset.__getitem__ traced in C.
+/* The hot path of the h5py hooks: Dataset.__getitem__ and __setitem__ traced in C.
  *
  * A traced read runs right after HDF5 has copied its data, when the CPU caches hold that data and
  * not the tracer's: in Python the wrapper and its record cost 4-6 µs per read there (a few hundred
- * cold memory references), 1-2% of a realistic h5py read. Here a read of a known dataset by ints
- * and slices costs two clock reads, a dict probe and one tuple: the same item the Python hook queues
- * (hooks_h5py._record), for the tracer's flusher thread to normalize in bulk. Everything else (a
+ * cold memory references), 1-2% of a realistic h5py read. Here a read or write of a known dataset by
+ * ints and slices costs two clock reads, a dict probe and one tuple: the same item the Python hook
+ * queues (hooks_h5py._record), for the tracer's flusher thread to normalize in bulk. Everything else (a
  * dataset seen for the first time, fancy indexes, new_dtype, MPI) goes to the Python hook unchanged.
  *
  * Module state, set from Python: `depth` is per thread (nested traced calls record only the outermost;
@@ -20,7 +20,6 @@ static __thread int depth;
 static PyObject *queues;       /* tuple of bound deque.append methods, one per active tracer */
 static PyObject *known;        /* hooks_h5py._by_obj: id(dataset) -> (weakref, DatasetInfo) */
 static PyObject *simple_types; /* frozenset of index types that can be normalized later */
-static PyObject *op_read;      /* records.READ */
 static PyObject *overflow;     /* called when a queue is longer than max_pending */
 static Py_ssize_t max_pending;
 static PyObject *s_shape, *s_itemsize, *s_mpio;
@@ -36,12 +35,14 @@ typedef struct {
     PyObject *original; /* the h5py method */
     PyObject *slow;     /* slow(self, args, new_dtype, t0, dt): the Python record, never raises */
     PyObject *failed;   /* failed(self): a traced call raised */
+    PyObject *op;       /* records.READ: __getitem__(self, args[, new_dtype]); records.WRITE: __setitem__(self, args, val) */
+    int write;
     PyObject *dict;     /* functools.update_wrapper's attributes */
     vectorcallfunc vectorcall;
 } Hook;
 
 /* The item hooks_h5py._record queues, or NULL (then the Python record decides). No exception set. */
-static PyObject *item_of(PyObject *self, PyObject *args, double t0, double dt) {
+static PyObject *item_of(PyObject *self, PyObject *args, PyObject *op, double t0, double dt) {
     PyObject *key = PyLong_FromVoidPtr(self);
     if (key == NULL) { PyErr_Clear(); return NULL; }
     PyObject *entry = PyDict_GetItemWithError(known, key); /* borrowed */
@@ -71,7 +72,7 @@ static PyObject *item_of(PyObject *self, PyObject *args, double t0, double dt) {
     if (mpio == Py_False && shape != NULL && PyTuple_Check(shape) && itemsize != NULL) {
         PyObject *a = PyFloat_FromDouble(t0), *b = PyFloat_FromDouble(dt);
         if (a != NULL && b != NULL)
-            item = PyTuple_Pack(7, info, op_read, index, shape, itemsize, a, b);
+            item = PyTuple_Pack(7, info, op, index, shape, itemsize, a, b);
         Py_XDECREF(a);
         Py_XDECREF(b);
     }
@@ -84,7 +85,7 @@ static PyObject *item_of(PyObject *self, PyObject *args, double t0, double dt) {
 }
 
 static void record(Hook *h, PyObject *self, PyObject *args, PyObject *new_dtype, double t0, double dt) {
-    PyObject *item = new_dtype == Py_None ? item_of(self, args, t0, dt) : NULL;
+    PyObject *item = new_dtype == Py_None ? item_of(self, args, h->op, t0, dt) : NULL;
     if (item == NULL) {
         PyObject *r = PyObject_CallFunction(h->slow, "OOOdd", self, args, new_dtype, t0, dt);
         Py_XDECREF(r);
@@ -110,9 +111,9 @@ static PyObject *hook_vectorcall(PyObject *callable, PyObject *const *argv, size
     Hook *h = (Hook *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (depth || PyTuple_GET_SIZE(queues) == 0 || nargs < 2 || nargs + nkw > 3)
+    if (depth || PyTuple_GET_SIZE(queues) == 0 || nargs < 2 || nargs + nkw > 3 || (h->write && nargs != 3))
         return PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
-    PyObject *self = argv[0], *args = argv[1], *new_dtype = nargs == 3 ? argv[2] : Py_None;
+    PyObject *self = argv[0], *args = argv[1], *new_dtype = nargs == 3 && !h->write ? argv[2] : Py_None;
     if (nkw == 1) { /* h5py's astype/fields wrappers pass new_dtype= by name */
         if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "new_dtype") != 0)
             return PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
@@ -140,24 +141,27 @@ static PyObject *hook_vectorcall(PyObject *callable, PyObject *const *argv, size
 }
 
 static PyObject *hook_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-    PyObject *original, *slow, *failed;
-    if (!PyArg_ParseTuple(a, "OOO:Hook", &original, &slow, &failed)) return NULL;
+    PyObject *original, *slow, *failed, *op;
+    int write;
+    if (!PyArg_ParseTuple(a, "OOOOp:Hook", &original, &slow, &failed, &op, &write)) return NULL;
     Hook *h = (Hook *)type->tp_alloc(type, 0);
     if (h == NULL) return NULL;
     Py_INCREF(original); h->original = original;
     Py_INCREF(slow); h->slow = slow;
     Py_INCREF(failed); h->failed = failed;
+    Py_INCREF(op); h->op = op;
+    h->write = write;
     h->vectorcall = hook_vectorcall;
     return (PyObject *)h;
 }
 
 static int hook_traverse(Hook *h, visitproc visit, void *arg) {
-    Py_VISIT(h->original); Py_VISIT(h->slow); Py_VISIT(h->failed); Py_VISIT(h->dict);
+    Py_VISIT(h->original); Py_VISIT(h->slow); Py_VISIT(h->failed); Py_VISIT(h->op); Py_VISIT(h->dict);
     return 0;
 }
 
 static int hook_clear(Hook *h) {
-    Py_CLEAR(h->original); Py_CLEAR(h->slow); Py_CLEAR(h->failed); Py_CLEAR(h->dict);
+    Py_CLEAR(h->original); Py_CLEAR(h->slow); Py_CLEAR(h->failed); Py_CLEAR(h->op); Py_CLEAR(h->dict);
     return 0;
 }
 
@@ -180,7 +184,7 @@ static PyGetSetDef hook_getset[] = {
 static PyTypeObject HookType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "instrumentation._hotpath.Hook",
-    .tp_doc = "Hook(original, slow, failed): a traced Dataset.__getitem__ (module docstring).",
+    .tp_doc = "Hook(original, slow, failed, op, write): a traced Dataset.__getitem__ or __setitem__ (module docstring).",
     .tp_basicsize = sizeof(Hook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = hook_new,
@@ -202,12 +206,11 @@ static PyObject *set_queues(PyObject *m, PyObject *arg) {
 }
 
 static PyObject *configure(PyObject *m, PyObject *a) {
-    PyObject *k, *t, *r, *o;
+    PyObject *k, *t, *o;
     Py_ssize_t mp;
-    if (!PyArg_ParseTuple(a, "O!O!OOn:configure", &PyDict_Type, &k, &PyFrozenSet_Type, &t, &r, &o, &mp)) return NULL;
+    if (!PyArg_ParseTuple(a, "O!O!On:configure", &PyDict_Type, &k, &PyFrozenSet_Type, &t, &o, &mp)) return NULL;
     Py_INCREF(k); Py_XSETREF(known, k);
     Py_INCREF(t); Py_XSETREF(simple_types, t);
-    Py_INCREF(r); Py_XSETREF(op_read, r);
     Py_INCREF(o); Py_XSETREF(overflow, o);
     max_pending = mp;
     Py_RETURN_NONE;
@@ -224,14 +227,14 @@ static PyObject *set_depth(PyObject *m, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(known, simple_types, op_read, overflow, max_pending): the hooks' shared state."},
+     "configure(known, simple_types, overflow, max_pending): the hooks' shared state."},
     {"set_queues", set_queues, METH_O, "set_queues(appends): the active tracers' queue appends; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},
     {NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hotpath", "Traced h5py reads in C.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hotpath", "Traced h5py reads and writes in C.", -1, methods};
 
 PyMODINIT_FUNC PyInit__hotpath(void) {
     if (PyType_Ready(&HookType) < 0) return NULL;

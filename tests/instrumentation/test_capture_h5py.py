@@ -103,13 +103,20 @@ from h5py._hl.dataset import Dataset
 with h5py.File(sys.argv[1] + ".h5", "w") as f:
     d = f.create_dataset("x", data=np.arange(200.0).reshape(20, 10))
     with advisor.trace(sys.argv[1] + ".parquet", overwrite=True) as t:
-        hook = type(Dataset.__getitem__).__name__
+        hook = [type(Dataset.__getitem__).__name__, type(Dataset.__setitem__).__name__]
         out = [d[3], d[2:7, 1:3], d[-1, ::3], d[np.int64(4)], d[[1, 4]], d.astype("f4")[0:2, 0], d[5:5],
                d.__getitem__((1, 1)), d[(slice(None), 9)]]
-        try:
-            d[99]
-        except IndexError:
-            out.append("IndexError")
+        d[0] = -1.0
+        d[1:3, 2:9:3] = np.ones((2, 3))
+        d[np.int64(19), -1] = 5
+        d[[2, 5]] = np.full((2, 10), 7.0)
+        d.__setitem__((4, slice(0, 2)), [8, 9])
+        out.append(d[...])
+        for bad in (lambda: d.__getitem__(99), lambda: d.__setitem__(99, 1)):
+            try:
+                bad()
+            except IndexError:
+                out.append("IndexError")
 tr = t.load()
 print(json.dumps({"hook": hook, "out": [np.asarray(o).tolist() if not isinstance(o, str) else o for o in out],
                   "acc": [[a.op, list(a.selection.start), list(a.selection.block), list(a.selection.stride),
@@ -117,7 +124,7 @@ print(json.dumps({"hook": hook, "out": [np.asarray(o).tolist() if not isinstance
 """
 
 
-def test_c_and_python_read_hooks_record_the_same(tmp_path):
+def test_c_and_python_read_and_write_hooks_record_the_same(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(HOOK_PROGRAM)
     got = {}
@@ -126,10 +133,12 @@ def test_c_and_python_read_hooks_record_the_same(tmp_path):
                               timeout=120)
         assert run_.returncode == 0, run_.stderr
         got[impl] = json.loads(run_.stdout)
-    assert got["c"]["hook"] == "Hook" and got["python"]["hook"] == "function"
-    assert got["c"]["out"] == got["python"]["out"] and got["c"]["out"][-1] == "IndexError"
-    assert got["c"]["acc"] == got["python"]["acc"] and len(got["c"]["acc"]) == 9
-    assert got["c"]["failed"] == got["python"]["failed"] == 1
+    assert got["c"]["hook"] == ["Hook", "Hook"] and got["python"]["hook"] == ["function", "function"]
+    assert got["c"]["out"] == got["python"]["out"] and got["c"]["out"][-2:] == ["IndexError", "IndexError"]
+    assert got["c"]["acc"] == got["python"]["acc"] and len(got["c"]["acc"]) == 15
+    assert [a[0] for a in got["c"]["acc"]][9:] == ["write"] * 5 + ["read"]
+    assert got["c"]["acc"][10][1:4] == [[1, 2], [2, 1], [1, 3]]  # start, block, stride of d[1:3, 2:9:3]
+    assert got["c"]["failed"] == got["python"]["failed"] == 2
 
 
 def test_points_mask(h5, tmp_path):
@@ -274,10 +283,14 @@ def test_resize_and_shape_follow(h5, tmp_path):
         ds[25:30] = 1
         tail = ds[20:]
         ds.resize(22, axis=0)
+        ds.resize(size=np.int64(24), axis=0)  # the extent is taken from the call's arguments, as h5py takes it
+        ds.resize(np.array([25, 10]))
         return tail
 
     tail, tr = run(tmp_path, work)
-    assert [r.shape for r in tr.resizes] == [(30, 10), (22, 10)]
+    assert [r.shape for r in tr.resizes] == [(30, 10), (22, 10), (24, 10), (25, 10)] == \
+        [(30, 10), (22, 10), (24, 10), ds.shape]
+    assert {type(n) for r in tr.resizes for n in r.shape} == {int}
     assert tr.accesses[1].selection == box((20, 0), (10, 10))  # open slice sees the new extent
     assert tail.shape == (10, 10)
 

@@ -267,6 +267,26 @@ def test_sigkill_leaves_a_readable_prefix(tmp_path):
     assert [a.selection.start[0] for a in tr.accesses] == list(range(3000))
 
 
+def test_resizes_reach_the_disk_with_the_batch_after_them(tmp_path):
+    """Resize lines are written with the next batch, not one write each (an append loop's): a process killed
+    after a batch leaves every resize before it, each batch row within its extent."""
+    from instrumentation import ResizeRecord
+    from instrumentation.columnar import ColumnarTraceWriter
+
+    w = ColumnarTraceWriter(tmp_path / "t.parquet", header())
+    w.dataset(dataset())
+    for i in range(100, 140):
+        w.resize(ResizeRecord(0, (i + 1, 8), 0.01 * i))
+        w.hyperslab_access(0, "write", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.01 * i + 0.001, 1e-5)
+    w.flush()
+    w.resize(ResizeRecord(0, (141, 8), 1.41))  # after the last batch: lost with the process, as its accesses are
+    tr = load_trace(tmp_path / "t.parquet", allow_truncated=True)  # read as a SIGKILL leaves it: no close
+    assert [r.shape[0] for r in tr.resizes] == list(range(101, 141))
+    assert tr.n_access == 40
+    w.close()
+    assert [r.shape[0] for r in load_trace(tmp_path / "t.parquet").resizes] == list(range(101, 142))
+
+
 def _batched_trace(path, batches=10, rows=30):
     """A columnar trace written as ``batches`` batch files (a flush each) of ``rows`` random row reads; its rows."""
     from instrumentation.columnar import ColumnarTraceWriter
