@@ -90,7 +90,7 @@ def resize_line(rec: ResizeRecord) -> str:
     """A resize record's JSON line, as ``_dumps`` of its config writes it: formatted here, json.dumps costs
     an append loop 5-10 us per frame (its t0, from ``perf_counter``, is finite)."""
     rank = f',"rank":{rec.rank}' if rec.rank else ""
-    return f'{{"t":"r","ds":{rec.dataset},"shape":{_ilist(rec.shape)},"t0":{rec.t_start!r}{rank}}}'
+    return f'{{"t":"r","ds":{rec.dataset},"shape":{_ilist(rec.shape)},"t0":{float(rec.t_start)!r}{rank}}}'
 
 
 class JsonlTraceWriter(TraceWriter):

@@ -151,3 +151,16 @@ def test_merge_unifies_datasets_and_keeps_ranks(tmp_path):
     assert sorted(a.rank for a in back.accesses) == sorted(a.rank for a in m.accesses)
     assert sorted(r.rank for r in back.resizes) == [0, 1, 2]
     assert json.loads(out.read_text().splitlines()[0])["size"] == 3
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.parquet"])
+def test_resize_lines_read_back_as_recorded(tmp_path, name):
+    """Resize lines are formatted by hand (``resize_line``, not json.dumps): numpy values and ranks read back."""
+    w = TraceWriter(tmp_path / name, header(rank=2, size=4))
+    w.dataset(dataset())
+    recs = [ResizeRecord(0, (np.int64(150), 8), np.float64(1.25), rank=2), ResizeRecord(0, (200, 8), 1e-7, rank=2)]
+    for r in recs:
+        w.resize(r)
+    w.close()
+    got = load_trace(tmp_path / name).resizes
+    assert got == recs and all(type(v) is int for r in got for v in r.shape)
