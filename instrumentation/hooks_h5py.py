@@ -397,12 +397,14 @@ def _traced_extent(original, new_shape):
         except Exception as exc:  # noqa: BLE001
             HUB.error(exc)
             return original(self, *args, **kwargs)
+        t0 = perf_counter()
         result = original(self, *args, **kwargs)
+        t1 = perf_counter()
         try:
             if info.shape is not None:
                 shape = new_shape(self, info, args, kwargs)
                 if shape != info.shape:
-                    HUB.resize(info, shape, perf_counter())
+                    HUB.resize(info, shape, t0, t1)
         except Exception as exc:  # noqa: BLE001
             HUB.error(exc)
         return result

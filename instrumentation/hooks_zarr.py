@@ -107,7 +107,7 @@ def _info(store_path, metadata, t0: float) -> DatasetInfo:
         # the same array with new metadata: resized here or by another handle
         if replace(old.template, shape=info.template.shape, created=False) == info.template:
             if old.shape != info.shape:
-                HUB.resize(old, info.shape, t0)
+                HUB.resize(old, info.shape, t0, t0)
             info = old
     _by_array[key] = (weakref.ref(metadata), info)
     return info

@@ -645,22 +645,31 @@ class LibraryCapture:
             lo, hi = sel.bounds()
             start[i, : len(lo)], block[i, : len(lo)] = lo, np.subtract(hi, lo)
         t0 = rec["t0"]
-        own = log.pid == self.pid
-        keep = {tr: (self._not_seen_above(tr, log, rec) if own else np.ones(len(rec), bool)) & (t0 >= tr._origin)
-                for tr in tracers}
+        last = first + len(rec) - 1
+        resizes = []
+        while log.resizes and log.resizes[0]["a"] <= last:
+            ev = log.resizes.pop(0)  # timed by H5Dset_extent, else seen at the access it precedes
+            resizes.append((ev, float(ev.get("at", t0[max(ev["a"] - first, 0)]))))
+        r_nums = np.array([ev["i"] for ev, _ in resizes], np.int64)
+        r_at = np.array([at for _, at in resizes])
+        keep, keep_resize = {}, {}
+        for tr in tracers:
+            if log.pid == self.pid:
+                above = self._seen_above(tr, log, min(float(t0.min(initial=np.inf)), r_at.min(initial=np.inf)))
+                keep[tr] = ~above(rec["ds"], t0, t0 + rec["dt"]) & (t0 >= tr._origin)
+                keep_resize[tr] = ~above(r_nums, r_at, r_at) & (r_at >= tr._origin)
+            else:
+                keep[tr], keep_resize[tr] = t0 >= tr._origin, r_at >= tr._origin
         for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
             self.unconverted += int((keep[tr] & live & ~converted).sum())
             for i in np.unique(which[keep[tr] & converted]).tolist():
                 if infos[i] not in tr._ids:
                     tr._register(infos[i])
-        last = first + len(rec) - 1
-        while log.resizes and log.resizes[0]["a"] <= last:
-            ev = log.resizes.pop(0)
+        for j, (ev, at) in enumerate(resizes):
             resized = self._info(log, ev["i"])
             resized.shape = tuple(ev["dims"])
-            at = float(t0[max(ev["a"] - first, 0)])
             for tr in tracers:
-                if at >= tr._origin:
+                if keep_resize[tr][j]:
                     tr._resize(resized, at)
         for tr in tracers:
             rows = np.flatnonzero(keep[tr] & converted)
@@ -678,34 +687,37 @@ class LibraryCapture:
                 block=block[rows], step=np.zeros((m, width), np.int64),
                 irregular={at[i]: sel for i, sel in irregular.items() if i in at}))
 
-    def _not_seen_above(self, tracer, log: ProcessLog, rec: np.ndarray) -> np.ndarray:
-        """False where an h5py call recorded by ``tracer`` around the same dataset holds the libhdf5 call."""
+    def _seen_above(self, tracer, log: ProcessLog, since: float):
+        """``inside(nums, a0, a1)``: True where an h5py call recorded by ``tracer`` on the same dataset holds the
+        libhdf5 call (an access, or an extent change) of dataset ``nums`` from ``a0`` to ``a1``; none of these
+        began before ``since``."""
         queued = tracer._spans
         spans = self._spans.setdefault(tracer, [])
         spans += [queued.popleft() for _ in range(len(queued))]
-        keep = np.ones(len(rec), bool)
-        if not spans or not len(rec):
-            return keep
+        if since < np.inf:  # an h5py call that ended well before holds nothing still to come
+            spans[:] = [s for s in spans if s[2] >= since - 1.0]
         by_key: dict[str, list] = {}
-        for key, t0, t1 in spans:
-            by_key.setdefault(key, []).append((t0, t1))
-        horizon = float(rec["t0"].min()) - 1.0  # an h5py call that ended before it holds nothing still to come
-        spans[:] = [s for s in spans if s[2] >= horizon]
-        nums = rec["ds"]
-        key_nums: dict[str, list[int]] = {}
-        for num in np.unique(nums).tolist():
-            key_nums.setdefault(self._info(log, num).key, []).append(num)
-        a0, a1 = rec["t0"], rec["t0"] + rec["dt"]
+        for key, s0, s1 in spans:
+            by_key.setdefault(key, []).append((s0, s1))
         for key, pairs in by_key.items():
-            mine = np.flatnonzero(np.isin(nums, key_nums.get(key, ())))
-            if not len(mine):
-                continue
             s = np.asarray(sorted(pairs))
-            reach = np.maximum.accumulate(s[:, 1])  # latest end among spans starting no later
-            j = np.searchsorted(s[:, 0], a0[mine], side="right") - 1
-            inside = (j >= 0) & (reach[np.maximum(j, 0)] >= a1[mine])
-            keep[mine[inside]] = False
-        return keep
+            by_key[key] = (s[:, 0], np.maximum.accumulate(s[:, 1]))  # starts; latest end among those no later
+
+        def inside(nums: np.ndarray, a0: np.ndarray, a1: np.ndarray) -> np.ndarray:
+            held = np.zeros(len(nums), bool)
+            if not by_key:
+                return held
+            for num in np.unique(nums).tolist():
+                starts_reach = by_key.get(self._info(log, num).key)
+                if starts_reach is None:
+                    continue
+                starts, reach = starts_reach
+                mine = np.flatnonzero(nums == num)
+                j = np.searchsorted(starts, a0[mine], side="right") - 1
+                held[mine] = (j >= 0) & (reach[np.maximum(j, 0)] >= a1[mine])
+            return held
+
+        return inside
 
 
 __all__ = ["ACCESS", "CAPTURE_LEVEL", "LOG_DIR_VAR", "LibraryCapture", "ProcessLog", "child_environment",

@@ -160,14 +160,17 @@ class _Hub:
             if tr._spans is not None:
                 tr._spans.append((info.key, t0, t0 + dt))
 
-    def resize(self, info: DatasetInfo, shape: tuple[int, ...], t0: float) -> None:
+    def resize(self, info: DatasetInfo, shape: tuple[int, ...], t0: float, t1: float) -> None:
+        """``info``'s extent became ``shape`` in a call from ``t0`` to ``t1`` (libhdf5's record of it is dropped)."""
         active = self.active
         for tr in active:  # a dataset first seen now is recorded with its extent before the change
             if info not in tr._ids:
                 tr._register(info)
         info.shape = shape
         for tr in active:
-            tr._resize(info, t0)
+            tr._resize(info, t1)
+            if tr._spans is not None:
+                tr._spans.append((info.key, t0, t1))
 
     def created(self, info: DatasetInfo) -> None:
         for tr in self.active:

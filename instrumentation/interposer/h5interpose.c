@@ -1,7 +1,7 @@
 /* ioadvisor's libhdf5 interposer: records every H5Dread / H5Dwrite of a process.
  *
  * Loaded with LD_PRELOAD. It defines H5Dread and H5Dwrite (and H5Dread_multi / H5Dwrite_multi of
- * HDF5 >= 1.14: one access per dataset of the call), so calls from any
+ * HDF5 >= 1.14: one access per dataset of the call) and H5Dset_extent, so calls from any
  * library that imports them (netCDF-C, h5py's and PyTables' extension modules,
  * a C/Fortran program) reach it first. Wheels bundle their own libhdf5 and load
  * it privately (RTLD_LOCAL), where dlsym(RTLD_NEXT) cannot reach it: the real
@@ -112,6 +112,7 @@ struct h5lib {
     dread_multi_t Dread_multi;
     dwrite_multi_t Dwrite_multi;
     hid_t (*Dcreate2)(hid_t, const char *, hid_t, hid_t, hid_t, hid_t, hid_t);
+    herr_t (*Dset_extent)(hid_t, const hsize_t *);
     herr_t (*Dget_num_chunks)(hid_t, hid_t, hsize_t *);
     herr_t (*Dchunk_iter)(hid_t, hid_t, chunk_iter_op_t, void *);
     ssize_t (*Iget_name)(hid_t, char *, size_t);
@@ -388,6 +389,7 @@ static struct h5lib *lib_for_real(void *real_read) {
     BIND(Dread_multi, "H5Dread_multi");
     BIND(Dwrite_multi, "H5Dwrite_multi");
     BIND(Dcreate2, "H5Dcreate2");
+    BIND(Dset_extent, "H5Dset_extent");
     BIND(Dget_num_chunks, "H5Dget_num_chunks");
     BIND(Dchunk_iter, "H5Dchunk_iter");
     BIND(Iget_name, "H5Iget_name");
@@ -734,12 +736,15 @@ struct pending {
 };
 
 /* Everything about the access, asked before the real call. 0: record it after. */
-/* Note a change of extent (lock taken here). */
-static void extent_changed(struct dsdesc *d, const hsize_t *dims, int nd) {
+/* Note a change of extent (lock taken here), made at t_ns (H5Dset_extent), or seen at the next access (-1:
+ * another process's, or one made through a function not interposed). */
+static void extent_changed(struct dsdesc *d, const hsize_t *dims, int nd, long long t_ns) {
     pthread_mutex_lock(&lock);
     if (nd == d->ndim && recording && memcmp(dims, d->dims, sizeof(hsize_t) * (size_t)nd)) {
         memcpy(d->dims, dims, sizeof(hsize_t) * (size_t)nd);
-        meta_printf("{\"t\":\"r\",\"i\":%u,\"a\":%llu,\"dims\":", d->num, (unsigned long long)n_acc_total);
+        meta_printf("{\"t\":\"r\",\"i\":%u,\"a\":%llu,", d->num, (unsigned long long)n_acc_total);
+        if (t_ns >= 0) meta_printf("\"at\":%.9f,", (double)t_ns * 1e-9);
+        meta_printf("\"dims\":");
         meta_ulist(dims, (size_t)nd);
         meta_printf("}\n");
     }
@@ -791,7 +796,7 @@ static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t f
         int nd = L->Sget_simple_extent_dims(space, dims, maxdims);
         L->Sclose(space);
         if (nd != ndim) return -1;
-        extent_changed(d, dims, nd);
+        extent_changed(d, dims, nd, -1);
         r->kind = KIND_ALL;
         r->n = 1;
         for (int k = 0; k < ndim; k++) {
@@ -817,11 +822,11 @@ static int prepare(struct caller *c, int op, hid_t dset, hid_t mem_type, hid_t f
                 r->start[k] + r->stride[k] * (r->count[k] - 1) + r->block[k] > d->dims[k]) beyond = 1;
         }
         r->nbytes = r->n * last_mem_size;
-        if (beyond && L->Sget_simple_extent_dims(file_space, dims, maxdims) == ndim) extent_changed(d, dims, ndim);
+        if (beyond && L->Sget_simple_extent_dims(file_space, dims, maxdims) == ndim) extent_changed(d, dims, ndim, -1);
         return 0;
     }
     if (L->Sget_simple_extent_dims(file_space, dims, maxdims) == ndim) {
-        if (memcmp(dims, d->dims, sizeof(hsize_t) * (size_t)ndim)) extent_changed(d, dims, ndim);
+        if (memcmp(dims, d->dims, sizeof(hsize_t) * (size_t)ndim)) extent_changed(d, dims, ndim, -1);
     }
     hssize_t npoints = L->Sget_select_npoints(file_space);
     r->n = npoints > 0 ? (uint64_t)npoints : 0;
@@ -924,6 +929,26 @@ hid_t H5Dcreate2(hid_t loc, const char *name, hid_t type, hid_t space, hid_t lcp
         pthread_mutex_unlock(&lock);
     }
     return id;
+}
+
+/* Timed by the call itself: the next access may come much later, or never (the file is closed). A change
+ * made inside an h5py resize is dropped in Python (recorded by the h5py hook). */
+herr_t H5Dset_extent(hid_t dset, const hsize_t size[]) {
+    struct caller *c = caller_for(__builtin_return_address(0));
+    if (!c || !c->lib->Dset_extent) {
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
+        return -1;
+    }
+    struct dsdesc *d = NULL;
+    if (recording && c->lib->Iget_name) { /* described before the change: a new dataset enters with its old extent */
+        pthread_mutex_lock(&lock);
+        d = dataset_for(c->lib, dset);
+        pthread_mutex_unlock(&lock);
+    }
+    long long t0 = now_ns();
+    herr_t status = c->lib->Dset_extent(dset, size);
+    if (status >= 0 && d && d->ndim > 0) extent_changed(d, size, d->ndim, t0);
+    return status;
 }
 
 /* ---- what changes a dataspace's selection ---- */

@@ -529,6 +529,44 @@ def test_h5py_accesses_recorded_once_with_a_second_libhdf5_in_the_process(tmp_pa
     assert [a.op for a in trace.accesses if a.dataset == y.id] == ["write"]
 
 
+APPENDS_PROGRAM = textwrap.dedent("""
+    import time, h5py, netCDF4, numpy as np
+    with h5py.File("app.h5", "w") as f:
+        d = f.create_dataset("x", (0, 8), maxshape=(None, 8), chunks=(4, 8), dtype="f4")
+        for i in range(10):
+            d.resize(i + 1, axis=0)
+            d[i] = i
+        time.sleep(0.05)
+        d.id.set_extent((12, 8))  # below h5py's Dataset: only libhdf5 sees it
+        time.sleep(0.05)
+        d[11] = 1
+    with netCDF4.Dataset("app.nc", "w") as nc:
+        nc.createDimension("t", None)
+        nc.createDimension("x", 8)
+        v = nc.createVariable("v", "f4", ("t", "x"))
+        for i in range(5):
+            v[i] = np.full(8, i, "f4")
+""")
+
+
+def test_extent_changes_recorded_once_and_timed_by_their_call(tmp_path):
+    prog = tmp_path / "appends.py"
+    prog.write_text(APPENDS_PROGRAM)
+    trace, _ = traced_run(tmp_path, "python", prog)
+    x = trace.dataset_by_key(f"{tmp_path / 'app.h5'}::/x")
+    v = trace.dataset_by_key(f"{tmp_path / 'app.nc'}::/v")
+    # h5py's resizes once each (seen by its hook and by libhdf5), then the bypass, which libhdf5 alone saw
+    assert [r.shape for r in trace.resizes if r.dataset == x.id] == [(i, 8) for i in range(1, 11)] + [(12, 8)]
+    bypass = [r for r in trace.resizes if r.dataset == x.id][-1]
+    last_write = [a for a in trace.accesses if a.dataset == x.id][-1]
+    # timed by H5Dset_extent: 50 ms before the write that follows it
+    assert last_write.t_start - bypass.t_start > 0.04
+    # netCDF-C's appends: the variable enters with the extent it was created with, then grows by one per write
+    assert v.shape == (0, 8)
+    assert [r.shape for r in trace.resizes if r.dataset == v.id] == [(i, 8) for i in range(1, 6)]
+    assert trace.extent(v.id) == (5, 8) and trace.extent(x.id) == (12, 8)
+
+
 def test_children_of_advisor_trace_are_captured(tmp_path):
     exe = compile_c(tmp_path, "known_accesses.c", SERIAL)
     with advisor.trace(tmp_path / "kids.jsonl") as tracer:
