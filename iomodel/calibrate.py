@@ -34,8 +34,8 @@ MiB = 1 << 20
 HDF5_CACHES = {"default": HDF5_DEFAULT_CACHE, "none": (0, 8191, 0.75), "large": (256 * MiB, 8191, 0.75)}
 """HDF5 chunk caches calibrated: HDF5 2.0's default, none (direct chunk I/O), larger than the array."""
 
-PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full", "write-columns",
-            "append")
+PATTERNS = ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-rows", "write-full",
+            "write-columns", "append")
 """Access patterns; 'append' is used by the validation suite, not by calibration."""
 
 
@@ -74,7 +74,8 @@ def pattern_accesses(pattern: str, shape: Sequence[int], *, itemsize: int = 4, r
     box-unaligned: ``n`` boxes of shape ``box`` at random rows, their other
     coordinates a multiple of the box edge (aligned) or shifted off it by a third
     of the edge; write-slabs: ``n`` consecutive slabs of ``slab_rows`` rows from
-    a random row (partial chunks); write-full: the whole array written in calls
+    a random row (partial chunks); write-rows: ``n`` consecutive single rows written from a random row (a
+    time-step loop's records); write-full: the whole array written in calls
     of at most ``call_bytes``; append: the array grown by ``slab_rows`` rows at a
     time (resize, then write the new slab) from empty to ``shape``.
     """
@@ -105,10 +106,11 @@ def pattern_accesses(pattern: str, shape: Sequence[int], *, itemsize: int = 4, r
                 start.append(min(k * e + shift, s - e))
             out.append(_acc(Selection.box(tuple(start), b), READ, itemsize))
         return out
-    if pattern == "write-slabs":
-        count = min(n, rows // slab_rows)
-        first = int(rng.integers(0, rows - count * slab_rows + 1))
-        return [_acc(Selection.box((first + i * slab_rows,) + (0,) * (nd - 1), (slab_rows,) + rest), WRITE, itemsize)
+    if pattern in ("write-slabs", "write-rows"):
+        height = slab_rows if pattern == "write-slabs" else 1
+        count = min(n, rows // height)
+        first = int(rng.integers(0, rows - count * height + 1))
+        return [_acc(Selection.box((first + i * height,) + (0,) * (nd - 1), (height,) + rest), WRITE, itemsize)
                 for i in range(count)]
     if pattern == "append":
         out: list[AccessRecord | ResizeRecord] = []
@@ -234,6 +236,8 @@ class Grid:
     dtype: str = "float32"
     repeat: int = 1
     codec: str = "zstd"
+    n_write_rows: int = 400
+    """Single rows written per write-rows case: the price of a write call, apart from the bytes it moves."""
     codec_chunks: tuple[tuple[int, int], ...] = ((32768, 8),)
     """Chunk shapes also measured compressed (``codec``, HDF5 default cache): identify s_decode/s_encode."""
     cube: Cube | None = None
@@ -256,11 +260,12 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
     rng = np.random.default_rng(seed)
     item = np.dtype(grid.dtype).itemsize
     counts = {"columns": grid.n_columns, "rows": grid.n_rows, "box-aligned": grid.n_boxes,
-              "box-unaligned": grid.n_boxes, "write-slabs": grid.n_slabs, "write-columns": 1}
+              "box-unaligned": grid.n_boxes, "write-slabs": grid.n_slabs, "write-rows": grid.n_write_rows,
+              "write-columns": 1}
     acc = {p: tuple(pattern_accesses(p, grid.shape, itemsize=item, rng=rng, n=counts.get(p, 0), box=grid.box,
                                      slab_rows=grid.slab_rows))
-           for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-full",
-                     "write-columns")}
+           for p in ("full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs", "write-rows",
+                     "write-full", "write-columns")}
     cube = grid.cube
     cube_acc = {} if cube is None else {
         p: tuple(pattern_accesses(p, cube.shape, itemsize=item, rng=rng, n=cube.n, box=cube.box,
@@ -291,6 +296,11 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
                                       **base))
             for cache in caches[:2]:
                 cases.append(Case(pattern="write-full", accesses=acc["write-full"], cache=cache, **base))
+            # calls, not bytes: few whole write calls (slabs, full) cannot tell a write call's price from a read's.
+            # Only where a row's chunks fit the default chunk cache: else each row reads and writes them whole
+            if row_chunk_bytes(grid, chunks) <= HDF5_DEFAULT_CACHE[0] // 2:
+                cases.append(Case(pattern="write-rows", accesses=acc["write-rows"], cache=caches[0], warm=True,
+                                  **base))
             if library == "hdf5":
                 # no chunk cache: one write request per run (what independent MPI-IO writes do too)
                 cases.append(Case(pattern="write-columns", accesses=acc["write-columns"], cache="none", **base))
@@ -304,6 +314,15 @@ def calibration_cases(grid: Grid, seed: int = 0) -> list[Case]:
             for p in ("full", "columns", "rows", "write-slabs", "write-full"):
                 cases.append(Case(pattern=p, accesses=acc[p], **base))
     return cases
+
+
+def row_chunk_bytes(grid: Grid, chunks: tuple[int, ...] | None) -> int:
+    """Bytes of the chunks one row of ``grid``'s array lies in (contiguous: the row)."""
+    item = np.dtype(grid.dtype).itemsize
+    if chunks is None:
+        return int(np.prod(grid.shape[1:])) * item
+    across = np.prod([-(-s // c) for s, c in zip(grid.shape[1:], chunks[1:])])
+    return int(across * np.prod(chunks)) * item
 
 
 def codec_data(shape: Sequence[int], dtype: str) -> np.ndarray:

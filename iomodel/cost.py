@@ -18,7 +18,7 @@ TERMS: dict[str, tuple[str, ...]] = {
     "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek", "n_rindex"),
     "t_wdisk": ("n_wdisk", "s_wdisk", "s_wnew", "n_wseek", "n_windex"),
     "t_cache": ("n_cache", "x_cache"),
-    "t_call": ("n_calls",),
+    "t_call": ("n_calls", "n_wcalls"),
     "t_chunk": ("n_chunks",),
     "t_zopen": ("n_zopen",),
     "t_codec": ("s_decode", "s_encode"),

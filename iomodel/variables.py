@@ -42,13 +42,13 @@ from .profile import PageCacheCurve
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
-    "x_cache", "s_alloc", "s_rseek", "s_mtouch", "s_wnew",
+    "x_cache", "s_alloc", "s_rseek", "s_mtouch", "s_wnew", "n_wcalls",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
  N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK, S_MTOUCH,
- S_WNEW) = range(len(FEATURES))
+ S_WNEW, N_WCALLS) = range(len(FEATURES))
 
 CACHE_LINE = 64
 """Bytes of a CPU cache line: the unit a copy moves through the memory hierarchy."""
@@ -111,6 +111,10 @@ class Variables:
     """Bytes written to pages not in the page cache (formulas 5-6 by page state): the kernel takes a new page for
     them, which costs more than copying over a cached one (1 MiB ``pwrite``: 0.24 ns/B into new pages, 0.10-0.11
     over cached ones here); zarr's atomic writes always go to a new file's pages."""
+    n_wcalls: float = 0.0
+    """Library calls that write (formula 1's per-call overhead, split by op): what a write call costs beyond a read
+    call. h5py converts and broadcasts the source array first: a 16 KiB frame written into a cached chunk took
+    115-126 us here, read back 51-54 us (h5py 3.16)."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -595,6 +599,8 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
     for a in range(n_acc):
         out[N_CALLS] += 1
         write = ops[a] == 1
+        if write:
+            out[N_WCALLS] += 1
         v0, v1 = offsets[a], offsets[a + 1]
         # zarr fetches the chunks of one call concurrently: their device waits overlap
         zw = 1.0 / max(1.0, min(float(v1 - v0), zarr_overlap)) if is_zarr else 1.0
