@@ -23,7 +23,7 @@ TINY = Grid(shape=(8192, 16), chunks=((512, 4), (2048, 16)), n_rows=5, n_columns
 
 @pytest.mark.parametrize("shape", [(5000, 24), (60, 50, 40)])
 @pytest.mark.parametrize("pattern", ["full", "columns", "rows", "box-aligned", "box-unaligned", "write-slabs",
-                                     "write-full", "append"])
+                                     "write-rows", "write-full", "append"])
 def test_patterns_stay_inside_the_array(shape, pattern):
     rng = np.random.default_rng(0)
     box = (30,) + (8,) * (len(shape) - 1)
@@ -47,6 +47,24 @@ def test_patterns_stay_inside_the_array(shape, pattern):
         starts = np.array([a.selection.start[1:] for a in accesses])
         aligned = np.all(starts % 8 == 0, axis=1)
         assert aligned.all() if pattern == "box-aligned" else not aligned.any()
+
+
+def test_write_rows_are_consecutive_single_rows():
+    events = pattern_accesses("write-rows", (5000, 24), rng=np.random.default_rng(1), n=300)
+    starts = [e.selection.start[0] for e in events]
+    assert len(events) == 300 and np.all(np.diff(starts) == 1)
+    assert {(e.selection.count, e.selection.block) for e in events} == {((1, 1), (1, 24))}
+
+
+def test_write_rows_cases_only_where_a_rows_chunks_fit_the_default_cache():
+    from iomodel.calibrate import QUICK, row_chunk_bytes
+    from iomodel.layout import HDF5_DEFAULT_CACHE
+
+    assert row_chunk_bytes(QUICK, (4096, 1)) == 4096 * 32 * 4 and row_chunk_bytes(QUICK, None) == 32 * 4
+    rows = [c for c in calibration_cases(QUICK) if c.pattern == "write-rows"]
+    assert {c.library for c in rows} == {"hdf5", "zarr"} and all(c.warm for c in rows)
+    assert (262144, 4) not in {c.chunks for c in rows} and None in {c.chunks for c in rows}
+    assert all(row_chunk_bytes(QUICK, c.chunks) <= HDF5_DEFAULT_CACHE[0] // 2 for c in rows)
 
 
 def test_fit_recovers_known_nonnegative_coefficients():

@@ -52,6 +52,19 @@ def test_predict_total_is_sum_of_terms_and_round_trips():
     assert p.variables.n_calls == 50
 
 
+def test_write_calls_are_counted_apart_and_priced_on_top_of_every_call():
+    mixed = [replace(a, op="write") if i % 5 == 0 else a for i, a in enumerate(_trace().accesses)]
+    trace = Trace(_trace().headers, {0: DS}, mixed, [], True, "t.jsonl")
+    prof = _profile()
+    p = predict(trace, parse_layout("current", DS), prof)
+    assert (p.variables.n_calls, p.variables.n_wcalls) == (50, 10)
+    assert p.terms["t_call"] == pytest.approx(50 * prof.coefficient("hdf5", "n_calls")
+                                              + 10 * prof.coefficient("hdf5", "n_wcalls"))
+    # a profile fitted before n_wcalls prices a write call as a read call
+    old = SystemProfile({"hdf5": {"n_calls": 1e-4}}, page_cache_bytes=1 << 34)
+    assert predict(trace, parse_layout("current", DS), old).terms["t_call"] == pytest.approx(50e-4)
+
+
 def test_contention_factor():
     assert contention_factor(1, 4) == 1.0
     assert contention_factor(5, 4) == 2.0
