@@ -10,8 +10,10 @@ decompresses it and checks the error bound on the decompressed values.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
+import struct
 import time
 
 import numpy as np
@@ -127,6 +129,11 @@ def open_dataset(target: str):
 def _missing_value(attrs) -> float | None:
     """The netCDF-convention marker of missing data (``_FillValue``/``missing_value``), if any."""
     fill = next((attrs[a] for a in ("_FillValue", "missing_value") if a in attrs), None)
+    if isinstance(fill, str):  # xarray's Zarr 3 form of a float: the little-endian float64, base64 ("AAAAAAAA+H8=")
+        try:
+            return struct.unpack("<d", base64.b64decode(fill, validate=True))[0]
+        except (ValueError, struct.error):
+            raise InputError(f"_FillValue {fill!r} is neither a number nor xarray's base64 float") from None
     return None if fill is None else float(np.ravel(fill)[0])
 
 

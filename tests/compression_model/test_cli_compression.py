@@ -62,6 +62,21 @@ def test_zarr_input_and_chunks_override(field, tmp_path, capsys):
     assert rows[0]["ratio"] > rows[1]["ratio"] > rows[2]["ratio"]
 
 
+def test_xarray_zarr3_fill_value_is_decoded(field, tmp_path, capsys):
+    """xarray writes a float ``_FillValue`` into a Zarr 3 store as base64 ("AAAAAAA4j8A=" is -999.0); those
+    cells are missing data, not part of the range a relative bound resolves against."""
+    import xarray as xr
+
+    x = field.copy()
+    x[:, :10, :] = np.nan  # stored as -999
+    xr.Dataset({"temp": (("t", "y", "x"), x)}).to_zarr(
+        tmp_path / "x.zarr", zarr_format=3, consolidated=False,
+        encoding={"temp": {"_FillValue": -999.0, "chunks": (8, 48, 48)}})
+    rows = run_json(capsys, ["compression", str(tmp_path / "x.zarr/temp"), "--compressor", "zfp",
+                             "--error-bound", "rel:1e-2", "--json"])
+    assert rows[0]["value_range"] == pytest.approx(float(np.nanmax(x) - np.nanmin(x)))
+
+
 def test_text_output_flags_zfp_on_nan(field, tmp_path, capsys):
     import h5py
 
