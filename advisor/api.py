@@ -194,7 +194,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
-    from iomodel.intrace import MIN_RESOLUTION
+    from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION
 
     accesses = trace.columns_of(ds.id)
     pattern = classify(accesses, shape)
@@ -237,9 +237,10 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                                    work=work)
         result = search(model, cands, base, data, goal, top=top, exhaustive=exhaustive)
         if calibrated:
-            factor = cal.dataset_factor(ds.id, result.baselines["current"].terms)
-            scaled = model.calibration = cal.for_dataset(factor)
-            result = result.scaled(factor, {lib: c.fitted for lib, c in scaled.items()})
+            f, f_codec = cal.dataset_factors(ds.id, result.baselines["current"].terms)
+            scaled = model.calibration = cal.for_dataset(f, f_codec)
+            result = result.scaled({lib: {k: f_codec if k in CODEC_TERMS else f for k in c.fitted}
+                                    for lib, c in scaled.items()})
         current = result.baselines["current"]
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
         # ranked again on the calibrated seconds (and a time budget is on them)
@@ -284,8 +285,10 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     if cal is not None:
         notes.append(cal.describe())
     if calibrated:
-        fitted = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(scaled[ds.library].factors.items())
-                           if k in cal.factors)
+        mine = scaled[ds.library].factors
+        fitted = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(mine.items()) if k in cal.factors)
+        if "t_codec" in mine and mine["t_decompress"] != mine["t_codec"]:
+            fitted += f"; the codec's estimated seconds x{mine['t_decompress']:.2g}"
         notes.append(f"every candidate's terms calibrated as the trace's for this dataset ({fitted}), the others "
                      "as profiled; each interval widened by the uncertainty of the terms it moves time into")
     other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")

@@ -506,17 +506,17 @@ class SearchResult:
     n_evaluated: int
     notes: list[str]
 
-    def scaled(self, f: float, terms: dict[str, frozenset]) -> "SearchResult":
-        """Every prediction with its terms in ``terms[library]`` times ``f`` (the order may move a little:
-        re-rank)."""
-        return replace(self, ranked=[scale_terms(r, f, terms[r.library]) for r in self.ranked],
-                       baselines={k: scale_terms(r, f, terms[r.library]) for k, r in self.baselines.items()})
+    def scaled(self, factors: dict[str, dict[str, float]]) -> "SearchResult":
+        """Every prediction with each term times its factor in ``factors[library]`` (terms not there: 1; the
+        order may move a little: re-rank)."""
+        return replace(self, ranked=[scale_terms(r, factors[r.library]) for r in self.ranked],
+                       baselines={k: scale_terms(r, factors[r.library]) for k, r in self.baselines.items()})
 
 
-def scale_terms(r: Recommendation, f: float, which: frozenset) -> Recommendation:
-    """``r`` with the terms in ``which`` times ``f``, its seconds their new sum, its interval in proportion (its
-    uncalibrated ``model_seconds`` kept)."""
-    terms = {k: t * f if k in which else t for k, t in r.terms.items()}
+def scale_terms(r: Recommendation, factors: dict[str, float]) -> Recommendation:
+    """``r`` with each term times its factor in ``factors`` (1 when not there), its seconds their new sum, its
+    interval in proportion (its uncalibrated ``model_seconds`` kept)."""
+    terms = {k: t * factors.get(k, 1.0) for k, t in r.terms.items()}
     seconds = sum(terms.values())
     g = seconds / r.seconds if r.seconds > 0 else 1.0
     return replace(r, seconds=seconds, seconds_ci=(r.seconds_ci[0] * g, r.seconds_ci[1] * g), terms=terms)

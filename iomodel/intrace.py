@@ -61,6 +61,8 @@ MAX_RESOLUTION = 0.15
 """Near-ties are never wider than this, however noisy the trace's timings."""
 SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 """Terms of the device, the page cache and memory copies: the same under HDF5 and Zarr."""
+CODEC_TERMS = ("t_compress", "t_decompress")
+"""The codec's seconds as the advisor prices them (the compression model's estimate), calibrated by t_codec."""
 Z95 = 1.959964
 MAX_CONDITION = 1e8
 """Term matrices (column-normalised Gram) worse conditioned than this are singular: one mix in every group."""
@@ -137,26 +139,41 @@ class TraceCalibration:
     @property
     def fitted(self) -> frozenset:
         """The terms whose factor the trace's timings set (the codec's seconds with t_codec)."""
-        codec = ("t_compress", "t_decompress") if "t_codec" in self.factors else ()
-        return frozenset(self.factors) | frozenset(codec)
+        return frozenset(self.factors) | frozenset(CODEC_TERMS if "t_codec" in self.factors else ())
 
-    def dataset_factor(self, ds_id: int, terms: dict[str, float]) -> float:
-        """The factor on the fitted terms that brings ``terms`` (the caller's prediction of a dataset's recorded
-        layout under ``for_dataset(1.0)``, which may price the codec otherwise) onto the fit's calibrated
-        prediction of it; 1 when unknown or when the other terms alone exceed it."""
+    def dataset_factors(self, ds_id: int, terms: dict[str, float]) -> tuple[float, float]:
+        """(f, f_codec): the factors on the fitted terms and on the codec's seconds (``CODEC_TERMS``) that bring
+        ``terms`` (the caller's prediction of a dataset's recorded layout under ``for_dataset(1.0)``, its codec
+        priced by the compression model's estimate, not by the I/O model's t_codec) onto the fit's calibrated
+        prediction of it. When the recorded layout's codec was fitted, what the two disagree on is that
+        estimate's error, so it goes to the codec alone (f = 1): spread over every fitted term, it moved the
+        device terms that carry over to the other library (regret's w12: a zstd decode estimated 1.5x slow priced
+        HDF5's device reads 1.3x fast, and HDF5 layouts were claimed 1.3x faster than they replay). Otherwise,
+        or when the codec would be left less than MIN_FACTOR of its estimate, one factor on every fitted term;
+        (1, 1) when unknown or when the other terms alone exceed it."""
         target = self.dataset_seconds.get(ds_id)
-        moving = sum(t for k, t in terms.items() if k in self.fitted)
-        fixed = sum(t for k, t in terms.items() if k not in self.fitted)
-        return (target - fixed) / moving if target and moving > 0 and target > fixed else 1.0
+        fitted = self.fitted
+        moving = sum(t for k, t in terms.items() if k in fitted)
+        fixed = sum(t for k, t in terms.items() if k not in fitted)
+        if not target or moving <= 0 or target <= fixed:
+            return 1.0, 1.0
+        codec = sum(t for k, t in terms.items() if k in fitted and k in CODEC_TERMS)
+        left = target - fixed - (moving - codec)
+        if codec > 0 and left >= MIN_FACTOR * codec:
+            return 1.0, left / codec
+        f = (target - fixed) / moving
+        return f, f
 
-    def for_dataset(self, f: float) -> dict[str, "TraceCalibration"]:
+    def for_dataset(self, f: float, f_codec: float | None = None) -> dict[str, "TraceCalibration"]:
         """The calibration every candidate of one dataset gets, HDF5 and Zarr: each term the trace exercised
-        takes its fitted factor times ``f`` (``dataset_factor``: this dataset's recorded layout onto its fitted
-        time), every other term (and the other library's own terms) keeps the profile's coefficient. The
-        codec's seconds take the fitted t_codec factor when the recorded layout's codec was exercised."""
+        takes its fitted factor times ``f``, the codec's seconds the fitted t_codec factor times ``f_codec``
+        (default ``f``; ``dataset_factors``: this dataset's recorded layout onto its fitted time), every other
+        term (and the other library's own terms, its codecs' too: HDF5's filter pipeline is not numcodecs') keeps
+        the profile's coefficient, or the estimate."""
         own = {k: self.factors[k] * f for k in self.factors}
-        if "t_codec" in own:
-            own.update(t_compress=own["t_codec"], t_decompress=own["t_codec"])
+        if "t_codec" in self.factors:
+            codec = self.factors["t_codec"] * (f if f_codec is None else f_codec)
+            own.update(dict.fromkeys(CODEC_TERMS, codec))
         other = {k: v for k, v in own.items() if k in SHARED_TERMS}
         out = {}
         for lib in ("hdf5", "zarr"):
@@ -379,4 +396,4 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     return out
 
 
-__all__ = ["SHARED_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]
+__all__ = ["CODEC_TERMS", "SHARED_TERMS", "TraceCalibration", "calibrate_in_trace", "fit", "traced_seconds"]

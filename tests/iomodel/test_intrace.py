@@ -154,3 +154,29 @@ def test_each_candidate_term_at_its_factor_and_the_interval_by_its_mix():
     cached = {"t_cache": 1.0}
     assert cal.interval(cached, same_path=False) == pytest.approx(cal.interval(cached))
     assert TraceCalibration.from_config(cal.get_config()).mix == cal.mix
+
+
+def test_the_codec_estimate_alone_meets_the_fitted_time_of_a_compressed_recorded_layout():
+    # zarr with zstd, every term fitted x1.2 (regret's w12). The advisor prices the recorded codec with the compression
+    # model's estimate, 2.2x the I/O model's t_codec: the disagreement is that estimate's, not the device's
+    cal = TraceCalibration("zarr", "one factor", {"t_chunk": 1.2, "t_rdisk": 1.2, "t_codec": 1.2}, (0.9, 1.1), 1.0,
+                           0.0, 17, dataset_seconds={0: 1.2 * (0.4 + 0.1 + 0.25)})
+    search = {"t_chunk": 1.2 * 0.4, "t_rdisk": 1.2 * 0.1, "t_decompress": 1.2 * 0.55, "t_call": 0.01}
+    f, f_codec = cal.dataset_factors(0, search)
+    assert f == 1.0 and f_codec == pytest.approx((1.2 * 0.25 - 0.01) / (1.2 * 0.55))
+    per = cal.for_dataset(f, f_codec)
+    z, h5 = per["zarr"], per["hdf5"]
+    # the search's terms (at for_dataset(1.0)) times these factors: the recorded layout at its fitted time
+    rescaled = {k: t * (z.factors[k] / cal.for_dataset(1.0)["zarr"].factors[k] if k in z.factors else 1.0)
+                for k, t in search.items()}
+    assert sum(rescaled.values()) == pytest.approx(cal.dataset_seconds[0])
+    assert z.factors["t_rdisk"] == h5.factors["t_rdisk"] == 1.2  # what carries over to HDF5 is the device's own
+    assert z.factors["t_decompress"] == pytest.approx(1.2 * f_codec) and "t_decompress" not in h5.factors
+    # no codec in the recorded layout, or one the fit could not time: one factor on every fitted term, as before
+    plain = {k: v for k, v in search.items() if k != "t_decompress"}
+    f, f_codec = cal.dataset_factors(0, plain)
+    assert f == f_codec == pytest.approx((cal.dataset_seconds[0] - 0.01) / (1.2 * 0.5))
+    untimed = TraceCalibration("zarr", "one factor", {"t_chunk": 1.2, "t_rdisk": 1.2}, (0.9, 1.1), 1.0, 0.0, 17,
+                               dataset_seconds={0: 1.2 * 0.5 + 0.3})
+    f, f_codec = untimed.dataset_factors(0, {"t_chunk": 0.48, "t_rdisk": 0.12, "t_decompress": 0.2})
+    assert f == f_codec == pytest.approx((0.9 - 0.2) / 0.6)
