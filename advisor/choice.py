@@ -6,8 +6,9 @@ evaluated and how one of them is chosen change independently.
 - Near-ties: the candidates whose predicted time is within the model's
   resolution of the best (``TraceCalibration.resolution``: what the in-trace
   calibration left unexplained, at least 10%) are ordered by ``TIE_RULES``
-  (the current layout, then the predictions that rest on what the trace
-  measured, then robust layouts), and the rule that decided is named.
+  (the current layout, no extreme chunk, then the predictions that rest on
+  what the trace measured, then robust layouts), and the rule that decided
+  is named.
 - Verdict: change only when the gain over the traced current time is at least
   ``MIN_GAIN``, and at least ``MIN_SURE_GAIN`` at the slow end of the
   recommended layout's 95% interval; else keep.
@@ -55,14 +56,17 @@ that 1% decided against a layout predicted 10% faster."""
 
 TIE_RULES = (
     "the current layout",
+    "chunks of 64 KiB-16 MiB",
     "a prediction resting on what the trace measured",
     "less cache memory",
-    "chunks of 64 KiB-16 MiB",
     "chunks that divide the array and line up with the program's blocks",
     "less read amplification",
 )
-"""Order in which near-ties are broken (module docstring): the current layout, a prediction made of what the
-trace's timings checked (``measured_share``), then the preferences for robust layouts."""
+"""Order in which near-ties are broken (module docstring): the current layout, no extreme chunk (a whole-array
+chunk is read whole by any selection that touches it, and is fast only with a cache the reader must know to
+set: regret's w01 took a 64 MiB chunk of its whole 1M x 16 array with a 64 MiB cache over 16 MiB chunks predicted
+1% slower, and replayed 1.2x slower), a prediction made of what the trace's timings checked
+(``measured_share``), then the other preferences for robust layouts."""
 
 MEASURED_SHARE = 0.5
 """A prediction rests on what the trace measured when at least this share of it is (``measured_share``)."""
@@ -207,7 +211,7 @@ def tie_key(r: Recommendation, current: Candidate, shape: Sequence[int], itemsiz
     divides = padding(c.chunks, shape) <= MAX_PADDING and (blocking is None or blocking.aligned(c.chunks))
     # in raw bytes: compression shrinks what is read, not how much of each chunk the program did not ask for
     amplification = r.facts.get("read_amplification", 0.0) * r.ratio
-    return (c != current, measured < MEASURED_SHARE, extra_cache(c), not in_range, not divides,
+    return (c != current, not in_range, measured < MEASURED_SHARE, extra_cache(c), not divides,
             round(amplification / AMPLIFICATION_STEP))
 
 
