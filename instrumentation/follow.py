@@ -216,10 +216,22 @@ def ensure_startup_hook() -> str | None:
     return result
 
 
+HELPERS = ("from multiprocessing.resource_tracker import main",)
+"""``python -c`` commands of helper processes that never touch an array and outlive the program that starts them:
+not followed. multiprocessing's resource tracker (spawn and forkserver) ends only when the program's exit closes
+its pipe, so its part came after the run's merge: the parts directory was left behind with it, and the trace
+said its children's parts were left unmerged."""
+
+
+def _helper() -> bool:
+    argv = getattr(sys, "orig_argv", sys.argv)
+    return any(arg.startswith(HELPERS) for arg in argv[1:])
+
+
 def start_part() -> None:
     """Trace this whole process into parts of the tracers named by the environment (from the .pth hook)."""
     dirs = [d for d in os.environ.get(ENV, "").split(os.pathsep) if d]
-    if not dirs:
+    if not dirs or _helper():
         return
     try:
         from .tracer import HUB, Tracer

@@ -412,6 +412,25 @@ def test_program_output_and_exit_status_unchanged_with_workers(tmp_path, data, m
     assert len(load_trace(tmp_path / "t.jsonl").accesses) == 20
 
 
+def test_the_resource_tracker_is_not_followed(tmp_path):
+    """multiprocessing's resource tracker (spawn, forkserver) ends only once the program's exit closes its pipe, so
+    its part could land between the run's merge and the parts directory's removal: CI saw the directory left behind
+    and the trace saying its children's parts were left unmerged. A helper that never touches an array is not
+    followed; any other new interpreter of the run is."""
+    from instrumentation.follow import ENV, RunInfo, ensure_startup_hook
+
+    assert ensure_startup_hook() is None
+    parts = tmp_path / "t.parquet.parts-0"
+    parts.mkdir()
+    RunInfo(0.0, 0.0, 0, 1, True).save(parts)
+    env = child_env(**{ENV: str(parts)})
+    active = "from instrumentation.tracer import HUB; print(len(HUB.active))"
+    for code, traced in ((f"from multiprocessing.resource_tracker import main\n{active}", "0"), (active, "1")):
+        proc = subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert (proc.returncode, proc.stdout.strip()) == (0, traced), proc.stderr
+
+
 def test_sigterm_mid_flush_still_ends_the_child(tmp_path, data):
     """SIGTERM (``Pool.terminate``) lands while a followed child's main thread is flushing a tracer.
 
