@@ -224,8 +224,7 @@ said its children's parts were left unmerged."""
 
 
 def _helper() -> bool:
-    argv = getattr(sys, "orig_argv", sys.argv)
-    return any(arg.startswith(HELPERS) for arg in argv[1:])
+    return any(arg.startswith(HELPERS) for arg in sys.orig_argv[1:])  # Python >= 3.10: the -c text too
 
 
 def start_part() -> None:
