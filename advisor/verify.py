@@ -282,13 +282,13 @@ def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndar
 
 
 def _events(trace: Trace, ds: DatasetRecord, rank: int | None = None) -> list:
-    """The dataset's accesses and resizes in time order (one rank's, or every rank's). The accesses of a folded
-    run carry interpolated start times, which can fall just before the resize that made room for them: an
-    access beyond the array's shape comes after the resizes that precede it."""
+    """The dataset's accesses and resizes in time order (one rank's, or every rank's). The accesses and resizes of
+    a folded run carry interpolated start times, which can put an access just before the resize that made room
+    for it: an access beyond the array's shape comes after the resizes that precede it."""
     accesses = sorted((a for a in trace.accesses if a.dataset == ds.id and (rank is None or a.rank == rank)),
                       key=lambda e: e.t_start)
-    resizes = sorted((r for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)),
-                     key=lambda e: e.t_start)
+    resizes = sorted((one for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)
+                      for one in r.expanded()), key=lambda e: e.t_start)
     shape, ev, i = tuple(ds.shape), [], 0
     for a in accesses:
         while i < len(resizes) and (resizes[i].t_start <= a.t_start

@@ -106,7 +106,7 @@ def write_case_trace(case: Case, durations: np.ndarray, path: Path) -> None:
     t, i = 0.0, 0
     for a in case.accesses:
         if isinstance(a, ResizeRecord):
-            w.resize(ResizeRecord(a.dataset, a.shape, t))
+            w.resizes([(a.dataset, a.shape, t, 1, (), 0.0)])
             continue
         dt = float(durations[i])
         w.access(AccessRecord(a.dataset, a.op, a.selection, a.nelements, a.nbytes, t, dt))

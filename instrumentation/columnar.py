@@ -43,7 +43,7 @@ from .tracefile import (
     is_jsonl,
     load_trace,
     remap_columns,
-    resize_line,
+    resize_lines,
 )
 
 META = "_meta.jsonl"
@@ -423,20 +423,22 @@ class ColumnarTraceWriter(TraceWriter):
         self._meta.flush()
 
     # -- records --
-    def _meta_line(self, line: str, at_once: bool) -> None:
+    def _meta_text(self, text: str, at_once: bool) -> None:
         with self._lock:
             if not self._meta.closed:
-                self._meta.write(line + "\n")
+                self._meta.write(text)
                 if at_once:
                     self._meta.flush()
 
     def dataset(self, rec) -> None:
-        self._meta_line(_dumps({"t": "d", **rec.get_config()}), at_once=True)  # accesses that follow refer to it
+        self._meta_text(_dumps({"t": "d", **rec.get_config()}) + "\n", at_once=True)  # accesses that follow refer to it
 
-    def resize(self, rec) -> None:
+    def resizes(self, rows: list[tuple]) -> None:
+        """Changes of extent: (ds, shape, t0, rep, step, t_step) rows (``ResizeRecord``'s fields)."""
         # with the next batch (``flush``): a write per resize cost an append loop 26 us of the flusher's CPU per
         # frame, with the GIL held (benchmarks/tracing_overhead.py)
-        self._meta_line(resize_line(rec), at_once=False)
+        if rows:
+            self._meta_text(resize_lines(rows), at_once=False)
 
     def access(self, rec: AccessRecord) -> None:
         s = rec.selection

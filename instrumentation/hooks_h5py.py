@@ -29,8 +29,8 @@ from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
-from .selection import SIMPLE_INDEX_TYPES, SelectionError, field_itemsize, from_dataspace, normalize
-from .tracer import HUB, MAX_PENDING, DatasetInfo, _hotpath
+from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
+from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo, _hotpath
 
 MAX_OFFSET_CHUNKS = 100_000
 """Chunk byte offsets are recorded for datasets with at most this many allocated chunks
@@ -196,15 +196,12 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     for a in args:
         if collective or type(a) not in SIMPLE_INDEX_TYPES:
             break
-    else:  # immutable ints/slices: the flusher thread normalizes them in bulk (Tracer._write_simple)
-        item = (info, op, args, shape,
-                info.itemsize if new_dtype is None or new_dtype.names is None else new_dtype.itemsize, t0, dt)
-        for tr in HUB.active:
-            queue = tr._queue
-            queue.append(item)  # Tracer._drain normalizes and formats it
-            if len(queue) > MAX_PENDING:
-                tr._drain()
-        return
+    else:  # ints/slices (where the C hook did not record them: no compiler, a new dataset, new_dtype)
+        slab = fast_hyperslab(args, shape)
+        if slab is not None:
+            *dims, n = slab
+            HUB.hyperslab(info, op, *dims, n, n * _itemsize(info, args, new_dtype), t0, dt)
+            return
     try:
         selection = normalize(args, shape)
     except SelectionError:  # region references, h5py Selection objects: ask h5py
@@ -283,9 +280,9 @@ def _recorder(op: str):
 _read, _write = _recorder(READ), _recorder(WRITE)
 
 
-def _drain_full_queues() -> None:
+def _drain_full_recorders() -> None:
     for tr in HUB.active:
-        if len(tr._queue) > MAX_PENDING:
+        if len(tr._recorder) > MAX_PENDING:
             tr._drain()
 
 
@@ -293,7 +290,7 @@ def _traced_getitem(original):
     """The hot path (every read): in C (``_hotpath.Hook``, which hands all but known datasets' int/slice reads
     to ``_read``), else ``_outermost`` specialised, without packing arguments."""
     if _hotpath is not None:
-        return functools.update_wrapper(_hotpath.Hook(original, _read, _failed, READ, False), original)
+        return functools.update_wrapper(_hotpath.Hook(original, _read, _failed, OP_READ), original)
 
     def __getitem__(self, args, new_dtype=None):
         if _depth() or not HUB.active:
@@ -318,12 +315,12 @@ def _traced_setitem(original):
     """Every write: in C as reads (``_hotpath.Hook``; ``ds[i] = frame`` of an append loop costs 3-4 us less), else
     ``_outermost``."""
     if _hotpath is not None:
-        return functools.update_wrapper(_hotpath.Hook(original, _write, _failed, WRITE, True), original)
+        return functools.update_wrapper(_hotpath.Hook(original, _write, _failed, OP_WRITE), original)
     return _traced_io(WRITE, original, lambda args, kwargs: (args[0], None))
 
 
 if _hotpath is not None:
-    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_queues, MAX_PENDING)
+    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
 
 
 def _direct_sel(position: int, name: str):
@@ -412,6 +409,15 @@ def _traced_extent(original, new_shape):
     return functools.update_wrapper(wrapper, original)
 
 
+def _traced_resize(original):
+    """resize: in C where every tracer has numbered the dataset (an append loop resizes before each write), else
+    ``_traced_extent``."""
+    wrapper = _traced_extent(original, _resized)
+    if _hotpath is None:
+        return wrapper
+    return functools.update_wrapper(_hotpath.Hook(original, wrapper, _failed, OP_RESIZE), original)
+
+
 def patches() -> list[tuple[object, str, object]]:
     """(owner, attribute, replacement) for the tracer to install."""
     return [
@@ -419,7 +425,7 @@ def patches() -> list[tuple[object, str, object]]:
         (Dataset, "__setitem__", _traced_setitem(Dataset.__setitem__)),
         (Dataset, "read_direct", _traced_io(READ, Dataset.read_direct, _direct_sel(1, "source_sel"))),
         (Dataset, "write_direct", _traced_io(WRITE, Dataset.write_direct, _direct_sel(2, "dest_sel"))),
-        (Dataset, "resize", _traced_extent(Dataset.resize, _resized)),
+        (Dataset, "resize", _traced_resize(Dataset.resize)),
         (Group, "create_dataset", _traced_create(Group.create_dataset)),
         (Group, "__setitem__", _traced_group_setitem(Group.__setitem__)),
     ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh, _refreshed))] if hasattr(Dataset, "refresh") else [])

@@ -467,12 +467,31 @@ class AccessRecord:
 
 @dataclass(frozen=True)
 class ResizeRecord:
-    """A change of a dataset's extent (h5py ``resize``, zarr ``resize``/``append``)."""
+    """A change of a dataset's extent (h5py ``resize``, zarr ``resize``/``append``), or a run of ``rep`` of them
+    whose extents grow by a constant ``step`` (an append loop, folded as access runs are: change k of the run
+    sets ``shape + k * step`` at ``t_start + k * t_step``)."""
 
     dataset: int
     shape: tuple[int, ...]
     t_start: float
     rank: int = 0
+    rep: int = 1
+    step: tuple[int, ...] = ()
+    t_step: float = 0.0
+
+    @property
+    def last_shape(self) -> tuple[int, ...]:
+        """The extent the last change of the run sets."""
+        if self.rep == 1:
+            return tuple(self.shape)
+        return tuple(s + (self.rep - 1) * d for s, d in zip(self.shape, self.step))
+
+    def expanded(self) -> "list[ResizeRecord]":
+        """One record per change."""
+        if self.rep == 1:
+            return [self]
+        return [ResizeRecord(self.dataset, tuple(s + k * d for s, d in zip(self.shape, self.step)),
+                             self.t_start + k * self.t_step, self.rank) for k in range(self.rep)]
 
     def get_config(self) -> dict:
         return {
@@ -480,6 +499,7 @@ class ResizeRecord:
             "shape": list(self.shape),
             "t0": self.t_start,
             **({"rank": self.rank} if self.rank else {}),
+            **({"rep": self.rep, "step": list(self.step), "t_step": self.t_step} if self.rep != 1 else {}),
         }
 
     @classmethod
@@ -489,11 +509,21 @@ class ResizeRecord:
         for k in ("ds", "shape", "t0"):
             if k not in config:
                 raise RecordError(f"missing field '{k}' in resize record")
+        shape = _ints(config["shape"], "shape")
+        rep = _typed(config.get("rep", 1), int, "rep")
+        if rep < 1:
+            raise RecordError(f"field 'rep' must be at least 1, got {rep}")
+        step = _ints(config.get("step", [0] * len(shape)), "step") if rep > 1 else ()
+        if len(step) != (len(shape) if rep > 1 else 0):
+            raise RecordError(f"field 'step' must have {len(shape)} values, as 'shape' has")
         return cls(
             _typed(config["ds"], int, "ds"),
-            _ints(config["shape"], "shape"),
+            shape,
             float(_typed(config["t0"], (int, float), "t0")),
             _typed(config.get("rank", rank), int, "rank"),
+            rep,
+            step,
+            float(_typed(config.get("t_step", 0.0), (int, float), "t_step")) if rep > 1 else 0.0,
         )
 
 

@@ -23,8 +23,6 @@ bytes are those of the named fields, see ``field_itemsize``).
 from __future__ import annotations
 
 import operator
-from itertools import chain, repeat
-from operator import itemgetter
 
 import numpy as np
 
@@ -97,51 +95,6 @@ def fast_hyperslab(args: tuple, shape: tuple[int, ...]):
         return (), (), (), (), 1
     start, count, stride, block = zip(*dims)
     return start, count, stride, block, n
-
-
-def hyperslab_columns(index: list[tuple], shape):
-    """``fast_hyperslab`` of many indexes into one array at once, or None.
-
-    (start, count, stride, block) as (m, ndim) int64 arrays and n as (m,), equal
-    row by row to ``fast_hyperslab``. ``shape``: the array's, or one per index
-    (an (m, ndim) array: the extent of an array appended to between calls). An
-    index shorter than ndim takes the whole trailing dimensions (``ds[i]``). None
-    unless every index has ints and slices only and each dimension is all ints or
-    all slices (the shape of a loop's indexes); the caller then goes index by index.
-    """
-    shapes = np.asarray(shape, np.int64)
-    each = shapes.ndim == 2
-    m, ndim = len(index), shapes.shape[-1]
-    lengths = set(map(len, index))
-    if not lengths <= set(range(1 if ndim else 0, ndim + 1)):
-        return None
-    if lengths != {ndim}:
-        index = [a + (_WHOLE,) * (ndim - len(a)) for a in index]
-    start = np.zeros((m, ndim), np.int64)
-    count = np.ones((m, ndim), np.int64)
-    stride = np.ones((m, ndim), np.int64)
-    block = np.ones((m, ndim), np.int64)
-    for d in range(ndim):
-        dim = shapes[:, d] if each else shapes[d]
-        col = list(map(itemgetter(d), index))
-        types = set(map(type, col))
-        if types == {slice}:
-            lo, hi, step = np.fromiter(chain.from_iterable(map(slice.indices, col, dim.tolist() if each
-                                                                else repeat(int(dim), m))), np.int64,
-                                       3 * m).reshape(m, 3).T
-            size = np.abs(step)
-            k = np.maximum(np.where(step > 0, hi - lo, lo - hi) + size - 1, 0) // size  # len(range(lo, hi, step))
-            spread = (k > 1) & (step != 1)  # n >= 2 elements step > 1 apart; else one contiguous run
-            start[:, d] = np.where(spread & (step < 0), lo + (k - 1) * step, lo)
-            count[:, d] = np.where(spread, k, 1)
-            stride[:, d] = np.where(spread, size, 1)
-            block[:, d] = np.where(spread, 1, k)
-        elif all(issubclass(t, _INT_TYPES) for t in types):
-            i = np.array(col, np.int64)
-            start[:, d] = np.where(i < 0, i + dim, i)
-        else:
-            return None
-    return start, count, stride, block, (count * block).prod(axis=1)
 
 
 def _regular(ix: np.ndarray, dim_len: int):
@@ -367,7 +320,6 @@ __all__ = [
     "SelectionError",
     "fast_hyperslab",
     "field_itemsize",
-    "hyperslab_columns",
     "from_dataspace",
     "from_zarr_indexer",
     "normalize",

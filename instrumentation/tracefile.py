@@ -86,11 +86,21 @@ def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nb
             f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},"t0":')
 
 
-def resize_line(rec: ResizeRecord) -> str:
-    """A resize record's JSON line, as ``_dumps`` of its config writes it: formatted here, json.dumps costs
-    an append loop 5-10 us per frame (its t0, from ``perf_counter``, is finite)."""
-    rank = f',"rank":{rec.rank}' if rec.rank else ""
-    return f'{{"t":"r","ds":{rec.dataset},"shape":{_ilist(rec.shape)},"t0":{float(rec.t_start)!r}{rank}}}'
+def resize_lines(rows: list[tuple]) -> str:
+    """Resize records' JSON lines, as ``_dumps`` of their configs writes them, from (ds, shape, t0, rep, step,
+    t_step) rows (times from ``perf_counter``: finite), formatted with one template per rank of array (json.dumps:
+    5-10 us a line)."""
+    templates: dict[tuple[int, bool], str] = {}
+    lines = []
+    for ds, shape, t0, rep, step, t_step in rows:
+        key = (len(shape), rep != 1)
+        line = templates.get(key)
+        if line is None:
+            ints = "[" + ",".join(["%d"] * len(shape)) + "]"
+            line = templates[key] = ('{"t":"r","ds":%d,"shape":' + ints + ',"t0":%r'
+                                     + (',"rep":%d,"step":' + ints + ',"t_step":%r}\n' if rep != 1 else "}\n"))
+        lines.append(line % ((ds, *shape, float(t0), rep, *step, float(t_step)) if rep != 1 else (ds, *shape, float(t0))))
+    return "".join(lines)
 
 
 class JsonlTraceWriter(TraceWriter):
@@ -176,8 +186,10 @@ class JsonlTraceWriter(TraceWriter):
         self.hyperslab_rows(list(zip(cols.ds.tolist(), cols.write.tolist(), *dims, cols.n.tolist(),
                                      cols.nbytes.tolist(), cols.t0.tolist(), cols.dt.tolist())))
 
-    def resize(self, rec: ResizeRecord) -> None:
-        self._push(resize_line(rec))
+    def resizes(self, rows: list[tuple]) -> None:
+        """Changes of extent: (ds, shape, t0, rep, step, t_step) rows (``ResizeRecord``'s fields)."""
+        if rows:
+            self._push(resize_lines(rows)[:-1])
 
     def flush(self, force: bool = True) -> None:
         with self._lock:
@@ -288,7 +300,7 @@ class Trace:
         """Largest extent the dataset reaches in the trace (see ``extent``); kept while ``columns`` and the
         dataset's resizes are the same (an advise asks for it once per phase: a pass over 10M rows each)."""
         ds = self.datasets[dataset_id]
-        resized = tuple(tuple(r.shape) for r in self.resizes if r.dataset == dataset_id)
+        resized = tuple(tuple(s) for r in self.resizes if r.dataset == dataset_id for s in (r.shape, r.last_shape))
         cached = self.__dict__.get("_extents")
         if cached is None or cached[0] is not self.columns:
             cached = self._extents = (self.columns, {})

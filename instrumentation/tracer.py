@@ -30,9 +30,11 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
   inherit it), and keeps once an access seen both by the h5py hooks and in
   libhdf5. The header's ``capture`` names the levels in force, ``missed``
   what is not seen.
-- The traced thread only queues an access; the ``ioadvisor-flush`` thread
-  normalizes, formats and writes the queue every FLUSH_INTERVAL seconds, so a
-  killed process loses at most that much (docs/tracing-overhead.md).
+- The traced thread only records an access (h5py reads, writes and resizes of
+  a known dataset by ints and slices in C, normalized at the call:
+  ``_hotpath.Recorder``); the ``ioadvisor-flush`` thread takes the records as
+  arrays, formats and writes them every FLUSH_INTERVAL seconds
+  (docs/tracing-overhead.md).
 """
 from __future__ import annotations
 
@@ -48,7 +50,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
-from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 
@@ -60,8 +61,7 @@ try:
     from . import _hotpath  # the traced h5py read in C (setup.py); hooks_h5py does the same in Python without it
 except ImportError:
     _hotpath = None
-from .columns import AccessColumns
-from .selection import fast_hyperslab, hyperslab_columns
+from .columns import AccessColumns, compact_runs
 from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 
@@ -72,9 +72,32 @@ CAPTURE_CALLS = ("h5py calls", "zarr calls")
 """The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
 
-_GROUP_KEY, _INDEX, _SHAPE, _T0, _DT = itemgetter(0, 1, 4), itemgetter(2), itemgetter(3), itemgetter(5), itemgetter(6)
-"""Fields of a queued int/slice read (hooks_h5py._record): (info, op, index, shape, itemsize, t0, dt). Accesses
-are grouped by array, op and element size, not by extent: an appended array's extent changes between calls."""
+OP_READ, OP_WRITE, OP_RESIZE = 0, 1, 2
+"""``op`` of a record of the C hooks (``_hotpath.Hook``)."""
+RECORD_HEAD = np.dtype([("t0", "<f8"), ("dt", "<f8"), ("n", "<i8"), ("nbytes", "<i8"), ("slot", "<i4"),
+                        ("op", "i1"), ("ndim", "i1"), ("pad", "<i2")])
+"""One record of ``_hotpath.Recorder``'s head buffer (its ``head_t``): ``t0``/``dt`` on perf_counter's clock, ``slot``
+the DatasetInfo's place in the infos taken with it. Its dims buffer holds, per record, start, count, stride and
+block (``ndim`` int64 each) of an access, or the ``ndim`` extents a resize set."""
+
+
+class _PythonRecorder:
+    """``_hotpath.Recorder``'s interface where no C compiler built it: the Python hooks' records, in call order."""
+
+    def __init__(self, ids: dict):
+        self._items: deque = deque()  # append/popleft are atomic
+
+    def append(self, obj) -> None:
+        self._items.append(obj)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def take(self) -> tuple[bytes, bytes, list, list]:
+        return b"", b"", [], [(0, self._items.popleft()) for _ in range(len(self._items))]
+
+
+_Recorder = _PythonRecorder if _hotpath is None else _hotpath.Recorder
 
 FLUSH_INTERVAL = 0.2
 """Seconds between writes of queued records: a killed process loses at most this much."""
@@ -133,7 +156,7 @@ class _Hub:
     def active(self, tracers: "tuple[Tracer, ...]") -> None:
         self._active = tracers
         if _hotpath is not None:
-            _hotpath.set_queues(tuple(tr._queue.append for tr in tracers))
+            _hotpath.set_recorders(tuple(tr._recorder for tr in tracers))
 
     # -- recording (hot path: no locks, no allocation beyond the record) --
     def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,
@@ -474,7 +497,7 @@ class Tracer:
         self._n_ids = 0
         self._key_ids: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._queue: deque = deque()  # hook -> writer hand-over; append/popleft are atomic
+        self._recorder = _Recorder(self._ids)  # hooks -> writer hand-over
         self._drain_lock = threading.Lock()
         self._origin = 0.0
         self._state = "new"
@@ -619,7 +642,7 @@ class Tracer:
     def _orphan(self) -> "Tracer | None":
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
         self._state = "forked"
-        self._queue = deque()  # the parent's records, the parent writes them
+        self._recorder = _Recorder(self._ids)  # the parent's records, the parent writes them
         # the inherited descriptor is the parent's file (JSON Lines; a columnar trace's records file): whatever
         # flushes it here goes nowhere
         fh = getattr(self._writer, "_fh", None) or getattr(self._writer, "_meta", None)
@@ -692,22 +715,22 @@ class Tracer:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
-        queue = self._queue
-        queue.append([tid, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block), n, nbytes,
-                      t0 - self._origin, dt])  # a list: the writer's row, final as queued
-        if len(queue) > MAX_PENDING:
+        recorder = self._recorder
+        recorder.append([tid, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block), n, nbytes,
+                         t0 - self._origin, dt])  # a list: the writer's row, final as recorded
+        if len(recorder) > MAX_PENDING:
             self._drain()
 
     def _access(self, info, op, selection, n, nbytes, t0, dt, collective=False) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
-        self._queue.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt,
-                                        collective=collective))
+        self._recorder.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt,
+                                           collective=collective))
 
     def _columns(self, cols) -> None:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
-        self._drain(force=False)  # what the hooks queued before goes first
+        self._drain(force=False)  # what the hooks recorded before goes first
         with self._drain_lock:
             self._writer.access_columns(cols)
 
@@ -715,115 +738,102 @@ class Tracer:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
-        self._queue.append(ResizeRecord(tid, info.shape, t0 - self._origin))
+        self._recorder.append(ResizeRecord(tid, info.shape, t0 - self._origin))
 
     def _drain(self, force: bool = True) -> None:
-        """Hand what the hooks queued to the writer (the flusher thread, a full queue, or exit)."""
-        writer, queue = self._writer, self._queue
+        """Hand what the hooks recorded to the writer (the flusher thread, a full recorder, or exit)."""
+        writer = self._writer
         with self._drain_lock:
-            items = [queue.popleft() for _ in range(len(queue))]  # appends racing with this wait for the next drain
-            resizes = [item for item in items if type(item) is ResizeRecord]
-            if resizes:
-                # ahead of the accesses (readers order records by time): a loop of resize + write keeps its writes
-                # in one bulk batch. Written one by one, each write cost this thread 100 us with the GIL held, and
-                # the program's calls took 30% longer (regret's w07)
-                for item in resizes:
-                    writer.resize(item)
-                items = [item for item in items if type(item) is not ResizeRecord]
-            if items and list(map(type, items)).count(tuple) == len(items):  # int/slice accesses only (the common case)
-                self._write_simple(items)
-                items = []
-            simple, rows = [], []  # consecutive int/slice accesses; consecutive finished rows
-            for item in items:
-                kind = type(item)
-                if kind is tuple:  # an int/slice access queued as given (hooks_h5py._record)
-                    if rows:  # keep file order = call order
-                        writer.hyperslab_rows(rows)
-                        rows = []
-                    simple.append(item)
+            heads, dims, infos, items = self._recorder.take()
+            cols, position, resized, resized_at = self._from_c(np.frombuffer(heads, RECORD_HEAD),
+                                                               np.frombuffer(dims, np.int64), infos)
+            python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]
+            if python:  # rare (a dataset's first resize): in call order with the C hook's
+                shapes = [rec.shape for _, rec in python]
+                ndim = np.array(list(map(len, shapes)), np.int64)
+                padded = np.zeros((len(shapes), int(ndim.max())), np.int64)
+                for i, shape in enumerate(shapes):
+                    padded[i, :len(shape)] = shape
+                resized = AccessColumns.concat([resized, self._resize_columns(
+                    [rec.dataset for _, rec in python], padded, ndim, [rec.t_start for _, rec in python])])
+                order = np.argsort(np.concatenate([resized_at, [p - 0.5 for p, _ in python]]), kind="stable")
+                resized = resized.take(order)
+            # resizes go ahead of the accesses (readers order records by time): a loop of resize + write keeps its
+            # writes in one batch. Written one by one, each write cost the flusher 100 us with the GIL held, and the
+            # program's calls took 30% longer (regret's w07). An append loop's resizes fold into runs, as its writes do
+            if resized.rows:
+                runs = compact_runs(resized.take(np.argsort(resized.ds, kind="stable")))
+                nd = runs.ndim.tolist()
+                writer.resizes(list(zip(runs.ds.tolist(), [s[:k] for s, k in zip(runs.start.tolist(), nd)],
+                                        runs.t0.tolist(), runs.rep.tolist(),
+                                        [s[:k] for s, k in zip(runs.step.tolist(), nd)], runs.t_step.tolist())))
+            done, rows = 0, []  # rows of cols written; consecutive Python rows, written together
+            for p, item in items:  # file order = call order
+                if type(item) is ResizeRecord:
                     continue
-                if simple:
-                    self._write_simple(simple)
-                    simple = []
-                if kind is list:
+                upto = int(np.searchsorted(position, p))
+                if upto > done:
+                    writer.hyperslab_rows(rows)
+                    rows = []
+                    writer.access_columns(cols.rows_between(done, upto))
+                    done = upto
+                if type(item) is list:
                     rows.append(tuple(item))
                     continue
                 writer.hyperslab_rows(rows)
                 rows = []
                 writer.access(item)
-            if simple:
-                self._write_simple(simple)
             writer.hyperslab_rows(rows)
+            if done < cols.rows:
+                writer.access_columns(cols.rows_between(done, cols.rows) if done else cols)
             writer.flush(force)
 
-    def _write_simple(self, items: list[tuple]) -> None:
-        """Normalize queued int/slice accesses in bulk, one array at a time, and write them as columns."""
+    def _resize_columns(self, ds, shapes: np.ndarray, ndim, t0) -> AccessColumns:
+        """Changes of extent as columns, the new extent in ``start``: so that an append loop's fold into runs as
+        its accesses do (``compact_runs``)."""
+        m, width = shapes.shape
+        ones = np.ones((m, width), np.int64)
+        return AccessColumns.slabs(ds, np.zeros(m, bool), shapes, ones, ones, ones, np.zeros(m, np.int64),
+                                   np.zeros(m, np.int64), t0, np.zeros(m), self.rank, ndim)
+
+    def _from_c(self, head: np.ndarray, vals: np.ndarray, infos: list):
+        """What the C hooks recorded: (the accesses as columns, each one's place among the records, the resizes
+        as columns (``_resize_columns``), each one's place)."""
+        tids = np.array([self._ids[info] if info in self._ids else self._register(info) for info in infos], np.int32)
         if self._spans is not None:
-            self._spans.extend((info.key, t0, t0 + dt) for info, _, _, _, _, t0, dt in items)
-        m = len(items)
-        keys = list(map(_GROUP_KEY, items))
-        if keys.count(keys[0]) == m:  # one array, one op (a loop's reads): no per-item grouping
-            groups: dict[tuple, object] = {keys[0]: slice(None)}
-        else:
-            groups = {}  # (info, op, itemsize) -> positions in items
-            for i, key in enumerate(keys):
-                at = groups.get(key)
-                if at is None:
-                    groups[key] = at = []
-                at.append(i)
-        width = max(len(_SHAPE(items[0 if type(at) is slice else at[0]])) for at in groups.values())
+            keys = [info.key for info in infos]
+            self._spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
+                                   (head["t0"] + head["dt"]).tolist()))
+        ndim = head["ndim"].astype(np.int64)
+        resize = head["op"] == OP_RESIZE
+        first = np.cumsum(np.where(resize, ndim, 4 * ndim))
+        first -= np.where(resize, ndim, 4 * ndim)  # where each record's values begin
+        resized_at = np.flatnonzero(resize)
+        r_ndim = ndim[resized_at]
+        shapes = np.zeros((len(resized_at), int(r_ndim.max(initial=0))), np.int64)
+        for k in np.unique(r_ndim).tolist():
+            rows = np.flatnonzero(r_ndim == k)
+            shapes[rows, :k] = vals[first[resized_at[rows]][:, None] + np.arange(k)]
+        r_head = head[resized_at]
+        resized = self._resize_columns(tids[r_head["slot"]], shapes, r_ndim,
+                                       r_head["t0"] + r_head["dt"] - self._origin)
+        position = np.flatnonzero(~resize)
+        head, first, ndim = head[position], first[position], ndim[position]
+        m, width = len(head), int(ndim.max(initial=0))
         start = np.zeros((m, width), np.int64)
         count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
-        ds, n, ndim = np.zeros(m, np.int32), np.zeros(m, np.int64), np.zeros(m, np.int8)
-        nbytes, write = np.zeros(m, np.int64), np.zeros(m, bool)
-        ok = np.ones(m, bool)
-        for (info, op, itemsize), at in groups.items():
-            tid = self._ids.get(info)
-            if tid is None:
-                tid = self._register(info)
-            mine = items if type(at) is slice else [items[i] for i in at]
-            shapes = list(map(_SHAPE, mine))
-            same = shapes.count(shapes[0]) == len(shapes)
-            slabs = self._slabs(list(map(_INDEX, mine)), shapes[0] if same else shapes)
-            k = len(shapes[0])
-            for col, part in zip((start, count, stride, block), slabs[:4]):
-                col[at, :k] = part
-            n[at] = slabs[4]
-            nbytes[at] = slabs[4] * itemsize
-            ds[at] = tid
-            ndim[at] = k
-            write[at] = op == WRITE
-            ok[at] = slabs[5]
-        t0 = np.fromiter(map(_T0, items), float, m) - self._origin
-        dt = np.fromiter(map(_DT, items), float, m)
-        cols = AccessColumns.slabs(ds, write, start, count, stride, block, n, nbytes, t0, dt, self.rank, ndim)
-        self._writer.access_columns(cols if ok.all() else cols.take(np.flatnonzero(ok)))
-
-    def _slabs(self, index: list[tuple], shape):
-        """(start, count, stride, block, n, ok) of one array's indexes, ``shape`` its extent (or one per index):
-        in bulk, else index by index (an index that fails is left out, counted in the trace)."""
-        try:
-            cols = hyperslab_columns(index, shape)
-        except Exception:  # noqa: BLE001 - index by index below says which one and counts it
-            cols = None
-        if cols is not None:
-            return (*cols, np.ones(len(index), bool))
-        each = type(shape) is list
-        shapes = shape if each else repeat(shape)
-        m, k = len(index), len(shape[0] if each else shape)
-        out = [np.zeros((m, k), np.int64), *(np.ones((m, k), np.int64) for _ in range(3)), np.zeros(m, np.int64),
-               np.zeros(m, bool)]
-        for i, (args, dims_of) in enumerate(zip(index, shapes)):
-            try:
-                *dims, nel = fast_hyperslab(args, dims_of)
-            except Exception as exc:  # noqa: BLE001 - the program already has its data
-                HUB.error(exc, (self,))
-                continue
-            for col, v in zip(out, dims):
-                col[i] = v
-            out[4][i] = nel
-            out[5][i] = True
-        return out
+        if m and not len(resized_at) and (ndim == width).all():  # the common case: one piece, no gather
+            groups = [(width, slice(None), vals.reshape(m, 4, width))]
+        else:
+            groups = [(k, rows, vals[first[rows][:, None] + np.arange(4 * k)].reshape(len(rows), 4, k))
+                      for k in np.unique(ndim).tolist() for rows in [np.flatnonzero(ndim == k)]]
+        for k, rows, v in groups:
+            for d, col in enumerate((start, count, stride, block)):
+                col[rows, :k] = v[:, d]
+        cols = AccessColumns.slabs(tids[head["slot"]], head["op"] == OP_WRITE, start, count, stride, block,
+                                   head["n"], head["nbytes"], head["t0"] - self._origin, head["dt"], self.rank,
+                                   head["ndim"])
+        return cols, position, resized, resized_at
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:

@@ -1,122 +1,383 @@
-/* The hot path of the h5py hooks: Dataset.__getitem__ and __setitem__ traced in C.
+/* The hot path of the h5py hooks: Dataset.__getitem__, __setitem__ and resize traced in C.
  *
- * A traced read runs right after HDF5 has copied its data, when the CPU caches hold that data and
- * not the tracer's: in Python the wrapper and its record cost 4-6 µs per read there (a few hundred
- * cold memory references), 1-2% of a realistic h5py read. Here a read or write of a known dataset by
- * ints and slices costs two clock reads, a dict probe and one tuple: the same item the Python hook
- * queues (hooks_h5py._record), for the tracer's flusher thread to normalize in bulk. Everything else (a
- * dataset seen for the first time, fancy indexes, new_dtype, MPI) goes to the Python hook unchanged.
+ * A traced read runs right after HDF5 has copied its data, when the CPU caches hold that data and not the
+ * tracer's. A read or write of a known dataset by ints, slices and Ellipsis is normalized here, at once,
+ * into its hyperslab (as selection.fast_hyperslab does) and appended to each active tracer's Recorder: a
+ * 40-byte head and 4 x ndim int64 values in two growing buffers, no Python object per access. The tracer's
+ * flusher takes a Recorder's buffers as numpy arrays (Tracer._drain). Before, the hook queued a 7-tuple
+ * and the flusher normalized the indexes in bulk in Python: 1.2-1.7 µs of CPU per read with the GIL held,
+ * as much again as the hook (docs/tracing-overhead.md). Everything else (a dataset seen for the first
+ * time, fancy indexes, new_dtype, MPI, a resize of a dataset a tracer has not numbered yet) goes to the
+ * Python hook unchanged, and the Python objects it records go into the same Recorder, in call order.
  *
  * Module state, set from Python: `depth` is per thread (nested traced calls record only the outermost;
- * the Python wrappers share it through depth()/set_depth()), `queues` the append methods of the active
- * tracers' queues (empty: tracing is off).
+ * the Python wrappers share it through depth()/set_depth()), `recorders` the active tracers' Recorders
+ * (empty: tracing is off).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <time.h>
 
+#define MAX_RANK 32 /* HDF5's H5S_MAX_RANK */
+
+enum { OP_READ = 0, OP_WRITE = 1, OP_RESIZE = 2 };
+
 static __thread int depth;
-static PyObject *queues;       /* tuple of bound deque.append methods, one per active tracer */
+static PyObject *recorders;    /* tuple of Recorder, one per active tracer */
 static PyObject *known;        /* hooks_h5py._by_obj: id(dataset) -> (weakref, DatasetInfo) */
-static PyObject *simple_types; /* frozenset of index types that can be normalized later */
-static PyObject *overflow;     /* called when a queue is longer than max_pending */
+static PyObject *simple_types; /* frozenset of the index types normalized here */
+static PyObject *overflow;     /* called when a Recorder holds more than max_pending accesses */
 static Py_ssize_t max_pending;
-static PyObject *s_shape, *s_itemsize, *s_mpio;
+static PyObject *s_shape, *s_itemsize, *s_mpio, *s_axis, *s_new_dtype;
 
 static double now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);  /* time.perf_counter's clock on Linux */
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.perf_counter's clock on Linux */
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- Recorder: one tracer's accesses since its last take() ---- */
+
+/* One access (or resize) in the head buffer: numpy dtype tracer.RECORD_HEAD. */
+typedef struct {
+    double t0, dt;       /* perf_counter seconds */
+    int64_t n, nbytes;   /* elements selected, their bytes */
+    int32_t slot;        /* index into the Recorder's infos */
+    int8_t op;           /* OP_* */
+    int8_t ndim;         /* values in the dims buffer: 4 x ndim (start, count, stride, block), or the new
+                            extent's ndim for a resize */
+    int16_t pad;
+} head_t;
+
 typedef struct {
     PyObject_HEAD
-    PyObject *original; /* the h5py method */
-    PyObject *slow;     /* slow(self, args, new_dtype, t0, dt): the Python record, never raises */
-    PyObject *failed;   /* failed(self): a traced call raised */
-    PyObject *op;       /* records.READ: __getitem__(self, args[, new_dtype]); records.WRITE: __setitem__(self, args, val) */
-    int write;
-    PyObject *dict;     /* functools.update_wrapper's attributes */
-    vectorcallfunc vectorcall;
-} Hook;
+    head_t *heads;
+    Py_ssize_t n, cap;
+    int64_t *dims;
+    Py_ssize_t nd, dcap;
+    PyObject *infos;      /* list: slot -> DatasetInfo */
+    PyObject *slots;      /* dict: DatasetInfo -> slot */
+    PyObject *last_info;  /* the info of the last record (borrowed: infos holds it) */
+    Py_ssize_t last_slot;
+    PyObject *items;      /* list of (position, object): what the Python hooks recorded */
+    PyObject *ids;        /* the tracer's dict DatasetInfo -> trace id (a resize is recorded here only once
+                             the tracer numbered the dataset, with its extent before the change) */
+} Recorder;
 
-/* The item hooks_h5py._record queues, or NULL (then the Python record decides). No exception set. */
-static PyObject *item_of(PyObject *self, PyObject *args, PyObject *op, double t0, double dt) {
+static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    void *p = PyMem_Realloc(*buf, (size_t)c * size);
+    if (p == NULL) return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+static Py_ssize_t slot_of(Recorder *r, PyObject *info) {
+    if (info == r->last_info) return r->last_slot;
+    PyObject *at = PyDict_GetItemWithError(r->slots, info);
+    Py_ssize_t slot;
+    if (at != NULL) {
+        slot = PyLong_AsSsize_t(at);
+    } else {
+        if (PyErr_Occurred()) return -1;
+        slot = PyList_GET_SIZE(r->infos);
+        PyObject *v = PyLong_FromSsize_t(slot);
+        if (v == NULL || PyDict_SetItem(r->slots, info, v) < 0 || PyList_Append(r->infos, info) < 0) {
+            Py_XDECREF(v);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    r->last_info = info;
+    r->last_slot = slot;
+    return slot;
+}
+
+/* Append one record; `vals` holds `nvals` int64. -1 (an exception set) when out of memory. */
+static int add(Recorder *r, PyObject *info, int op, int ndim, double t0, double dt, int64_t n, int64_t nbytes,
+               const int64_t *vals, Py_ssize_t nvals) {
+    Py_ssize_t slot = slot_of(r, info);
+    if (slot < 0) return -1;
+    if (grow((void **)&r->heads, &r->cap, r->n + 1, sizeof(head_t)) < 0 ||
+        grow((void **)&r->dims, &r->dcap, r->nd + nvals, sizeof(int64_t)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    head_t *h = &r->heads[r->n++];
+    h->t0 = t0;
+    h->dt = dt;
+    h->n = n;
+    h->nbytes = nbytes;
+    h->slot = (int32_t)slot;
+    h->op = (int8_t)op;
+    h->ndim = (int8_t)ndim;
+    h->pad = 0;
+    memcpy(r->dims + r->nd, vals, sizeof(int64_t) * (size_t)nvals);
+    r->nd += nvals;
+    return 0;
+}
+
+static void reset(Recorder *r) {
+    r->n = r->nd = 0;
+    r->last_info = NULL;
+}
+
+static PyObject *recorder_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *ids;
+    if (!PyArg_ParseTuple(a, "O!:Recorder", &PyDict_Type, &ids)) return NULL;
+    Recorder *r = (Recorder *)type->tp_alloc(type, 0);
+    if (r == NULL) return NULL;
+    r->infos = PyList_New(0);
+    r->slots = PyDict_New();
+    r->items = PyList_New(0);
+    Py_INCREF(ids);
+    r->ids = ids;
+    if (r->infos == NULL || r->slots == NULL || r->items == NULL) { Py_DECREF(r); return NULL; }
+    return (PyObject *)r;
+}
+
+static int recorder_traverse(Recorder *r, visitproc visit, void *arg) {
+    Py_VISIT(r->infos); Py_VISIT(r->slots); Py_VISIT(r->items); Py_VISIT(r->ids);
+    return 0;
+}
+
+static int recorder_clear(Recorder *r) {
+    Py_CLEAR(r->infos); Py_CLEAR(r->slots); Py_CLEAR(r->items); Py_CLEAR(r->ids);
+    r->last_info = NULL;
+    return 0;
+}
+
+static void recorder_dealloc(Recorder *r) {
+    PyObject_GC_UnTrack(r);
+    recorder_clear(r);
+    PyMem_Free(r->heads);
+    PyMem_Free(r->dims);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *recorder_append(Recorder *r, PyObject *obj) {
+    PyObject *pair = Py_BuildValue("(nO)", r->n, obj);
+    if (pair == NULL) return NULL;
+    int rc = PyList_Append(r->items, pair);
+    Py_DECREF(pair);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* (heads: bytes, dims: bytes, infos: list, items: list of (position, object)); the Recorder starts over.
+ * `position` is the number of heads recorded before the object. */
+static PyObject *recorder_take(Recorder *r, PyObject *unused) {
+    PyObject *heads = PyBytes_FromStringAndSize((const char *)r->heads, r->n * (Py_ssize_t)sizeof(head_t));
+    PyObject *dims = PyBytes_FromStringAndSize((const char *)r->dims, r->nd * (Py_ssize_t)sizeof(int64_t));
+    PyObject *infos = PyList_New(0), *slots = PyDict_New(), *items = PyList_New(0);
+    if (heads == NULL || dims == NULL || infos == NULL || slots == NULL || items == NULL) {
+        Py_XDECREF(heads); Py_XDECREF(dims); Py_XDECREF(infos); Py_XDECREF(slots); Py_XDECREF(items);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(4, heads, dims, r->infos, r->items);
+    Py_DECREF(heads);
+    Py_DECREF(dims);
+    if (out == NULL) { Py_DECREF(infos); Py_DECREF(slots); Py_DECREF(items); return NULL; }
+    Py_SETREF(r->infos, infos);
+    Py_SETREF(r->slots, slots);
+    Py_SETREF(r->items, items);
+    reset(r);
+    if (r->cap > 65536) { /* a burst's buffers are not kept for good */
+        PyMem_Free(r->heads); PyMem_Free(r->dims);
+        r->heads = NULL; r->dims = NULL;
+        r->cap = r->dcap = 0;
+    }
+    return out;
+}
+
+static Py_ssize_t recorder_len(Recorder *r) { return r->n + PyList_GET_SIZE(r->items); }
+
+static PySequenceMethods recorder_as_sequence = {.sq_length = (lenfunc)recorder_len};
+
+static PyMethodDef recorder_methods[] = {
+    {"append", (PyCFunction)recorder_append, METH_O, "append(obj): a record of the Python hooks, after the accesses so far."},
+    {"take", (PyCFunction)recorder_take, METH_NOARGS,
+     "take() -> (heads, dims, infos, items): everything recorded since the last take (module docstring)."},
+    {NULL}
+};
+
+static PyTypeObject RecorderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "instrumentation._hotpath.Recorder",
+    .tp_doc = "Recorder(ids): one tracer's accesses since its last take(), as arrays (module docstring).",
+    .tp_basicsize = sizeof(Recorder),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = recorder_new,
+    .tp_dealloc = (destructor)recorder_dealloc,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_as_sequence = &recorder_as_sequence,
+    .tp_methods = recorder_methods,
+};
+
+/* ---- normalizing an index (selection.fast_hyperslab, in C) ---- */
+
+/* The DatasetInfo of a dataset the hooks know, or NULL (borrowed; no exception set). */
+static PyObject *info_of(PyObject *self) {
     PyObject *key = PyLong_FromVoidPtr(self);
     if (key == NULL) { PyErr_Clear(); return NULL; }
     PyObject *entry = PyDict_GetItemWithError(known, key); /* borrowed */
     Py_DECREF(key);
     if (entry == NULL || !PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) { PyErr_Clear(); return NULL; }
     if (PyWeakref_GetObject(PyTuple_GET_ITEM(entry, 0)) != self) return NULL;
-    PyObject *info = PyTuple_GET_ITEM(entry, 1);
-    PyObject *index;
-    if (PyTuple_CheckExact(args)) {
-        Py_ssize_t n = PyTuple_GET_SIZE(args);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int ok = PySet_Contains(simple_types, (PyObject *)Py_TYPE(PyTuple_GET_ITEM(args, i)));
-            if (ok != 1) { PyErr_Clear(); return NULL; }
-        }
-        Py_INCREF(args);
-        index = args;
-    } else {
-        int ok = PySet_Contains(simple_types, (PyObject *)Py_TYPE(args));
-        if (ok != 1) { PyErr_Clear(); return NULL; }
-        index = PyTuple_Pack(1, args);
-        if (index == NULL) { PyErr_Clear(); return NULL; }
+    return PyTuple_GET_ITEM(entry, 1);
+}
+
+static int as_int64(PyObject *v, int64_t *out) {
+    if (PyLong_CheckExact(v)) {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        *out = x;
+        return 0;
     }
+    PyObject *i = PyNumber_Index(v); /* numpy integers */
+    if (i == NULL) return -1;
+    long long x = PyLong_AsLongLong(i);
+    Py_DECREF(i);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x;
+    return 0;
+}
+
+/* `vals` <- start, count, stride and block (ndim values each) of `index` on an array of `shape`; *n the
+ * elements selected. 0, or -1 when fast_hyperslab would give None (the Python hook decides then; an
+ * exception may be set). */
+static int hyperslab(PyObject *index, PyObject *shape, int64_t *vals, int64_t *n) {
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape), nargs;
+    PyObject *one[1];
+    PyObject *const *args;
+    if (PyTuple_CheckExact(index)) {
+        nargs = PyTuple_GET_SIZE(index);
+        args = &PyTuple_GET_ITEM(index, 0);
+    } else {
+        one[0] = index;
+        args = one;
+        nargs = 1;
+    }
+    if (ndim > MAX_RANK) return -1;
+    Py_ssize_t ellipsis = -1;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (PySet_Contains(simple_types, (PyObject *)Py_TYPE(args[i])) != 1) return -1;
+        if (args[i] == Py_Ellipsis) {
+            if (ellipsis >= 0) return -1;
+            ellipsis = i;
+        }
+    }
+    Py_ssize_t fill = ndim - (nargs - (ellipsis >= 0)); /* whole dimensions: at the Ellipsis, else at the end */
+    if (fill < 0) return -1;
+    if (ellipsis < 0) ellipsis = nargs;
+    int64_t *start = vals, *count = vals + ndim, *stride = vals + 2 * ndim, *block = vals + 3 * ndim;
+    int64_t total = 1;
+    Py_ssize_t a = 0;
+    for (Py_ssize_t d = 0; d < ndim; d++) {
+        int64_t dim = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        if (dim == -1 && PyErr_Occurred()) return -1;
+        PyObject *x;
+        if (d >= ellipsis && d < ellipsis + fill) {
+            x = NULL; /* a whole dimension */
+        } else {
+            if (a == ellipsis) a++;
+            x = args[a++];
+        }
+        if (x == NULL || PySlice_Check(x)) {
+            Py_ssize_t lo = 0, hi = (Py_ssize_t)dim, step = 1;
+            if (x != NULL && PySlice_Unpack(x, &lo, &hi, &step) < 0) return -1;
+            Py_ssize_t m = PySlice_AdjustIndices((Py_ssize_t)dim, &lo, &hi, step);
+            if (step != 1 && m > 1) {
+                if (step < 0) { lo += (m - 1) * step; step = -step; }
+                start[d] = lo; count[d] = m; stride[d] = step; block[d] = 1;
+            } else {
+                start[d] = lo; count[d] = 1; stride[d] = 1; block[d] = m;
+            }
+            total *= m;
+        } else {
+            int64_t i;
+            if (as_int64(x, &i) < 0) return -1;
+            start[d] = i < 0 ? i + dim : i;
+            count[d] = stride[d] = block[d] = 1;
+        }
+    }
+    *n = total;
+    return 0;
+}
+
+/* ---- the hooks ---- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *original; /* the h5py method */
+    PyObject *slow;     /* reads/writes: slow(self, args, new_dtype, t0, dt), the Python record, never raises;
+                           resize: the Python hook, called instead of the original */
+    PyObject *failed;   /* failed(self): a traced read or write raised */
+    int op;             /* OP_*: __getitem__(self, args[, new_dtype]); __setitem__(self, args, val);
+                           resize(self, size[, axis]) */
+    PyObject *dict;     /* functools.update_wrapper's attributes */
+    vectorcallfunc vectorcall;
+} Hook;
+
+static void full_queues(void) {
+    Py_ssize_t k = PyTuple_GET_SIZE(recorders);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (recorder_len((Recorder *)PyTuple_GET_ITEM(recorders, i)) > max_pending) {
+            PyObject *r = PyObject_CallNoArgs(overflow);
+            Py_XDECREF(r);
+            return;
+        }
+    }
+}
+
+/* Record a read or write of a known dataset by ints/slices in every Recorder; 0, or -1 for the Python hook
+ * (nothing recorded then). No exception set on return. */
+static int record_fast(PyObject *self, PyObject *index, int op, double t0, double dt) {
+    PyObject *info = info_of(self);
+    if (info == NULL) return -1;
     PyObject *mpio = PyObject_GetAttr(info, s_mpio);
     PyObject *shape = PyObject_GetAttr(info, s_shape);
     PyObject *itemsize = PyObject_GetAttr(info, s_itemsize);
-    PyObject *item = NULL;
-    if (mpio == Py_False && shape != NULL && PyTuple_Check(shape) && itemsize != NULL) {
-        PyObject *a = PyFloat_FromDouble(t0), *b = PyFloat_FromDouble(dt);
-        if (a != NULL && b != NULL)
-            item = PyTuple_Pack(7, info, op, index, shape, itemsize, a, b);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
+    int64_t vals[4 * MAX_RANK], n = 0;
+    int rc = -1;
+    if (mpio == Py_False && shape != NULL && PyTuple_Check(shape) && itemsize != NULL && PyLong_Check(itemsize) &&
+        hyperslab(index, shape, vals, &n) == 0) {
+        int ndim = (int)PyTuple_GET_SIZE(shape);
+        int64_t nbytes = n * PyLong_AsLongLong(itemsize);
+        Py_ssize_t k = PyTuple_GET_SIZE(recorders);
+        rc = 0;
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (add((Recorder *)PyTuple_GET_ITEM(recorders, i), info, op, ndim, t0, dt, n, nbytes, vals, 4 * ndim) < 0)
+                rc = -1; /* out of memory: the Python hook records it where this one could not */
     }
     Py_XDECREF(mpio);
     Py_XDECREF(shape);
     Py_XDECREF(itemsize);
-    Py_DECREF(index);
     PyErr_Clear();
-    return item;
+    if (rc == 0) full_queues();
+    PyErr_Clear();
+    return rc;
 }
 
-static void record(Hook *h, PyObject *self, PyObject *args, PyObject *new_dtype, double t0, double dt) {
-    PyObject *item = new_dtype == Py_None ? item_of(self, args, h->op, t0, dt) : NULL;
-    if (item == NULL) {
-        PyObject *r = PyObject_CallFunction(h->slow, "OOOdd", self, args, new_dtype, t0, dt);
-        Py_XDECREF(r);
-        PyErr_Clear();
-        return;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(queues);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *append = PyTuple_GET_ITEM(queues, i);
-        PyObject *r = PyObject_CallOneArg(append, item);
-        Py_XDECREF(r);
-        PyObject *queue = PyMethod_Check(append) ? PyMethod_GET_SELF(append) : PyCFunction_GET_SELF(append);
-        if (queue != NULL && PyObject_Size(queue) > max_pending) {
-            r = PyObject_CallNoArgs(overflow);
-            Py_XDECREF(r);
-        }
-        PyErr_Clear();
-    }
-    Py_DECREF(item);
-}
-
-static PyObject *hook_vectorcall(PyObject *callable, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
-    Hook *h = (Hook *)callable;
+static PyObject *io_call(Hook *h, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (depth || PyTuple_GET_SIZE(queues) == 0 || nargs < 2 || nargs + nkw > 3 || (h->write && nargs != 3))
+    int write = h->op == OP_WRITE;
+    if (depth || PyTuple_GET_SIZE(recorders) == 0 || nargs < 2 || nargs + nkw > 3 || (write && nargs != 3))
         return PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
-    PyObject *self = argv[0], *args = argv[1], *new_dtype = nargs == 3 && !h->write ? argv[2] : Py_None;
+    PyObject *self = argv[0], *args = argv[1], *new_dtype = nargs == 3 && !write ? argv[2] : Py_None;
     if (nkw == 1) { /* h5py's astype/fields wrappers pass new_dtype= by name */
-        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "new_dtype") != 0)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_new_dtype) != 0) {
+            PyErr_Clear();
             return PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
+        }
         new_dtype = argv[nargs];
     }
     depth = 1;
@@ -124,44 +385,125 @@ static PyObject *hook_vectorcall(PyObject *callable, PyObject *const *argv, size
     PyObject *result = PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
     double dt = now() - t0;
     depth = 0;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb); /* the call's exception, if any, reaches the caller unchanged */
     if (result == NULL) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
         PyObject *r = PyObject_CallOneArg(h->failed, self);
         Py_XDECREF(r);
-        PyErr_Clear();
-        PyErr_Restore(type, value, tb);
-        return NULL;
+    } else if (new_dtype != Py_None || record_fast(self, args, h->op, t0, dt) < 0) {
+        PyObject *r = PyObject_CallFunction(h->slow, "OOOdd", self, args, new_dtype, t0, dt);
+        Py_XDECREF(r);
     }
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb); /* nothing is pending after a success; keep it so if something were */
-    record(h, self, args, new_dtype, t0, dt);
+    PyErr_Clear();
     PyErr_Restore(type, value, tb);
     return result;
 }
 
+/* The extent `resize(size[, axis])` sets on an array of extent `shape` (hooks_h5py._resized), as a new
+ * tuple, or NULL (no exception set). */
+static PyObject *resized(PyObject *shape, PyObject *size, PyObject *axis) {
+    PyObject *out = NULL;
+    if (axis == Py_None) {
+        PyObject *seq = PySequence_Tuple(size);
+        if (seq == NULL) goto done;
+        out = PyTuple_New(PyTuple_GET_SIZE(seq));
+        for (Py_ssize_t i = 0; out != NULL && i < PyTuple_GET_SIZE(seq); i++) {
+            PyObject *v = PyNumber_Index(PyTuple_GET_ITEM(seq, i));
+            if (v == NULL) Py_CLEAR(out);
+            else PyTuple_SET_ITEM(out, i, v);
+        }
+        Py_DECREF(seq);
+    } else {
+        Py_ssize_t k = PyNumber_AsSsize_t(axis, NULL);
+        PyObject *v = PyNumber_Index(size);
+        if (k < 0 || k >= PyTuple_GET_SIZE(shape) || v == NULL) { Py_XDECREF(v); goto done; }
+        out = PyTuple_New(PyTuple_GET_SIZE(shape));
+        if (out == NULL) { Py_DECREF(v); goto done; }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+            PyObject *e = i == k ? v : PyTuple_GET_ITEM(shape, i);
+            if (i != k) Py_INCREF(e);
+            PyTuple_SET_ITEM(out, i, e);
+        }
+    }
+done:
+    PyErr_Clear();
+    return out;
+}
+
+/* resize: when every tracer has numbered the dataset (so its record holds the extent before), the change is
+ * recorded here; else the Python hook runs the call. */
+static PyObject *resize_call(Hook *h, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t k = PyTuple_GET_SIZE(recorders);
+    if (k == 0) return PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
+    PyObject *axis = nargs == 3 ? argv[2] : Py_None;
+    int fast = nargs >= 2 && nargs + nkw <= 3;
+    if (fast && nkw == 1) {
+        fast = nargs == 2 && PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_axis) == 0;
+        axis = argv[2];
+    }
+    PyObject *info = fast ? info_of(argv[0]) : NULL;
+    PyObject *shape = info != NULL ? PyObject_GetAttr(info, s_shape) : NULL;
+    PyObject *after = shape != NULL && PyTuple_Check(shape) ? resized(shape, argv[1], axis) : NULL;
+    for (Py_ssize_t i = 0; after != NULL && i < k; i++) {
+        PyObject *ids = ((Recorder *)PyTuple_GET_ITEM(recorders, i))->ids;
+        if (PyDict_GetItemWithError(ids, info) == NULL) Py_CLEAR(after);
+    }
+    PyErr_Clear();
+    if (after == NULL) {
+        Py_XDECREF(shape);
+        return PyObject_Vectorcall(h->slow, argv, nargsf, kwnames);
+    }
+    double t0 = now();
+    PyObject *result = PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
+    double t1 = now();
+    if (result != NULL) {
+        int same = PyObject_RichCompareBool(after, shape, Py_EQ);
+        if (same == 0 && PyObject_SetAttr(info, s_shape, after) == 0) {
+            Py_ssize_t ndim = PyTuple_GET_SIZE(after);
+            int64_t vals[MAX_RANK];
+            int ok = ndim <= MAX_RANK;
+            for (Py_ssize_t d = 0; ok && d < ndim; d++)
+                ok = as_int64(PyTuple_GET_ITEM(after, d), &vals[d]) == 0;
+            for (Py_ssize_t i = 0; ok && i < k; i++)
+                add((Recorder *)PyTuple_GET_ITEM(recorders, i), info, OP_RESIZE, (int)ndim, t0, t1 - t0, 0, 0,
+                    vals, ndim);
+        }
+        PyErr_Clear();
+    }
+    Py_DECREF(shape);
+    Py_DECREF(after);
+    return result;
+}
+
+static PyObject *hook_vectorcall(PyObject *callable, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+    Hook *h = (Hook *)callable;
+    return h->op == OP_RESIZE ? resize_call(h, argv, nargsf, kwnames) : io_call(h, argv, nargsf, kwnames);
+}
+
 static PyObject *hook_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-    PyObject *original, *slow, *failed, *op;
-    int write;
-    if (!PyArg_ParseTuple(a, "OOOOp:Hook", &original, &slow, &failed, &op, &write)) return NULL;
+    PyObject *original, *slow, *failed;
+    int op;
+    if (!PyArg_ParseTuple(a, "OOOi:Hook", &original, &slow, &failed, &op)) return NULL;
+    if (op < OP_READ || op > OP_RESIZE) { PyErr_SetString(PyExc_ValueError, "op: 0 read, 1 write, 2 resize"); return NULL; }
     Hook *h = (Hook *)type->tp_alloc(type, 0);
     if (h == NULL) return NULL;
     Py_INCREF(original); h->original = original;
     Py_INCREF(slow); h->slow = slow;
     Py_INCREF(failed); h->failed = failed;
-    Py_INCREF(op); h->op = op;
-    h->write = write;
+    h->op = op;
     h->vectorcall = hook_vectorcall;
     return (PyObject *)h;
 }
 
 static int hook_traverse(Hook *h, visitproc visit, void *arg) {
-    Py_VISIT(h->original); Py_VISIT(h->slow); Py_VISIT(h->failed); Py_VISIT(h->op); Py_VISIT(h->dict);
+    Py_VISIT(h->original); Py_VISIT(h->slow); Py_VISIT(h->failed); Py_VISIT(h->dict);
     return 0;
 }
 
 static int hook_clear(Hook *h) {
-    Py_CLEAR(h->original); Py_CLEAR(h->slow); Py_CLEAR(h->failed); Py_CLEAR(h->op); Py_CLEAR(h->dict);
+    Py_CLEAR(h->original); Py_CLEAR(h->slow); Py_CLEAR(h->failed); Py_CLEAR(h->dict);
     return 0;
 }
 
@@ -184,7 +526,8 @@ static PyGetSetDef hook_getset[] = {
 static PyTypeObject HookType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "instrumentation._hotpath.Hook",
-    .tp_doc = "Hook(original, slow, failed, op, write): a traced Dataset.__getitem__ or __setitem__ (module docstring).",
+    .tp_doc = "Hook(original, slow, failed, op): a traced Dataset.__getitem__ (op 0), __setitem__ (1) or resize (2) "
+              "(module docstring).",
     .tp_basicsize = sizeof(Hook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = hook_new,
@@ -198,10 +541,17 @@ static PyTypeObject HookType = {
     .tp_getset = hook_getset,
 };
 
-static PyObject *set_queues(PyObject *m, PyObject *arg) {
-    if (!PyTuple_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a tuple of append methods"); return NULL; }
+/* ---- module ---- */
+
+static PyObject *set_recorders(PyObject *m, PyObject *arg) {
+    if (!PyTuple_Check(arg)) { PyErr_SetString(PyExc_TypeError, "a tuple of Recorders"); return NULL; }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arg); i++)
+        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(arg, i), &RecorderType)) {
+            PyErr_SetString(PyExc_TypeError, "a tuple of Recorders");
+            return NULL;
+        }
     Py_INCREF(arg);
-    Py_XSETREF(queues, arg);
+    Py_XSETREF(recorders, arg);
     Py_RETURN_NONE;
 }
 
@@ -228,24 +578,35 @@ static PyObject *set_depth(PyObject *m, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(known, simple_types, overflow, max_pending): the hooks' shared state."},
-    {"set_queues", set_queues, METH_O, "set_queues(appends): the active tracers' queue appends; () stops tracing."},
+    {"set_recorders", set_recorders, METH_O, "set_recorders(recorders): the active tracers' Recorders; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},
     {NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hotpath", "Traced h5py reads and writes in C.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hotpath", "Traced h5py reads, writes and resizes in C.",
+                                    -1, methods};
 
 PyMODINIT_FUNC PyInit__hotpath(void) {
-    if (PyType_Ready(&HookType) < 0) return NULL;
-    queues = PyTuple_New(0);
+    if (PyType_Ready(&HookType) < 0 || PyType_Ready(&RecorderType) < 0) return NULL;
+    recorders = PyTuple_New(0);
     s_shape = PyUnicode_InternFromString("shape");
     s_itemsize = PyUnicode_InternFromString("itemsize");
     s_mpio = PyUnicode_InternFromString("mpio");
-    if (queues == NULL || s_shape == NULL || s_itemsize == NULL || s_mpio == NULL) return NULL;
+    s_axis = PyUnicode_InternFromString("axis");
+    s_new_dtype = PyUnicode_InternFromString("new_dtype");
+    if (recorders == NULL || s_shape == NULL || s_itemsize == NULL || s_mpio == NULL || s_axis == NULL ||
+        s_new_dtype == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&HookType);
     if (PyModule_AddObject(m, "Hook", (PyObject *)&HookType) < 0) { Py_DECREF(&HookType); Py_DECREF(m); return NULL; }
+    Py_INCREF(&RecorderType);
+    if (PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0) {
+        Py_DECREF(&RecorderType);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

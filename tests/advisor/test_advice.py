@@ -164,9 +164,11 @@ def test_minor_datasets_summed_up_in_one_line(tmp_path):
 
 
 def test_one_library_per_file(tmp_path):
-    """On a machine where Zarr's calls, chunks and requests cost nothing and its bytes three times HDF5's, a
-    small array read value by value would move to Zarr on its own; in the file of an array that stays in HDF5 it
-    stays in HDF5 (a coordinate never moves to another format than its data variable)."""
+    """On a machine where Zarr's calls, chunks and requests cost nothing and its bytes twice HDF5's, a small
+    array read value by value would move to Zarr on its own; in the file of an array that stays in HDF5 it stays
+    in HDF5 (a coordinate never moves to another format than its data variable). (With bytes three times
+    HDF5's, the small array's move was 1.65x: kept, rightly, in one run in three, whose calibration band put the
+    slow end of its interval below 1.1x.)"""
     import h5py
 
     with h5py.File(tmp_path / "f.h5", "w") as f:
@@ -180,7 +182,7 @@ def test_one_library_per_file(tmp_path):
             for i in range(0, 500, 5):
                 float(h[i])
     p = profile()
-    zarr = {k: 0.0 if k.startswith("n_") else 3 * v for k, v in p.coefficients["hdf5"].items()}
+    zarr = {k: 0.0 if k.startswith("n_") else 2 * v for k, v in p.coefficients["hdf5"].items()}
     kw = dict(profile=replace(p, coefficients={**p.coefficients, "zarr": zarr}), lossless_only=True, min_share=0.0)
     alone = advisor.advise(tmp_path / "t.jsonl", dataset="/h", **kw).datasets[0]
     assert alone.recommendation.candidate.library == "zarr"

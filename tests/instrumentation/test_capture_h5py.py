@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import advisor
+from instrumentation import hooks_h5py
 from instrumentation.records import READ, WRITE, Selection
+from instrumentation.selection import fast_hyperslab
 
 A = np.arange(20 * 10, dtype="f8").reshape(20, 10)
 
@@ -93,6 +95,40 @@ def test_loop_over_arrays_of_different_ranks_keeps_each_selection(tmp_path, suff
         ("/one", box((9 - i,), (i + 1,))))]
 
 
+def test_reads_by_ints_and_slices_are_recorded_as_fast_hyperslab_normalizes_them(tmp_path, monkeypatch):
+    """The C hook normalizes a known dataset's int/slice/Ellipsis reads itself, at the call: on random indexes
+    into arrays of rank 0 to 3, each recorded selection is what selection.fast_hyperslab makes of its index."""
+    rng = np.random.default_rng(0)
+
+    def bound(d):
+        return None if rng.random() < 0.3 else int(rng.integers(-2 * d, 2 * d))
+
+    def index(shape):
+        out = [slice(bound(d), bound(d), [None, 1, 2, 3, 7][rng.integers(5)]) if rng.integers(2)
+               else [int, np.int32, np.uint8, np.int64][rng.integers(4)](rng.integers(0, d)) for d in shape]
+        if out and rng.random() < 0.2:
+            out[int(rng.integers(len(out)))] = Ellipsis
+        return tuple(out[:int(rng.integers(len(out) + 1))] if rng.random() < 0.2 else out)
+
+    reads = []
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        for j in range(40):
+            shape = tuple(int(d) for d in rng.integers(1, 30, rng.integers(0, 4)))
+            ds = f.create_dataset(f"d{j}", data=np.zeros(shape, "f4"))
+            reads += [(ds, index(shape)) for _ in range(12)]
+        in_python = []
+        record = hooks_h5py._record
+        monkeypatch.setattr(hooks_h5py, "_record", lambda *a: (in_python.append(a[2]), record(*a)))
+        with advisor.trace(tmp_path / "r.parquet") as t:
+            for ds, args in reads:
+                ds[args]
+        expected = [fast_hyperslab(args, ds.shape) for ds, args in reads]
+    got = [(a.selection.start, a.selection.count, a.selection.stride, a.selection.block, a.nelements)
+           for a in t.load().accesses]
+    assert len(got) == len(reads) and got == expected
+    assert len(in_python) == 40  # each dataset's first read (unknown until then): the other 440 in C
+
+
 HOOK_PROGRAM = """
 import json, sys
 if sys.argv[2] == "python":
@@ -102,10 +138,17 @@ import advisor
 from h5py._hl.dataset import Dataset
 with h5py.File(sys.argv[1] + ".h5", "w") as f:
     d = f.create_dataset("x", data=np.arange(200.0).reshape(20, 10))
+    r = f.create_dataset("r", shape=(1, 4), maxshape=(None, 4), dtype="i4", chunks=(2, 4))
     with advisor.trace(sys.argv[1] + ".parquet", overwrite=True) as t:
-        hook = [type(Dataset.__getitem__).__name__, type(Dataset.__setitem__).__name__]
+        hook = [type(Dataset.__getitem__).__name__, type(Dataset.__setitem__).__name__, type(Dataset.resize).__name__]
         out = [d[3], d[2:7, 1:3], d[-1, ::3], d[np.int64(4)], d[[1, 4]], d.astype("f4")[0:2, 0], d[5:5],
-               d.__getitem__((1, 1)), d[(slice(None), 9)]]
+               d.__getitem__((1, 1)), d[(slice(None), 9)], d[..., 1], d[np.int32(2):np.int64(5), ...], d[()]]
+        r.resize(3, axis=0)  # r not yet seen: the Python hook
+        r[1:3] = 7
+        r.resize((5, 4))
+        r.resize(size=6, axis=0)
+        r.resize(6, axis=0)  # no change
+        out.append(r[4:, 1:3])
         d[0] = -1.0
         d[1:3, 2:9:3] = np.ones((2, 3))
         d[np.int64(19), -1] = 5
@@ -120,11 +163,12 @@ with h5py.File(sys.argv[1] + ".h5", "w") as f:
 tr = t.load()
 print(json.dumps({"hook": hook, "out": [np.asarray(o).tolist() if not isinstance(o, str) else o for o in out],
                   "acc": [[a.op, list(a.selection.start), list(a.selection.block), list(a.selection.stride),
-                           a.nelements, a.nbytes] for a in tr.accesses], "failed": t.failed_calls}))
+                           a.nelements, a.nbytes] for a in tr.accesses], "failed": t.failed_calls,
+                  "resized": [[z.dataset, list(z.shape)] for z in tr.resizes]}))
 """
 
 
-def test_c_and_python_read_and_write_hooks_record_the_same(tmp_path):
+def test_c_and_python_read_write_and_resize_hooks_record_the_same(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(HOOK_PROGRAM)
     got = {}
@@ -133,11 +177,16 @@ def test_c_and_python_read_and_write_hooks_record_the_same(tmp_path):
                               timeout=120)
         assert run_.returncode == 0, run_.stderr
         got[impl] = json.loads(run_.stdout)
-    assert got["c"]["hook"] == ["Hook", "Hook"] and got["python"]["hook"] == ["function", "function"]
+    assert got["c"]["hook"] == ["Hook"] * 3 and got["python"]["hook"] == ["function"] * 3
     assert got["c"]["out"] == got["python"]["out"] and got["c"]["out"][-2:] == ["IndexError", "IndexError"]
-    assert got["c"]["acc"] == got["python"]["acc"] and len(got["c"]["acc"]) == 15
-    assert [a[0] for a in got["c"]["acc"]][9:] == ["write"] * 5 + ["read"]
-    assert got["c"]["acc"][10][1:4] == [[1, 2], [2, 1], [1, 3]]  # start, block, stride of d[1:3, 2:9:3]
+    assert got["c"]["acc"] == got["python"]["acc"] and len(got["c"]["acc"]) == 20
+    assert [a[0] for a in got["c"]["acc"]][12:] == ["write", "read"] + ["write"] * 5 + ["read"]
+    assert got["c"]["acc"][9:12] == [  # d[..., 1], d[2:5, ...], d[()]
+        ["read", [0, 1], [20, 1], [1, 1], 20, 160], ["read", [2, 0], [3, 10], [1, 1], 30, 240],
+        ["read", [0, 0], [20, 10], [1, 1], 200, 1600]]
+    assert got["c"]["acc"][15][1:4] == [[1, 2], [2, 1], [1, 3]]  # start, block, stride of d[1:3, 2:9:3]
+    assert got["c"]["resized"] == got["python"]["resized"] and [s for _, s in got["c"]["resized"]] == [
+        [3, 4], [5, 4], [6, 4]]
     assert got["c"]["failed"] == got["python"]["failed"] == 2
 
 

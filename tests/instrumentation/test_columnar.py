@@ -276,10 +276,10 @@ def test_resizes_reach_the_disk_with_the_batch_after_them(tmp_path):
     w = ColumnarTraceWriter(tmp_path / "t.parquet", header())
     w.dataset(dataset())
     for i in range(100, 140):
-        w.resize(ResizeRecord(0, (i + 1, 8), 0.01 * i))
+        w.resizes([(0, (i + 1, 8), 0.01 * i, 1, (), 0.0)])
         w.hyperslab_access(0, "write", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.01 * i + 0.001, 1e-5)
     w.flush()
-    w.resize(ResizeRecord(0, (141, 8), 1.41))  # after the last batch: lost with the process, as its accesses are
+    w.resizes([(0, (141, 8), 1.41, 1, (), 0.0)])  # after the last batch: lost with the process, as its accesses are
     tr = load_trace(tmp_path / "t.parquet", allow_truncated=True)  # read as a SIGKILL leaves it: no close
     assert [r.shape[0] for r in tr.resizes] == list(range(101, 141))
     assert tr.n_access == 40

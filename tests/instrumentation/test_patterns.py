@@ -101,7 +101,7 @@ def test_summarize_counts_per_dataset_op_and_rank(tmp_path):
     for r in range(3):
         w.access(acc(Selection.box((1000 * r, 0), (1000, 32)), op=WRITE, rank=r, dt=0.5))
         w.access(acc(Selection.box((0, r), (200_000, 1)), rank=r, ds=1, dt=0.25))
-    w.resize(ResizeRecord(0, (300_000, 32), 1.0))
+    w.resizes([(0, (300_000, 32), 1.0, 1, (), 0.0)])
     w.access(acc(Selection.box((250_000, 0), (1000, 32)), op=WRITE))
     w.access(acc(Selection.box((0, 0), SHAPE)))
     w.close()

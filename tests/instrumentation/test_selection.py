@@ -9,7 +9,6 @@ from instrumentation.selection import (
     fast_hyperslab,
     field_itemsize,
     from_dataspace,
-    hyperslab_columns,
     normalize,
 )
 
@@ -72,42 +71,6 @@ def test_fast_path_agrees(args, expected):
     start, count, stride, block, n = fast_hyperslab(args, SHAPE)
     assert Selection(start, count, stride, block) == expected
     assert n == expected.nelements
-
-
-def test_bulk_path_equals_fast_path_index_by_index():
-    rng = np.random.default_rng(0)
-
-    def bound(d):
-        return None if rng.random() < 0.3 else int(rng.integers(-2 * d, 2 * d))
-
-    def index(kinds, shape):
-        return tuple(slice(bound(d), bound(d), [None, 1, 2, 3, -1, -2, 7][rng.integers(7)]) if k
-                     else [int, np.int32, np.uint8][rng.integers(3)](rng.integers(0 if k is None else -d, d))
-                     for k, d in zip(kinds, shape))
-
-    for _ in range(500):
-        shape = tuple(int(d) for d in rng.integers(1, 30, rng.integers(0, 4)))
-        kinds = [bool(rng.integers(2)) for _ in shape]
-        indexes = [index(kinds, shape) for _ in range(int(rng.integers(1, 12)))]
-        bulk = hyperslab_columns(indexes, shape)
-        for row, args in enumerate(indexes):
-            assert tuple(tuple(a[row].tolist()) for a in bulk[:4]) + (bulk[4][row],) == fast_hyperslab(args, shape)
-
-
-def test_bulk_path_declines_mixed_dimensions_and_ellipsis():
-    assert hyperslab_columns([(1, slice(0, 2)), (slice(0, 2), 1)], (5, 5)) is None
-    assert hyperslab_columns([(Ellipsis,)], (5,)) is None
-    assert hyperslab_columns([(1,), (1, 2)], (5, 5)) is None  # whole second dimension against an int
-
-
-def test_bulk_path_of_an_appended_array():
-    # a camera's loop: resize, then ds[i] = frame. Each index is shorter than the array's rank and the extent
-    # grows between calls: one bulk call, per-index extents, row by row what fast_hyperslab says
-    for indexes, shapes in (([(i,) for i in range(5)] + [(-1,)], [(i + 1, 64, 48) for i in range(5)] + [(5, 64, 48)]),
-                            ([(slice(-2, None),), (slice(None, None, 2),)], [(5, 64, 48), (9, 64, 48)])):
-        bulk = hyperslab_columns(indexes, shapes)
-        for row, (args, shape) in enumerate(zip(indexes, shapes)):
-            assert tuple(tuple(a[row].tolist()) for a in bulk[:4]) + (bulk[4][row],) == fast_hyperslab(args, shape)
 
 
 def test_fast_path_declines_what_it_cannot_do():

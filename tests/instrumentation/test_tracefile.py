@@ -43,7 +43,7 @@ def write_sample(path, n=3, close=True, rank=0, size=1, t=1000.0):
     w.access(AccessRecord(0, "write", Selection.box((0, 0), (2, 8)), 16, 64, 1.0, 2e-5))
     pts = Selection.from_config({"points": [[1, 2], [5, 3]]})
     w.access(AccessRecord(0, "read", pts, 2, 8, 1.5, 1e-6))
-    w.resize(ResizeRecord(0, (200, 8), 2.0))
+    w.resizes([(0, (200, 8), 2.0, 1, (), 0.0)])
     if close:
         w.close()
     else:
@@ -86,6 +86,12 @@ def test_unflushed_prefix_of_killed_process_is_readable(tmp_path):
     assert not tr.complete and len(tr.accesses) == 5
 
 
+def _resize_line(lines, tail):
+    (i,) = [i for i, line in enumerate(lines) if line.startswith('{"t":"r"')]
+    assert i == 7
+    lines[i] = lines[i][:-1] + tail
+
+
 @pytest.mark.parametrize(
     "mutate, message",
     [
@@ -100,6 +106,8 @@ def test_unflushed_prefix_of_killed_process_is_readable(tmp_path):
         (lambda L: L.pop(0), r":1: first record must be the header"),
         (lambda L: L.pop(), r"no end record"),
         (lambda L: L.insert(1, L[0]), r":2: a second header line for rank 0"),
+        (lambda L: _resize_line(L, ',"rep":0,"step":[1,0],"t_step":0.1}'), r":8: field 'rep' must be at least 1"),
+        (lambda L: _resize_line(L, ',"rep":3,"step":[1],"t_step":0.1}'), r":8: field 'step' must have 2 values"),
     ],
 )
 def test_bad_input_names_file_and_line(tmp_path, mutate, message):
@@ -155,12 +163,16 @@ def test_merge_unifies_datasets_and_keeps_ranks(tmp_path):
 
 @pytest.mark.parametrize("name", ["t.jsonl", "t.parquet"])
 def test_resize_lines_read_back_as_recorded(tmp_path, name):
-    """Resize lines are formatted by hand (``resize_line``, not json.dumps): numpy values and ranks read back."""
+    """Resize lines are formatted by hand (``resize_lines``, not json.dumps): numpy values, ranks and runs read
+    back."""
     w = TraceWriter(tmp_path / name, header(rank=2, size=4))
     w.dataset(dataset())
-    recs = [ResizeRecord(0, (np.int64(150), 8), np.float64(1.25), rank=2), ResizeRecord(0, (200, 8), 1e-7, rank=2)]
-    for r in recs:
-        w.resize(r)
+    recs = [ResizeRecord(0, (np.int64(150), 8), np.float64(1.25), rank=2), ResizeRecord(0, (200, 8), 1e-7, rank=2),
+            ResizeRecord(0, (201, 8), 2.0, rank=2, rep=4, step=(2, 0), t_step=np.float64(0.25))]  # an append run
+    w.resizes([(r.dataset, r.shape, r.t_start, r.rep, r.step, r.t_step) for r in recs])
     w.close()
     got = load_trace(tmp_path / name).resizes
     assert got == recs and all(type(v) is int for r in got for v in r.shape)
+    assert [(r.shape, r.t_start, r.rep) for r in got[2].expanded()] == [
+        ((201, 8), 2.0, 1), ((203, 8), 2.25, 1), ((205, 8), 2.5, 1), ((207, 8), 2.75, 1)]
+    assert got[2].last_shape == (207, 8)

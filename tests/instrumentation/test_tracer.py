@@ -19,6 +19,7 @@ from zarr.core import array as zarray
 
 import advisor
 from instrumentation import hooks_h5py, load_trace
+from instrumentation.columnar import ColumnarTraceWriter
 from instrumentation.tracefile import TraceError
 from instrumentation import tracer as tracer_module
 from instrumentation.tracer import HUB, Tracer
@@ -134,12 +135,11 @@ def test_recording_error_goes_to_trace_and_one_stderr_line_never_an_exception(tm
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(tracer_module, "hyperslab_columns", broken)  # the bulk path, then index by index
-    monkeypatch.setattr(tracer_module, "fast_hyperslab", broken)
+    monkeypatch.setattr(hooks_h5py, "normalize", broken)  # the record of an index list
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # as under pytest's filterwarnings = error
         with advisor.trace(tmp_path / "t.jsonl") as t:
-            out = ds[2:4, 1]
+            out = ds[[2, 3], 1]
     np.testing.assert_array_equal(out, [21.0, 31.0])
     trace = t.load()
     assert t.record_errors == 1 and trace.accesses == []
@@ -279,25 +279,31 @@ def test_repeated_index_is_renormalized_when_the_extent_changes(tmp_path):
     assert blocks == [((0,), (4,), 16), ((0,), (4,), 16), ((0,), (6,), 24)] + [((1,), (2,), 8)] * 3
 
 
-def test_an_append_loop_is_normalized_in_one_bulk_batch(tmp_path, monkeypatch):
+def test_an_append_loop_is_recorded_as_arrays_and_written_in_one_batch(tmp_path, monkeypatch):
     # a camera's loop (regret's w07): resize, then ds[i] = frame. The flusher handled each write alone between
     # two resizes, and each took it about 100 us with the GIL held: the program's calls ran 30% slower, and the
-    # trace's own durations with them. Resizes now go ahead of the pending accesses, which stay one batch
-    batches = []
-    write_simple = Tracer._write_simple
-    monkeypatch.setattr(Tracer, "_write_simple", lambda self, items: (batches.append(len(items)),
-                                                                      write_simple(self, items)))
+    # trace's own durations with them. The C hooks record both as arrays (only the first resize, of a dataset
+    # not yet numbered, goes through Python); the resizes go ahead of the accesses, which stay one batch, and fold
+    # into one run as the writes do
+    batches, python_rows = [], []
+    writer = ColumnarTraceWriter
+    monkeypatch.setattr(writer, "access_columns", lambda self, cols, f=writer.access_columns: (
+        batches.append(cols.n_access), f(self, cols)))
+    monkeypatch.setattr(writer, "hyperslab_rows", lambda self, rows, f=writer.hyperslab_rows: (
+        python_rows.extend(rows), f(self, rows)))
     frame = np.arange(12, dtype="f4").reshape(3, 4)
     with h5py.File(tmp_path / "a.h5", "w") as f:
         d = f.create_dataset("x", shape=(0, 3, 4), maxshape=(None, 3, 4), dtype="f4", chunks=(8, 3, 4))
-        with advisor.trace(tmp_path / "a.jsonl") as t:
+        with advisor.trace(tmp_path / "a.parquet") as t:
             for i in range(40):
                 d.resize(i + 1, axis=0)
                 d[i] = frame + i
             d[-1]
             np.testing.assert_array_equal(d[39], frame + 39)
     trace = t.load()
-    assert batches == [42]
-    assert [r.shape for r in trace.resizes] == [(i + 1, 3, 4) for i in range(40)]
+    assert batches == [42] and python_rows == []
+    (run,) = trace.resizes  # one record: the first resize (in Python) and the 39 of the C hook, folded
+    assert (run.rep, run.step) == (40, (1, 0, 0))
+    assert [r.shape for r in run.expanded()] == [(i + 1, 3, 4) for i in range(40)]
     assert [(a.op, a.selection.start, a.selection.block) for a in trace.accesses] == \
         [("write", (i, 0, 0), (1, 3, 4)) for i in range(40)] + [("read", (39, 0, 0), (1, 3, 4))] * 2
