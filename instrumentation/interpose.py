@@ -59,8 +59,10 @@ ACCESS = np.dtype([
 """One access as the interposer holds it (``struct ioadv_access``)."""
 BATCH = np.dtype([("magic", "<u4"), ("n", "<u4"), ("width", "<u4"), ("pad", "<u4")])
 """The head of a batch of records in an ``.acc`` file (``struct ioadv_batch``): ``n`` records of ``ACCESS``
-follow, each of start, stride, count and block cut to ``width`` dimensions."""
-BATCH_MAGIC = 0x31414F49
+follow, each of start, stride, count and block cut to ``width`` dimensions (``BATCH_MAGIC``); or, for ``n``
+records alike in all but t0, dt and start (``BATCH_ALIKE_MAGIC``), the first of them so cut, then (t0, dt,
+start) of each (``_alike``)."""
+BATCH_MAGIC, BATCH_ALIKE_MAGIC = 0x31414F49, 0x32414F49
 KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
 
 LOG_DIR_VAR = "IOADVISOR_H5_DIR"
@@ -284,6 +286,8 @@ def _cut(width: int) -> np.dtype:
 
 
 _CUT = [_cut(w) for w in range(MAXD + 1)]
+_ALIKE = [np.dtype([("t0", "<f8"), ("dt", "<f8"), ("start", "<u8", (w,))]) for w in range(MAXD + 1)]
+"""What a batch of records alike holds of each record after the first (whole)."""
 
 
 def read_batches(data: bytes) -> tuple[np.ndarray, int, bool, np.ndarray]:
@@ -292,20 +296,25 @@ def read_batches(data: bytes) -> tuple[np.ndarray, int, bool, np.ndarray]:
     parts, heads, at, bad = [], [], 0, False
     while at + BATCH.itemsize <= len(data):
         head = np.frombuffer(data, BATCH, 1, at)[0]
-        if head["magic"] != BATCH_MAGIC or head["width"] > MAXD:
+        if head["magic"] not in (BATCH_MAGIC, BATCH_ALIKE_MAGIC) or head["width"] > MAXD:
             bad = True
             break
-        n, cut = int(head["n"]), _CUT[int(head["width"])]
-        end = at + BATCH.itemsize + n * cut.itemsize
+        n, width = int(head["n"]), int(head["width"])
+        cut, alike = _CUT[width], head["magic"] == BATCH_ALIKE_MAGIC
+        end = at + BATCH.itemsize + (cut.itemsize + n * _ALIKE[width].itemsize if alike else n * cut.itemsize)
         if end > len(data):
             break  # still being written
-        packed = np.frombuffer(data, cut, n, at + BATCH.itemsize)
+        packed = np.frombuffer(data, cut, 1 if alike else n, at + BATCH.itemsize)
         rec = np.zeros(n, ACCESS)
         for name in ACCESS.names:
             if rec[name].ndim == 2:
-                rec[name][:, :cut[name].shape[0]] = packed[name]
+                rec[name][:, :width] = packed[name]
             else:
                 rec[name] = packed[name]
+        if alike:  # the first record, as every one's; then each one's own times and start
+            own = np.frombuffer(data, _ALIKE[width], n, at + BATCH.itemsize + cut.itemsize)
+            rec["t0"], rec["dt"] = own["t0"], own["dt"]
+            rec["start"][:, :width] = own["start"]
         parts.append(rec)
         heads.append(np.full(n, at, np.int64))
         at = end

@@ -725,8 +725,10 @@ class Tracer:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
-        self._recorder.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt,
-                                           collective=collective))
+        recorder = self._recorder
+        recorder.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt, collective=collective))
+        if len(recorder) > MAX_PENDING:
+            self._drain()
 
     def _columns(self, cols) -> None:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
@@ -748,16 +750,16 @@ class Tracer:
             cols, position, resized, resized_at = self._from_c(np.frombuffer(heads, RECORD_HEAD),
                                                                np.frombuffer(dims, np.int64), infos)
             python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]
-            if python:  # rare (a dataset's first resize): in call order with the C hook's
-                shapes = [rec.shape for _, rec in python]
-                ndim = np.array(list(map(len, shapes)), np.int64)
-                padded = np.zeros((len(shapes), int(ndim.max())), np.int64)
-                for i, shape in enumerate(shapes):
-                    padded[i, :len(shape)] = shape
+            if python:  # rare (a dataset's first resize, zarr's): in call order with the C hook's
+                ndim = np.array([len(rec.shape) for _, rec in python], np.int64)
+                shapes = np.zeros((len(python), int(ndim.max())), np.int64)
+                for i, (_, rec) in enumerate(python):
+                    shapes[i, :ndim[i]] = rec.shape
                 resized = AccessColumns.concat([resized, self._resize_columns(
-                    [rec.dataset for _, rec in python], padded, ndim, [rec.t_start for _, rec in python])])
-                order = np.argsort(np.concatenate([resized_at, [p - 0.5 for p, _ in python]]), kind="stable")
-                resized = resized.take(order)
+                    [rec.dataset for _, rec in python], shapes, ndim, [rec.t_start for _, rec in python])])
+                # a Python record at p came after p records of the C hook
+                resized = resized.take(np.argsort(np.concatenate([resized_at, [p - 0.5 for p, _ in python]]),
+                                                  kind="stable"))
             # resizes go ahead of the accesses (readers order records by time): a loop of resize + write keeps its
             # writes in one batch. Written one by one, each write cost the flusher 100 us with the GIL held, and the
             # program's calls took 30% longer (regret's w07). An append loop's resizes fold into runs, as its writes do
@@ -789,8 +791,8 @@ class Tracer:
             writer.flush(force)
 
     def _resize_columns(self, ds, shapes: np.ndarray, ndim, t0) -> AccessColumns:
-        """Changes of extent as columns, the new extent in ``start``: so that an append loop's fold into runs as
-        its accesses do (``compact_runs``)."""
+        """Changes of extent as columns, the new extent in ``start`` ((m, K), padded with 0): so that an append
+        loop's fold into runs as its writes do (``compact_runs``)."""
         m, width = shapes.shape
         ones = np.ones((m, width), np.int64)
         return AccessColumns.slabs(ds, np.zeros(m, bool), shapes, ones, ones, ones, np.zeros(m, np.int64),
@@ -806,8 +808,8 @@ class Tracer:
                                    (head["t0"] + head["dt"]).tolist()))
         ndim = head["ndim"].astype(np.int64)
         resize = head["op"] == OP_RESIZE
-        first = np.cumsum(np.where(resize, ndim, 4 * ndim))
-        first -= np.where(resize, ndim, 4 * ndim)  # where each record's values begin
+        nvals = np.where(resize, ndim, 4 * ndim)
+        first = np.cumsum(nvals) - nvals  # where each record's values begin
         resized_at = np.flatnonzero(resize)
         r_ndim = ndim[resized_at]
         shapes = np.zeros((len(resized_at), int(r_ndim.max(initial=0))), np.int64)

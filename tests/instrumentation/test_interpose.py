@@ -122,6 +122,31 @@ def test_records_of_different_widths_past_the_batch_buffer(tmp_path):
                      for line in truth]
 
 
+def test_a_loop_of_alike_reads_is_written_short_and_read_back_whole(tmp_path):
+    """Reads alike but for where each starts go to the .acc file as their batch's first record, then (t0, dt,
+    start) of each (BATCH_ALIKE_MAGIC: 32 bytes a 2-D read, not 112); read back, each record is whole."""
+    exe = compile_c(tmp_path, "box_loop.c", SERIAL)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    res = subprocess.run([str(exe), str(tmp_path / "boxes.h5")], capture_output=True, text=True, timeout=120,
+                         check=True, env={**_env(), "LD_PRELOAD": str(interpose.library()),
+                                          interpose.LOG_DIR_VAR: str(logs)})
+    truth = [tuple(json.loads(line)["start"]) for line in res.stdout.splitlines()]
+    (acc,) = logs.glob("h5-*.acc")
+    data = acc.read_bytes()
+    rec, used, bad, at = interpose.read_batches(data)
+    assert used == len(data) and not bad
+    heads = {int(a): np.frombuffer(data, interpose.BATCH, 1, int(a))[0] for a in np.unique(at)}
+    alike = sum(int(h["n"]) for h in heads.values() if h["magic"] == interpose.BATCH_ALIKE_MAGIC)
+    assert alike > 7000  # all but the first batch, which holds the write too
+    assert rec["op"][0] == 1 and (rec["op"][1:] == 0).all()
+    reads = rec[1:]
+    assert [tuple(r) for r in reads["start"][:, :2].tolist()] == truth
+    assert (reads["count"][:, :2] == [100, 8]).all() and (reads["block"][:, :2] == 1).all()
+    assert (reads["ndim"] == 2).all() and (reads["n"] == 800).all() and (reads["nbytes"] == 3200).all()
+    assert (np.diff(reads["t0"]) > 0).all() and (reads["dt"] > 0).all()
+
+
 def test_every_way_of_changing_a_selection_between_reads(tmp_path):
     """One dataspace id re-selected between reads by every call that changes a selection: the interposer
     knows a selection set with H5S_SELECT_SET without asking libhdf5, so each other change must reach the

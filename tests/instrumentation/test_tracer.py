@@ -279,6 +279,33 @@ def test_repeated_index_is_renormalized_when_the_extent_changes(tmp_path):
     assert blocks == [((0,), (4,), 16), ((0,), (4,), 16), ((0,), (6,), 24)] + [((1,), (2,), 8)] * 3
 
 
+def test_a_full_recorder_is_written_by_the_recording_thread(tmp_path, ds, monkeypatch):
+    """Memory stays bounded when the flusher does not run: past MAX_PENDING records the thread that records
+    writes them itself, in C as in Python, and no access is lost."""
+    from instrumentation.selection import SIMPLE_INDEX_TYPES
+
+    limit = hooks_h5py.MAX_PENDING
+    monkeypatch.setattr(tracer_module, "FLUSH_INTERVAL", 1000.0)
+    monkeypatch.setattr(tracer_module, "MAX_PENDING", 50)
+    monkeypatch.setattr(hooks_h5py, "MAX_PENDING", 50)
+    if tracer_module._hotpath is not None:
+        tracer_module._hotpath.configure(hooks_h5py._by_obj, SIMPLE_INDEX_TYPES, hooks_h5py._drain_full_recorders, 50)
+    pending = []
+    try:
+        with advisor.trace(tmp_path / "t.parquet") as t:
+            for i in range(500):
+                ds[i % 10, 1:3]
+                pending.append(len(t._recorder))
+            for i in range(500):
+                ds[[i % 9, 9]]  # an index list: recorded in Python
+                pending.append(len(t._recorder))
+    finally:
+        if tracer_module._hotpath is not None:
+            tracer_module._hotpath.configure(hooks_h5py._by_obj, SIMPLE_INDEX_TYPES, hooks_h5py._drain_full_recorders,
+                                             limit)
+    assert max(pending) <= 52 and t.load().n_access == 1000
+
+
 def test_an_append_loop_is_recorded_as_arrays_and_written_in_one_batch(tmp_path, monkeypatch):
     # a camera's loop (regret's w07): resize, then ds[i] = frame. The flusher handled each write alone between
     # two resizes, and each took it about 100 us with the GIL held: the program's calls ran 30% slower, and the
