@@ -319,18 +319,28 @@ static int open_outputs(void) {
     return 0;
 }
 
-/* The batch being filled, records packed at acc_width as they come: one copy of each record into memory
- * that stays in the caches (a full-width buffer packed again at write time cost 0.02-0.03 µs a record more:
- * 0.20 -> 0.17 µs per one-element H5Dread). Written when BATCH_BYTES are filled: each write() costs several
- * µs whatever its size (256 records a write cost 0.025 µs a record more than 4096). */
+/* The batch being filled. While its records are alike (batch_alike: all but t0, dt and start the same, a loop's
+ * reads), in alike_out as it is written: its first record whole, then (t0, dt, start) of each (32 bytes a 2-D
+ * read, where a whole record is 112). From the first record that is not alike, in `batch`, each record whole,
+ * packed at acc_width as they come: one copy of each record into memory that stays in the caches (a
+ * full-width buffer packed again at write time cost 0.02-0.03 µs a record more: 0.20 -> 0.17 µs per
+ * one-element H5Dread). Written when full: each write() costs several µs whatever its size (256 records a
+ * write cost 0.025 µs a record more than 4096). */
 static unsigned char batch[sizeof(struct ioadv_batch) + BATCH_BYTES];
-static int batch_alike;                   /* its records are alike (BATCH_ALIKE_MAGIC) */
-static unsigned char alike_out[sizeof batch]; /* such a batch as written */
+static unsigned char alike_out[sizeof batch];
+static int batch_alike;
+#define ALIKE_KEEP 64 /* alike records a batch holds before one that is not ends it, rather than unpacking it */
 
 static size_t record_bytes(uint32_t width) { return HEAD_BYTES + 4 * sizeof(hsize_t) * width; }
 
 static unsigned char *record_at(int i, uint32_t width) {
     return batch + sizeof(struct ioadv_batch) + (size_t)i * record_bytes(width);
+}
+
+static size_t own_bytes(uint32_t width) { return 2 * sizeof(double) + sizeof(hsize_t) * width; }
+
+static unsigned char *own_at(int i, uint32_t width) { /* record i's t0, dt, start in an alike batch */
+    return alike_out + sizeof(struct ioadv_batch) + record_bytes(width) + (size_t)i * own_bytes(width);
 }
 
 /* Lay the buffered records out at a larger width, in place: last record first, and in each its last
@@ -349,34 +359,83 @@ static void widen_batch(uint32_t width) {
     acc_width = width;
 }
 
-static void flush_locked(void);
-
-/* Two records of a batch are alike: the same from ds to nbytes, and in stride, count and block. */
-static int alike(const unsigned char *a, const unsigned char *b, uint32_t width) {
-    size_t from = offsetof(struct ioadv_access, ds), dims = sizeof(hsize_t) * width;
-    return !memcmp(a + from, b + from, HEAD_BYTES - from) && !memcmp(a + HEAD_BYTES + dims, b + HEAD_BYTES + dims, 3 * dims);
-}
-
-static void append_record(const struct ioadv_access *r) {
-    uint32_t nd = r->ndim > MAXD ? MAXD : r->ndim;
-    uint32_t width = nd > acc_width ? nd : acc_width;
-    if (record_at(n_acc + 1, width) > batch + sizeof batch) { /* full */
-        flush_locked();
-        if (n_acc) return; /* could not be written (no directory): lost, as the records before it */
-    }
-    if (nd > acc_width) widen_batch(nd);
-    unsigned char *o = record_at(n_acc++, acc_width);
+/* r, of nd dimensions, whole at `width` into o */
+static void pack(unsigned char *o, const struct ioadv_access *r, uint32_t nd, uint32_t width) {
     memcpy(o, r, HEAD_BYTES);
     /* element by element: a few values, where memcpy calls of a variable size cost more than the copy */
     hsize_t *v = (hsize_t *)(o + HEAD_BYTES);
-    for (uint32_t k = 0; k < acc_width; k++) {
+    for (uint32_t k = 0; k < width; k++) {
         int in = k < nd; /* the dimensions beyond the record's own are zero */
         v[k] = in ? r->start[k] : 0;
-        v[acc_width + k] = in ? r->stride[k] : 0;
-        v[2 * acc_width + k] = in ? r->count[k] : 0;
-        v[3 * acc_width + k] = in ? r->block[k] : 0;
+        v[width + k] = in ? r->stride[k] : 0;
+        v[2 * width + k] = in ? r->count[k] : 0;
+        v[3 * width + k] = in ? r->block[k] : 0;
     }
-    batch_alike = n_acc == 1 || (batch_alike && alike(o, record_at(0, acc_width), acc_width));
+}
+
+/* r, of nd dimensions, is alike the first record of the alike batch being filled */
+static int alike_first(const struct ioadv_access *r, uint32_t nd) {
+    const unsigned char *f = alike_out + sizeof(struct ioadv_batch);
+    size_t from = offsetof(struct ioadv_access, ds);
+    if (nd != acc_width || memcmp((const unsigned char *)r + from, f + from, HEAD_BYTES - from)) return 0;
+    const hsize_t *v = (const hsize_t *)(f + HEAD_BYTES);
+    for (uint32_t k = 0; k < nd; k++)
+        if (r->stride[k] != v[nd + k] || r->count[k] != v[2 * nd + k] || r->block[k] != v[3 * nd + k]) return 0;
+    return 1;
+}
+
+static void add_own(const struct ioadv_access *r) {
+    unsigned char *o = own_at(n_acc++, acc_width);
+    memcpy(o, r, 2 * sizeof(double));
+    memcpy(o + 2 * sizeof(double), r->start, sizeof(hsize_t) * acc_width);
+}
+
+/* The alike batch's records, whole in `batch`: one that is not alike came soon after it began. */
+static void unpack_alike(void) {
+    const unsigned char *first = alike_out + sizeof(struct ioadv_batch);
+    for (int i = 0; i < n_acc; i++) {
+        unsigned char *o = record_at(i, acc_width);
+        const unsigned char *own = own_at(i, acc_width);
+        memcpy(o, first, record_bytes(acc_width));
+        memcpy(o, own, 2 * sizeof(double));
+        memcpy(o + HEAD_BYTES, own + 2 * sizeof(double), sizeof(hsize_t) * acc_width);
+    }
+    batch_alike = 0;
+}
+
+static void flush_locked(void);
+
+static void append_record(const struct ioadv_access *r) {
+    uint32_t nd = r->ndim > MAXD ? MAXD : r->ndim;
+    if (n_acc && batch_alike) {
+        int same = alike_first(r, nd);
+        if (same && own_at(n_acc + 1, acc_width) <= alike_out + sizeof alike_out) {
+            add_own(r);
+            return;
+        }
+        if (same || n_acc >= ALIKE_KEEP) {
+            flush_locked(); /* full, or a run of alike records ended */
+            if (n_acc) return; /* could not be written (no directory): lost, as the records before it */
+        } else {
+            unpack_alike();
+        }
+    }
+    if (!n_acc) { /* a batch begins alike */
+        acc_width = nd;
+        batch_alike = 1;
+        pack(alike_out + sizeof(struct ioadv_batch), r, nd, nd);
+        add_own(r);
+        return;
+    }
+    uint32_t width = nd > acc_width ? nd : acc_width;
+    if (record_at(n_acc + 1, width) > batch + sizeof batch) { /* full */
+        flush_locked();
+        if (n_acc) return;
+        append_record(r);
+        return;
+    }
+    if (nd > acc_width) widen_batch(nd);
+    pack(record_at(n_acc++, acc_width), r, nd, acc_width);
 }
 
 static void flush_locked(void) {
@@ -385,23 +444,11 @@ static void flush_locked(void) {
     if (open_outputs() < 0) return;
     /* metadata first: an access never refers to a dataset not yet on disk */
     if (meta_len) write_all(meta_fd, meta_buf, meta_len);
-    if (n_acc > 1 && batch_alike) {
-        struct ioadv_batch head = {BATCH_ALIKE_MAGIC, (uint32_t)n_acc, acc_width, 0};
-        size_t first = record_bytes(acc_width), dims = sizeof(hsize_t) * acc_width, times = 2 * sizeof(double);
-        unsigned char *o = alike_out;
-        memcpy(o, &head, sizeof head);
-        memcpy(o + sizeof head, record_at(0, acc_width), first);
-        o += sizeof head + first;
-        for (int i = 0; i < n_acc; i++, o += times + dims) {
-            const unsigned char *rec = record_at(i, acc_width);
-            memcpy(o, rec, times); /* t0, dt */
-            memcpy(o + times, rec + HEAD_BYTES, dims); /* start */
-        }
-        write_all(acc_fd, alike_out, (size_t)(o - alike_out));
-    } else if (n_acc) {
-        struct ioadv_batch head = {BATCH_MAGIC, (uint32_t)n_acc, acc_width, 0};
-        memcpy(batch, &head, sizeof head);
-        write_all(acc_fd, batch, (size_t)(record_at(n_acc, acc_width) - batch));
+    if (n_acc) {
+        unsigned char *out = batch_alike ? alike_out : batch;
+        struct ioadv_batch head = {batch_alike ? BATCH_ALIKE_MAGIC : BATCH_MAGIC, (uint32_t)n_acc, acc_width, 0};
+        memcpy(out, &head, sizeof head);
+        write_all(acc_fd, out, (size_t)((batch_alike ? own_at(n_acc, acc_width) : record_at(n_acc, acc_width)) - out));
     }
     meta_len = 0;
     n_acc = 0;
