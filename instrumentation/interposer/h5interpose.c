@@ -196,8 +196,9 @@ static struct spacesel spaces[SPACE_SLOTS];
 static uint32_t n_dsets;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Not taken while glibc says the process has one thread: a C program's loop then pays no atomic operations
- * (0.036 µs of a 5.2 µs box read, 40 alternating pairs). Safe because no locked section starts a thread, and a
- * process never goes back from several threads to one (a forked child starts with one, its lock initialized). */
+ * (0.036 µs of a 5.2 µs box read in one run of 40 alternating pairs; within the noise in two shorter ones). Safe
+ * because no locked section starts a thread, and a process never goes back from several threads to one (a
+ * forked child starts with one, its lock initialized). */
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
 #define LOCK() do { if (!__libc_single_threaded) pthread_mutex_lock(&lock); } while (0)
@@ -250,7 +251,7 @@ static long long first_ns;
 static unsigned long long first_tsc;
 static int tsc_usable; /* 0 not asked yet, 1 invariant, -1 not */
 
-/* (lock held) */
+/* (lock held, or one thread) */
 static void reanchor(void) {
     if (!tsc_usable) {
         unsigned a = 0, b = 0, c = 0, d = 0;
