@@ -1,8 +1,8 @@
 """Converting a busy process's own libhdf5 records outside it: a converter process beside it.
 
 A process's own interposer records are converted when it pauses or at its tracer's exit
-(``interpose.LibraryCapture.poll``). A loop that never pauses fills PENDING_BYTES of them (about 123,000
-3-D reads) every 20 s or so; converting them inside the process, even on the tracer's flusher thread, cost
+(``interpose.LibraryCapture.poll``). A loop that never pauses fills PENDING_BYTES of them (about 116,000
+3-D reads written whole, 420,000 alike) every 20-70 s or so; converting them inside the process, even on the tracer's flusher thread, cost
 the program about 9 µs per record (1.7 µs alone: the interpreter and the cores are shared with the
 program). So the first time they reach PENDING_BYTES (or MAX_SPANS h5py calls wait to be matched with
 them) the process starts a converter, a Python process of its own, and from then on only sends it, at each

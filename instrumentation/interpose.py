@@ -70,9 +70,9 @@ LOG_DIR_VAR = "IOADVISOR_H5_DIR"
 CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 """``TraceHeader.capture`` entry when the interposer records."""
 PENDING_BYTES = int(os.environ.get("IOADVISOR_PENDING_BYTES", 16 << 20))
-"""Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records) that make a poll convert them
-while the process is still recording (a process's own, from then on, by a converter beside it:
-``convert.Converter``): bounds the log directory's disk use."""
+"""Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records, 520,000 of a loop's alike ones) that
+make a poll convert them while the process is still recording (a process's own, from then on, by a converter
+beside it: ``convert.Converter``): bounds the log directory's disk use."""
 MAX_SPANS = 1 << 17
 """h5py calls kept to drop their libhdf5 duplicates (about 120 bytes each) beyond which a poll converts this
 process's records while it is still recording: bounds the memory they take."""

@@ -399,7 +399,7 @@ def test_a_busy_process_records_are_converted_beside_it(tmp_path, client, output
     both levels), nothing left behind."""
     prog = tmp_path / "busy.py"
     prog.write_text(BUSY_LOOP)
-    env = {**_env(), "IOADVISOR_PENDING_BYTES": "200000"}  # about 1,500 2-D records
+    env = {**_env(), "IOADVISOR_PENDING_BYTES": "50000"}  # about 1,500 2-D reads (alike: 32 bytes each)
     res = subprocess.run([str(IOADVISOR), "run", "-o", output, "--", "python", str(prog), "f.h5", client, "exit"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -414,23 +414,36 @@ def test_a_busy_process_records_are_converted_beside_it(tmp_path, client, output
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["busy.py", "f.h5", output])
 
 
+def _converters_in(cwd) -> list[str]:
+    """The converter processes working in ``cwd`` (BUSY_LOOP's ``converters``, from outside)."""
+    found = []
+    for k in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"instrumentation.convert" in open(f"/proc/{k}/cmdline", "rb").read() and \
+                    os.readlink(f"/proc/{k}/cwd") == os.path.realpath(cwd):
+                found.append(k)
+        except OSError:  # ended meanwhile
+            pass
+    return found
+
+
 def test_a_killed_run_keeps_what_its_converter_converted(tmp_path):
     """The run's own process killed by SIGKILL while its converter works: the converter converts what the
     interposer wrote, puts it into the run's trace and ends; the trace holds every read."""
     prog = tmp_path / "busy.py"
     prog.write_text(BUSY_LOOP)
-    env = {**_env(), "IOADVISOR_PENDING_BYTES": "200000"}
+    env = {**_env(), "IOADVISOR_PENDING_BYTES": "50000"}
     res = subprocess.run([str(IOADVISOR), "run", "-o", "t.parquet", "--", "python", str(prog), "f.nc", "netcdf4",
                           "kill"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == -9, res.stderr[-3000:]
     (line,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     assert line["converters"] == 1
     parts = next(tmp_path.glob("t.parquet.parts-*"))
-    for _ in range(300):  # the converter ends by itself once it has seen the end of its pipe
-        if not list(parts.glob("*.conv.*")):
+    for _ in range(300):  # the converter ends by itself once it has seen the end of its pipe (its output and lock
+        if not _converters_in(tmp_path):  # files may not be there yet when the program is killed: wait for it)
             break
         time.sleep(0.1)
-    assert list(parts.glob("*.conv.*")) == []
+    assert not _converters_in(tmp_path) and list(parts.glob("*.conv.*")) == []
     trace = load_trace(tmp_path / "t.parquet", allow_truncated=True)
     (v,) = [d for d in trace.datasets.values() if d.path == "/v"]
     reads = sorted((a.selection.start, a.selection.block) for a in trace.accesses
