@@ -217,7 +217,7 @@ def summarize(trace: Trace) -> list[DatasetUsage]:
         mine = cols.rows_between(a, b) if grouped else cols.take(order[a:b])
         w = mine.write
         some_writes = bool(w.any())
-        shape = extent(ds, mine, [s for r in trace.resizes if r.dataset == i for s in (r.shape, r.last_shape)])
+        shape = extent(ds, mine, [s for r in trace.resizes if r.dataset == i for s in r.extents])
         out.append(DatasetUsage(
             dataset=ds,
             n_reads=int(mine.rep[~w].sum()),

@@ -480,6 +480,11 @@ class ResizeRecord:
     t_step: float = 0.0
 
     @property
+    def extents(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The first and the last extent the record sets (a run's others lie between, dimension by dimension)."""
+        return tuple(self.shape), self.last_shape
+
+    @property
     def last_shape(self) -> tuple[int, ...]:
         """The extent the last change of the run sets."""
         if self.rep == 1:

@@ -300,7 +300,7 @@ class Trace:
         """Largest extent the dataset reaches in the trace (see ``extent``); kept while ``columns`` and the
         dataset's resizes are the same (an advise asks for it once per phase: a pass over 10M rows each)."""
         ds = self.datasets[dataset_id]
-        resized = tuple(tuple(s) for r in self.resizes if r.dataset == dataset_id for s in (r.shape, r.last_shape))
+        resized = tuple(s for r in self.resizes if r.dataset == dataset_id for s in r.extents)
         cached = self.__dict__.get("_extents")
         if cached is None or cached[0] is not self.columns:
             cached = self._extents = (self.columns, {})

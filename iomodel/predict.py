@@ -59,7 +59,7 @@ def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns,
     others = []
     grown: dict[int, list] = {}
     for r in trace.resizes:
-        grown.setdefault(r.dataset, []).extend((r.shape, r.last_shape))
+        grown.setdefault(r.dataset, []).extend(r.extents)
     for i in np.unique(cols.ds).tolist():
         d = trace.datasets.get(i)
         if d is None or i == dataset.id or d.key == dataset.key:

@@ -355,7 +355,7 @@ static int record_fast(PyObject *self, PyObject *index, int op, double t0, doubl
         rc = 0;
         for (Py_ssize_t i = 0; i < k; i++)
             if (add((Recorder *)PyTuple_GET_ITEM(recorders, i), info, op, ndim, t0, dt, n, nbytes, vals, 4 * ndim) < 0)
-                rc = -1; /* out of memory: the Python hook records it where this one could not */
+                rc = -1; /* out of memory: the Python hook records it (twice in a Recorder that took it) */
     }
     Py_XDECREF(mpio);
     Py_XDECREF(shape);
