@@ -1,10 +1,16 @@
 # `make demo` and `make test` set up .venv on first use (nothing else needs to be installed).
+# `make demo` installs the tool alone (.venv/.installed); `make test` adds the test extra (.venv/.installed-test:
+# pytest, xarray, dask, netCDF4, torch, ... for the suites), which is three times the size (README, "Quick start").
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
@@ -13,7 +19,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/ioadvisor demo
 
 # h5py's and zarr's own suites must give the same outcomes with tracing on every test; then ours (pytest closes the run)
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(PY) tests/h5py_suite/compare.py
 	$(PY) tests/zarr_suite/compare.py
 	$(PY) -m pytest
