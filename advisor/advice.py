@@ -397,7 +397,8 @@ def pitfalls(r: Recommendation, pattern_reads=None) -> list[str]:
         out.append(f"each access visits about {f['chunks_per_access']:.0f} chunks")
     if f.get("read_amplification", 0) >= 4:
         out.append(f"it reads {f['read_amplification']:.0f}x the bytes the program asked for "
-                   "(whole chunks around small selections)")
+                   + ("(sieve-buffer windows around small selections)" if c.chunks is None
+                      else "(whole chunks around small selections)"))
     if f.get("partial_writes", 0) >= 0.2:
         out.append(f"{100 * f['partial_writes']:.0f}% of the chunk writes are partial: "
                    "read-modify-write of the chunk" + (" (the whole shard for Zarr)" if c.shards else ""))
@@ -621,13 +622,13 @@ class Advice:
         """``create_dataset`` kwargs: of dataset ``name``, or ``{path: kwargs}`` for every dataset."""
         if name is not None:
             return self.dataset(name).h5py_kwargs()
-        return {d.path: d.h5py_kwargs() for d in self.datasets}
+        return {d.path or d.name: d.h5py_kwargs() for d in self.datasets}  # a store-root zarr array: the store
 
     def zarr_kwargs(self, name: str | None = None) -> dict:
         """``zarr.create_array`` kwargs: of dataset ``name``, or ``{path: kwargs}`` for every dataset."""
         if name is not None:
             return self.dataset(name).zarr_kwargs()
-        return {d.path: d.zarr_kwargs() for d in self.datasets}
+        return {d.path or d.name: d.zarr_kwargs() for d in self.datasets}
 
     def to_json_obj(self) -> dict:
         """The ``--json`` document."""

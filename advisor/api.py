@@ -54,7 +54,9 @@ def advise(
     read that failed, ...) goes to ``Advice.not_advised`` with the reason; the
     others are advised regardless. The models' warnings become notes.
 
-    ``profile``: SystemProfile or profile file (default: this machine's from ``ioadvisor calibrate``, else the shipped one).
+    ``profile``: SystemProfile or profile file (default: this machine's from ``ioadvisor calibrate``, else the shipped one);
+    a file's page-cache and device read terms are rescaled by this machine's speed probe
+    (``iomodel.probe.fit_to_machine``; the first dataset's notes say so).
     ``objective``: "time" (default; optionally under ``max_bytes``) or "size"
     (needs ``max_seconds``). ``max_error`` ("abs:X" / "rel:Y") allows lossy
     compressors with that point-wise bound; ``lossless_only`` forbids them;
@@ -83,8 +85,11 @@ def advise(
     t0 = time.perf_counter()
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(
         trace_or_path, allow_truncated=allow_truncated)
-    if not isinstance(profile, SystemProfile):
-        profile = load_profile(profile)
+    machine_note = None
+    if not isinstance(profile, SystemProfile):  # a profile file: its read speeds follow this machine's probe
+        from iomodel.probe import fit_to_machine
+
+        profile, machine_note = fit_to_machine(load_profile(profile))
     if isinstance(max_error, str):
         max_error = ErrorBound.parse(max_error)
     bad = [lib for lib in libraries if lib not in ("hdf5", "zarr")]
@@ -130,7 +135,7 @@ def advise(
         shape = extents[ds.id]
         reason = reasons[ds.id]
         if reason is None and dataset is None and out and traced[ds.id] < min_share * total:
-            minor.append(MinorDataset(ds.key, traced[ds.id], n_accesses[ds.id]))
+            minor.append(MinorDataset(ds.label, traced[ds.id], n_accesses[ds.id]))
             continue
         if reason is None:
             no_codec = compression_note(ds)
@@ -148,12 +153,12 @@ def advise(
                 reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
                 extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
-                    + _warning_notes(caught)
+                    + ([machine_note] if machine_note and not out else []) + _warning_notes(caught)
                 out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
                 if adv.recommendation.library in libraries:
                     file_library.setdefault(ds.file, (adv.recommendation.library, ds.path))
         if reason is not None:
-            skipped.append(NotAdvised(ds.key, ds.path, ds.library, tuple(shape), ds.dtype, reason))
+            skipped.append(NotAdvised(ds.label, ds.path, ds.library, tuple(shape), ds.dtype, reason))
     if not trace.datasets:
         skipped += [NotAdvised(path, path, fmt, (), "", what) for path, fmt, what in untraced_inputs(trace)]
     return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
@@ -295,7 +300,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     if not calibrated and other is not None and other.borrowed and other.library in libraries:
         notes.append(other.describe())
     adv = DatasetAdvice(
-        name=ds.key, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
+        name=ds.label, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
         n_accesses=accesses.n_access, procs=model.procs, objective=goal.describe(),
         current=result.baselines["current"],
         defaults={k: v for k, v in result.baselines.items() if k != "current"},

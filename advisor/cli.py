@@ -27,11 +27,25 @@ MODULES = {"import": "import_"}
 """Command names that are Python keywords -> their module under advisor.commands."""
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ioadvisor")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+def _one_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ioadvisor",
         description="Trace h5py/zarr access, predict HDF5 vs Zarr cost, recommend a layout.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         if name == selected:
@@ -56,9 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         # user-facing errors (bad trace, layout, path) are one line; IOADVISOR_DEBUG=1 shows the traceback
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"ioadvisor {args.command}: error: {msg}", file=sys.stderr)
+        print(f"ioadvisor {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - a library below failed on input we did not foresee: still one line
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        print(f"ioadvisor {args.command}: error: {type(exc).__name__}: {_one_line(exc)} "
+              "(an ioadvisor bug: IOADVISOR_DEBUG=1 shows where)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

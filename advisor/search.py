@@ -492,8 +492,8 @@ class Objective:
 
     def describe(self) -> str:
         if self.kind == "size":
-            return f"smallest stored size within {self.max_seconds:g} s"
-        return "fastest" + (f" within {self.max_bytes} stored bytes" if self.max_bytes else "")
+            return f"size (the smallest stored within {self.max_seconds:g} s)"
+        return "time (the fastest" + (f" within {self.max_bytes} stored bytes)" if self.max_bytes else ")")
 
 
 # ---------------------------------------------------------------------------- the search

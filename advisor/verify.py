@@ -579,7 +579,7 @@ def current_choice(ds: DatasetRecord, predicted: float | None = None,
 def dataset_advice(advice, ds: DatasetRecord):
     """The ``DatasetAdvice`` of ``ds`` in an ``Advice``."""
     for entry in advice.datasets:
-        if entry.name == ds.key or (entry.path == ds.path and Path(entry.name.split("::")[0]) == Path(ds.file)):
+        if entry.name in (ds.key, ds.label) or (entry.path == ds.path and Path(entry.name.split("::")[0]) == Path(ds.file)):
             return entry
     raise VerifyError(f"dataset {ds.key}: the advice has no entry for it")
 
@@ -689,7 +689,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         advice = advise(trace, profile=profile, dataset=dataset, top=max(top, 1), **constraints)
     if advice is not None:  # scalars, vlen strings, minor datasets: no layouts to rebuild
         advised = {d.name for d in advice.datasets}
-        targets = [ds for ds in targets if ds.key in advised]
+        targets = [ds for ds in targets if ds.label in advised]
         if not targets:
             raise VerifyError(advice.nothing_line() if not advice.datasets else
                               f"{trace.source or 'trace'}: the advice covers none of the datasets to verify")

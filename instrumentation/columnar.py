@@ -617,6 +617,8 @@ def read_meta(path: str | os.PathLike, allow_truncated: bool):
     meta = Path(path) / META
     try:
         raw = meta.read_bytes()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: a directory without {META}, not an ioadvisor columnar trace") from None
     except OSError as exc:
         raise TraceError(f"{meta}: cannot read trace ({exc.strerror})") from None
     return _read_records(str(meta), raw, allow_truncated, None)

@@ -708,6 +708,9 @@ class LibraryCapture:
         by_key: dict[str, list] = {}
         for key, s0, s1 in spans:
             by_key.setdefault(key, []).append((s0, s1))
+            # h5py's `f[name] = data` writes an anonymous dataset, linked only afterwards: libhdf5 names it "" (so
+            # its key is "FILE::"); any h5py call on its file holds it
+            by_key.setdefault(key.rpartition("::")[0] + "::", []).append((s0, s1))
         for key, pairs in by_key.items():
             s = np.asarray(sorted(pairs))
             by_key[key] = (s[:, 0], np.maximum.accumulate(s[:, 1]))  # starts; latest end among those no later

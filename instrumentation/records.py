@@ -328,6 +328,14 @@ class DatasetRecord:
         return f"{self.file}::{self.path}"
 
     @property
+    def label(self) -> str:
+        """The name shown to users: ``file::path``; a Zarr array at its store's root is the store; an HDF5
+        dataset linked nowhere when libhdf5 wrote it (``H5Dcreate_anon``) is ``file::(anonymous)``."""
+        if self.path:
+            return self.key
+        return self.file if self.library == "zarr" else f"{self.file}::(anonymous)"
+
+    @property
     def itemsize(self) -> int:
         return np.dtype(self.dtype).itemsize
 

@@ -350,6 +350,21 @@ def _parse_line(text: str, where: str, rank: int):
     raise TraceError(f"{where}: unknown record type {kind!r:.20}")
 
 
+def _not_a_trace(path: str, raw: bytes, exc: Exception) -> str:
+    """Why a file whose first line is no header record is not a trace, in one line."""
+    if raw.startswith(b"PAR1"):
+        what = ("a Parquet file, not an ioadvisor trace (a columnar trace is a directory of a _meta.jsonl file "
+                "and part-*.parquet batches)")
+    elif raw.startswith(b"\x89HDF\r\n\x1a\n"):
+        what = "an HDF5 file, not a trace (trace a program reading it: `ioadvisor run -- python app.py`)"
+    elif isinstance(exc, UnicodeDecodeError) or b"\0" in raw[:4096]:
+        what = "binary data, not an ioadvisor trace (JSON Lines text or a columnar trace directory)"
+    else:
+        detail = str(exc).split(": ", 1)[-1] if isinstance(exc, TraceError) else str(exc)
+        what = f"not an ioadvisor trace: line 1 is no header record ({detail})"
+    return f"{path}: {what}"
+
+
 def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | None):
     """Header(s), datasets, resizes and completeness of JSON Lines records (``accesses`` collects access records;
     None: access lines are an error, as in a columnar trace's ``_meta.jsonl``)."""
@@ -373,6 +388,8 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
             text = bline.decode("utf-8")
             kind, rec = _parse_line(text, where, rank)
         except (TraceError, UnicodeDecodeError) as exc:
+            if header is None:  # not even a header: this is no trace (or nothing of one is readable)
+                raise TraceError(_not_a_trace(path, raw, exc)) from None
             if last and not ends_clean and allow_truncated:
                 complete = False
                 break

@@ -155,6 +155,8 @@ class Layout:
                 raise LayoutError("field 'chunks': zarr arrays are always chunked")
             if self.shards is not None:
                 raise LayoutError("field 'shards' needs chunks")
+            if self.filtered:  # HDF5 applies filters to chunks only (H5Pset_filter needs a chunked layout)
+                raise LayoutError("field 'filtered': HDF5 contiguous storage cannot be filtered (compressed)")
         else:
             if len(self.chunks) != len(self.shape):
                 raise LayoutError(
@@ -249,7 +251,8 @@ def parse_layout(spec: str, dataset: DatasetRecord) -> Layout:
     Grammar: ``current`` | ``LIB[:key=value,...]`` with keys chunks (``65536x8``
     or ``contiguous``), shards, cache (bytes, ``64MiB``), slots, w0, index,
     ratio, filtered (0/1). Unnamed keys keep the recorded dataset's values when
-    the library is the same, else the library defaults.
+    the library is the same, else the library defaults; HDF5 contiguous storage
+    drops the recorded filters (HDF5 filters chunks only).
     """
     text = spec.strip()
     if text == "current":
@@ -270,9 +273,11 @@ def parse_layout(spec: str, dataset: DatasetRecord) -> Layout:
         kw.update(rdcc_nbytes=base.rdcc_nbytes, rdcc_nslots=base.rdcc_nslots, rdcc_w0=base.rdcc_w0,
                   index=base.index, index_block_chunks=base.index_block_chunks, filtered=base.filtered,
                   shards=base.shards)
+    named = set()
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip().lower(), value.strip()
+        named.add(key)
         if not eq and key == "contiguous":
             kw["chunks"] = None
             continue
@@ -298,6 +303,10 @@ def parse_layout(spec: str, dataset: DatasetRecord) -> Layout:
         else:
             raise LayoutError(f"layout {spec!r}: unknown key {key!r} (chunks, shards, cache, slots, w0, "
                               "index, ratio, filtered)")
+    if lib == "hdf5" and kw["chunks"] is None and kw.get("filtered"):
+        if "filtered" in named:
+            raise LayoutError(f"layout {spec!r}: HDF5 contiguous storage cannot be filtered (compressed)")
+        kw["filtered"] = False  # the recorded dataset's filters do not carry over: HDF5 filters chunks only
     if lib == "zarr" and kw["chunks"] is None:
         raise LayoutError(f"layout {spec!r}: zarr needs chunks=..., e.g. zarr:chunks=65536x8")
     if kw["chunks"] is not None and len(kw["chunks"]) != len(dataset.shape):

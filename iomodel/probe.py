@@ -138,24 +138,87 @@ def machine_differences(recorded: dict, current: dict, tolerance: float = PROBE_
     return out
 
 
+RESCALE_LIMIT = 8.0
+"""Speeds further apart than this factor are not rescaled: beyond twice the load noise of PROBE_TOLERANCE
+squared, the storage is of another kind (a network file system, another device class), whose per-request
+costs a bandwidth ratio does not carry; the profile is used as it is, with the warning."""
+PAGE_CACHE_TERMS = ("n_cache", "s_cache", "x_cache")
+"""Coefficients priced by page-cache read speed (``x_cache`` through ``PageCacheCurve``, scaled with it)."""
+DEVICE_READ_TERMS = ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek")
+"""Coefficients priced by device read speed; writes are not probed and stay as profiled."""
+
 _CURRENT: dict | None = None
 
 
-def check_machine(profile: SystemProfile, source: str = "profile") -> str | None:
-    """One line when this machine's speeds differ from the profile's (probe measured once per process)."""
+def current_probe() -> dict:
+    """This machine's probe, measured once per process (about 0.2 s)."""
     global _CURRENT
+    if _CURRENT is None:
+        _CURRENT = measure_probe()
+    return _CURRENT
+
+
+def _factors(recorded: dict, current: dict, tolerance: float) -> dict[str, float]:
+    """{probe key: recorded / current speed} for the speeds outside ``tolerance`` (time scales inversely)."""
+    out = {}
+    for key in ("page_cache_bps", "disk_bps"):
+        a, b = recorded.get(key), current.get(key)
+        if a and b and max(a / b, b / a) > tolerance:
+            out[key] = a / b
+    return out
+
+
+def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
+                   tolerance: float = PROBE_TOLERANCE) -> tuple[SystemProfile, str | None]:
+    """The profile with its page-cache and device-read terms rescaled by this machine's probe, and a note
+    saying so (None when nothing moved beyond ``tolerance``, the profile has no probe, or a speed moved beyond
+    RESCALE_LIMIT: ``check_machine`` warns about those). ``current``: this machine's probe (default: measured)."""
+    if not profile.probe:
+        return profile, None
+    current = current_probe() if current is None else current
+    factors = _factors(profile.probe, current, tolerance)
+    if not factors or any(max(f, 1 / f) > RESCALE_LIMIT for f in factors.values()):
+        return profile, None
+    coefficients = {lib: dict(c) for lib, c in profile.coefficients.items()}
+    curve = profile.page_cache_curve
+    said = []
+    for key, terms, what in (("page_cache_bps", PAGE_CACHE_TERMS, "page-cache"),
+                             ("disk_bps", DEVICE_READ_TERMS, "device")):
+        f = factors.get(key)
+        if f is None:
+            continue
+        for coefs in coefficients.values():
+            for t in terms:
+                if t in coefs:
+                    coefs[t] *= f
+        if key == "page_cache_bps" and curve.sizes:
+            curve = PageCacheCurve(curve.sizes, tuple(x * f for x in curve.seconds))
+        said.append(f"{what} read terms x{f:.2g} ({current[key] / 1e9:.2f} GB/s here vs "
+                    f"{profile.probe[key] / 1e9:.2f} in the profile)")
+    rescaled = SystemProfile(**{**profile.__dict__, "coefficients": coefficients, "page_cache_curve": curve,
+                                "probe": {**profile.probe, **{k: current[k] for k in factors}}})
+    note = ("profile rescaled to this machine's speed probe: " + "; ".join(said)
+            + "; writes and per-call costs as profiled (`ioadvisor calibrate --quick` fits them all)")
+    return rescaled, note
+
+
+def check_machine(profile: SystemProfile, source: str = "profile") -> str | None:
+    """One line when this machine differs from the profile in a way ``fit_to_machine`` cannot fix: the
+    profile records no probe, or a speed moved beyond RESCALE_LIMIT (probe measured once per process)."""
     if not profile.probe:
         return (f"note: {source} records no speed probe of the machine it was fitted on; "
                 "run `ioadvisor calibrate --quick` to fit this machine")
-    if _CURRENT is None:
-        _CURRENT = measure_probe()
-    diffs = machine_differences(profile.probe, _CURRENT)
-    if not diffs:
+    current = current_probe()
+    factors = _factors(profile.probe, current, PROBE_TOLERANCE)
+    if not any(max(f, 1 / f) > RESCALE_LIMIT for f in factors.values()):
         return None
+    diffs = machine_differences(profile.probe, current)
     m = profile.machine
     where = f" (fitted on {m.get('host', '?')}, {m.get('date', '?')})" if m else ""
-    return (f"warning: this machine differs from {source}{where}: {'; '.join(diffs)}; predicted seconds may be "
-            "off, run `ioadvisor calibrate --quick` to fit this machine")
+    return (f"warning: this machine differs from {source}{where}: {'; '.join(diffs)}, beyond what rescaling "
+            f"the profile's read speeds covers ({RESCALE_LIMIT:g}x); predicted seconds may be off, run "
+            "`ioadvisor calibrate --quick` to fit this machine")
 
 
-__all__ = ["CURVE_SIZES", "check_machine", "machine_differences", "measure_page_cache_curve", "measure_probe"]
+__all__ = ["CURVE_SIZES", "check_machine", "current_probe", "fit_to_machine", "machine_differences",
+           "measure_page_cache_curve", "measure_probe"]

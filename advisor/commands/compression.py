@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import struct
+import sys
 import time
 
 import numpy as np
@@ -45,7 +46,10 @@ def register(sub) -> None:
                         "whole field, chunk by chunk)")
     p.add_argument("--library", choices=("hdf5", "zarr"), default=None,
                    help="library the data would be written with (default: the input's)")
-    p.add_argument("--method", choices=("auto", "sampling", "graybox", "hybrid"), default="auto")
+    p.add_argument("--method", choices=("auto", "sampling", "graybox", "hybrid"), default="auto",
+                   help="how ratios are estimated: sampling (compress sampled blocks with the real codec), graybox "
+                        "(lossy codecs: a model of the codec on sampled blocks, zPerf-style), hybrid (both, "
+                        "weighted by their uncertainty), auto (measured best per codec and field; default)")
     p.add_argument("--target-ratio", type=float, default=None, metavar="R",
                    help="for each lossy compressor, find the tightest relative bound reaching ratio R "
                         "(bisection on the estimate) instead of using --error-bound")
@@ -82,6 +86,21 @@ def parse_compressors(text: str | None, library: str) -> list[str]:
     return names
 
 
+def lossy_for_dtype(names: list[str], dtype, *, named: bool, target: str) -> list[str]:
+    """``names`` without the lossy codecs when the data is not float32/float64 (they take nothing else): an
+    error when the user named one, else a note on stderr."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return names
+    lossy = [n for n in names if n in LOSSY_NAMES]
+    if lossy and named:
+        raise InputError(f"{target}: {lossy[0]} is lossy: lossy codecs take float32/float64 data, not {dtype}")
+    if lossy:
+        print(f"ioadvisor compression: {', '.join(lossy)} left out: lossy codecs take float32/float64 data, "
+              f"not {dtype}", file=sys.stderr)
+    return [n for n in names if n not in LOSSY_NAMES]
+
+
 def open_dataset(target: str):
     """(array-like, library, fill value or None) for ``FILE.h5:/dataset`` or ``STORE.zarr[/array]``."""
     if ".zarr" in target:
@@ -91,12 +110,18 @@ def open_dataset(target: str):
             raise OSError(f"{store}: no such Zarr store")
         import zarr
 
+        name = inner.strip("/")
         try:
             node = zarr.open(store, mode="r")
-            if inner.strip("/"):
-                node = node[inner.strip("/")]
-        except (KeyError, FileNotFoundError):
-            raise InputError(f"{target}: no such array in {store}") from None
+        except (FileNotFoundError, zarr.errors.NodeTypeValidationError, ValueError) as exc:
+            raise InputError(f"{store}: not a readable Zarr store ({str(exc).splitlines()[0][:120]})") from None
+        if name and isinstance(node, zarr.Array):  # an array's [...] would take the name as a record field
+            raise InputError(f"{target}: {store} is an array, it has no member {name!r}")
+        if name:
+            try:
+                node = node[name]
+            except KeyError:
+                raise InputError(f"{target}: no such array in {store}") from None
         if not isinstance(node, zarr.Array):
             arrays = [a for _, a in node.arrays()]
             if len(arrays) != 1:
@@ -173,6 +198,7 @@ def run(args) -> int:
     names = parse_compressors(args.compressor, library)
     if data.dtype.kind not in "fiu":
         raise InputError(f"{args.target}: dtype {data.dtype} is not numeric")
+    names = lossy_for_dtype(names, data.dtype, named=args.compressor is not None, target=args.target)
     chunks = parse_chunks(args.chunks, data.ndim) or (tuple(data.chunks) if data.chunks else None)
     safety = scan(sample_blocks(data, args.sample, rng=0).blocks, fill_value=fill)
     if args.target_ratio is not None and not args.target_ratio > 1:

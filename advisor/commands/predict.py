@@ -11,10 +11,14 @@ from . import add_profile_option
 
 def register(sub) -> None:
     p = sub.add_parser("predict", help="predict HDF5/Zarr time of a traced access pattern per layout")
-    p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
+    p.add_argument("trace", help="trace (columnar directory or JSON Lines file) from `ioadvisor run` / advisor.trace()")
     p.add_argument("--layout", action="append", metavar="SPEC",
                    help="candidate layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N,w0=X]"
-                        " | hdf5:contiguous | zarr:chunks=1000x8[,shards=65536x8] (default: current)")
+                        " | hdf5:contiguous | zarr:chunks=1000x8[,shards=65536x8] (default: current). "
+                        "cache, slots, w0: HDF5's chunk cache (bytes, hash slots, and w0 in [0, 1], the "
+                        "preference for evicting chunks already read or written whole); filtered=0|1: chunks "
+                        "pass a compression filter (whole-chunk decode); ratio=R: stored/raw bytes. Keys not "
+                        "given keep the traced dataset's values (contiguous HDF5 drops its filters)")
     add_profile_option(p)
     p.add_argument("--procs", type=int, default=1, metavar="P", help="processes for the parallel model")
     p.add_argument("--servers", type=int, metavar="C", help="data servers / stripe count c (default: profile's)")
@@ -56,18 +60,18 @@ def _grounded(trace, ds, preds, profile, procs) -> tuple[list[dict] | None, str]
         seconds = sum(cal.scale(p.terms).values()) if cal is not None else p.seconds
         out.append({"calibrated_seconds": seconds, "traced_seconds": traced,
                     "speedup_vs_traced": traced / seconds if seconds > 0 else float("inf")})
-    text = f"traced calls of {ds.path} on the recorded layout: {traced:.4g} s; " + (
+    text = f"traced calls of {ds.path or ds.label} on the recorded layout: {traced:.4g} s; " + (
         cals[ds.library].describe() if ds.library in cals else "not calibrated")
     return out, text
 
 
 def run(args) -> int:
     from iomodel import load_profile, parse_layout, pick_dataset, predict
-    from iomodel.probe import check_machine
+    from iomodel.probe import check_machine, fit_to_machine
 
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
     ds = pick_dataset(trace, args.dataset)
-    profile = load_profile(args.profile)
+    profile, machine_note = fit_to_machine(load_profile(args.profile))
     if args.procs < 1:
         raise ValueError(f"--procs must be >= 1, got {args.procs}")
     if args.servers is not None and args.servers < 1:
@@ -78,12 +82,14 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([{**p.to_json_obj(), **(g or {})} for p, g in zip(preds, grounded or [None] * len(preds))]))
     else:
-        print(f"{trace.source}: dataset {ds.key} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
+        print(f"{trace.source}: dataset {ds.label} {ds.library} shape {tuple(ds.shape)} {ds.dtype}, "
               f"{trace.columns_of(ds.id).n_access} accesses")
         print(_format(preds, grounded))
         if note_cal:
             print(note_cal)
-    note = check_machine(profile, args.profile or "the default profile")
+        if machine_note:
+            print(f"note: {machine_note}")
+    note = check_machine(load_profile(args.profile), args.profile or "the default profile")
     if note:
         print(note, file=sys.stderr)
     return 0

@@ -50,7 +50,7 @@ def format_usage(u: DatasetUsage) -> str:
     d = u.dataset
     filters = ",".join(f.name for f in d.filters) or "none"
     lines = [
-        f"[{d.id}] {d.library} {d.key}",
+        f"[{d.id}] {d.library} {d.label}",
         f"    shape {_dims(d.shape)} {_type(d)}, chunks {_dims(d.chunks)}"
         + (f", shards {_dims(d.shards)}" if d.shards else "") + f", filters {filters}",
     ]
@@ -134,21 +134,23 @@ def register(sub) -> None:
     p = sub.add_parser("trace", help="show or merge trace files")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     show = actions.add_parser("show", help="summarise a trace: datasets, reads/writes, bytes, access pattern")
-    show.add_argument("trace", metavar="TRACE")
+    show.add_argument("trace", metavar="TRACE", help="trace (columnar directory or JSON Lines file)")
     show.add_argument("--allow-truncated", action="store_true",
                       help="use the readable prefix of a trace whose process did not finish")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
     show.set_defaults(func=run_show)
     merge = actions.add_parser("merge", help="merge per-rank traces into one view")
-    merge.add_argument("traces", nargs="+", metavar="TRACE")
-    merge.add_argument("-o", "--output", required=True, metavar="OUT")
+    merge.add_argument("traces", nargs="+", metavar="TRACE", help="the traces to merge (say, one per rank)")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT",
+                       help="merged trace to write: OUT ending in .jsonl gives JSON Lines, any other name a "
+                            "columnar trace directory")
     merge.add_argument("--allow-truncated", action="store_true",
                        help="merge the readable prefix of traces whose process did not finish")
     merge.set_defaults(func=run_merge)
     convert = actions.add_parser(
         "convert", help="convert a trace: OUT ending in .jsonl gives JSON Lines, any other name a columnar trace")
-    convert.add_argument("input", metavar="IN")
-    convert.add_argument("output", metavar="OUT")
+    convert.add_argument("input", metavar="IN", help="trace to read (columnar directory or JSON Lines file)")
+    convert.add_argument("output", metavar="OUT", help="trace to write: *.jsonl for JSON Lines, else columnar")
     convert.add_argument("--allow-truncated", action="store_true",
                          help="convert the readable prefix of a trace whose process did not finish")
     convert.set_defaults(func=run_convert)

@@ -14,7 +14,7 @@ from . import add_profile_option
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="replay the trace for real in the current and the top-K recommended layouts")
-    p.add_argument("trace", help="trace file (JSON Lines) from `ioadvisor run` / advisor.trace()")
+    p.add_argument("trace", help="trace (columnar directory or JSON Lines file) from `ioadvisor run` / advisor.trace()")
     p.add_argument("--top", type=int, default=3, metavar="K", help="recommended layouts to measure (default 3)")
     add_profile_option(p)
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
@@ -38,9 +38,22 @@ def run(args) -> int:
         constraints["max_error"] = args.max_error
     if args.lossless_only:
         constraints["lossless_only"] = True
+    # every argument is checked before the long work is announced
+    from compression_model.error_bound import ErrorBound
+    from instrumentation.tracefile import load_trace
+    from iomodel import load_profile, pick_dataset
+
+    trace = load_trace(args.trace)
+    if args.dataset is not None:
+        pick_dataset(trace, args.dataset)
+    if args.max_error:
+        ErrorBound.parse(args.max_error)
+    if args.deadline is not None and args.deadline <= 0:
+        raise ValueError(f"--deadline must be > 0, got {args.deadline}")
+    profile = load_profile(args.profile)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
-    result = verify(args.trace, top=args.top, profile=args.profile, dataset=args.dataset,
+    result = verify(trace, top=args.top, profile=profile, dataset=args.dataset,
                     workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, **constraints)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
