@@ -17,6 +17,8 @@ import numpy as np
 
 from instrumentation.tracefile import Trace, load_trace
 
+MODELS_FAILED = "the models failed on it"
+"""The start of a ``NotAdvised.reason`` when the models raised on that dataset (the others are advised)."""
 MIN_SHARE = 0.01
 """Datasets with less than this share of the run's traced I/O time are summed up, not advised in full."""
 
@@ -150,7 +152,7 @@ def advise(
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
-                reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+                reason = f"{MODELS_FAILED} ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
                 extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
                     + ([machine_note] if machine_note and not out else []) + _warning_notes(caught)

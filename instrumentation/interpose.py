@@ -672,8 +672,8 @@ class LibraryCapture:
         for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
             self.unconverted += int((keep[tr] & live & ~converted).sum())
             for i in np.unique(which[keep[tr] & converted]).tolist():
-                if infos[i] not in tr._ids:
-                    tr._register(infos[i])
+                if infos[i] not in tr._ids:  # H5Dcreate2 made it: a new array even where an old one had its name
+                    tr._register(infos[i], created=infos[i].template.created)
         for j, (ev, at) in enumerate(resizes):
             resized = self._info(log, ev["i"])
             resized.shape = tuple(ev["dims"])

@@ -283,6 +283,11 @@ class Trace:
                 return d
         raise KeyError(key)
 
+    def same_array(self, dataset_id: int) -> list[int]:
+        """Ids of the records of ``dataset_id``'s array (``array_identities``: its key, not recreated between)."""
+        identity = array_identities(self.datasets)
+        return [i for i in sorted(self.datasets) if identity[i] == identity[dataset_id]]
+
     def accesses_of(self, dataset_id: int) -> list[AccessRecord]:
         return [a for a in self.accesses if a.dataset == dataset_id]
 
@@ -361,8 +366,8 @@ def _not_a_trace(path: str, raw: bytes, exc: Exception) -> str:
         what = "binary data, not an ioadvisor trace (JSON Lines text or a columnar trace directory)"
     else:
         detail = str(exc).split(": ", 1)[-1] if isinstance(exc, TraceError) else str(exc)
-        what = f"not an ioadvisor trace: line 1 is no header record ({detail})"
-    return f"{path}: {what}"
+        what = f"not an ioadvisor trace: no header record ({detail})"
+    return f"{path}:1: {what}"
 
 
 def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | None):
@@ -388,8 +393,8 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
             text = bline.decode("utf-8")
             kind, rec = _parse_line(text, where, rank)
         except (TraceError, UnicodeDecodeError) as exc:
-            if header is None:  # not even a header: this is no trace (or nothing of one is readable)
-                raise TraceError(_not_a_trace(path, raw, exc)) from None
+            if header is None and not (bline.startswith(b"{") and b'"h"' in bline[:200]):
+                raise TraceError(_not_a_trace(path, raw, exc)) from None  # not even a header: no trace
             if last and not ends_clean and allow_truncated:
                 complete = False
                 break
@@ -426,6 +431,8 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
             other_headers.append(rec)  # a merged trace keeps every rank's header
         else:
             raise TraceError(f"{where}: a second header line for rank {rec.rank}")
+    if header is None:  # allow_truncated, and the cut-off line was the header
+        raise TraceError(f"{path}:1: the header line is cut off: nothing of the trace is readable")
     if not complete and not allow_truncated:
         raise TraceError(
             f"{path}:{len(lines)}: trace has no end record (the traced process did not finish): "
@@ -459,16 +466,33 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False,
     return Trace(headers, datasets, accesses, resizes, complete, path)
 
 
+def array_identities(datasets: dict[int, DatasetRecord]) -> dict[int, tuple[str, int]]:
+    """Each record's array: (key, generation). A file recreated under the same name makes new arrays: each
+    creation of a key after its first starts a generation; records that only opened it (another library,
+    reopened) belong to the generation before them (records in id order, the order the tracer saw them)."""
+    created: dict[str, int] = {}
+    out = {}
+    for i in sorted(datasets):
+        d = datasets[i]
+        if d.created:
+            created[d.key] = created.get(d.key, 0) + 1
+        out[i] = (d.key, max(created.get(d.key, 0) - 1, 0))
+    return out
+
+
 def _unify(traces: list[Trace]):
-    """Datasets unified by key (ids renumbered in order of first sight) and each trace's id map."""
-    by_key: dict[str, DatasetRecord] = {}
+    """Datasets unified by array identity (``array_identities``; ids renumbered in order of first sight) and each
+    trace's id map."""
+    by_key: dict[tuple[str, int], DatasetRecord] = {}
     remaps = []
     for tr in traces:
         remap = {}
+        identity = array_identities(tr.datasets)
         for ds in tr.datasets.values():
-            if ds.key not in by_key:
-                by_key[ds.key] = replace(ds, id=len(by_key))
-            remap[ds.id] = by_key[ds.key].id
+            ident = identity[ds.id]
+            if ident not in by_key:
+                by_key[ident] = replace(ds, id=len(by_key))
+            remap[ds.id] = by_key[ident].id
         remaps.append(remap)
     return by_key, remaps
 

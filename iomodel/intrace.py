@@ -37,6 +37,7 @@ A pure function of the trace and the profile: nothing is timed here.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
@@ -357,24 +358,32 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         ds = trace.datasets[ds_id]
         if library is not None and ds.library != library or datasets is not None and ds_id not in datasets:
             continue
-        shape = trace.extent(ds_id)
-        layout = layout_of(ds).with_shape(shape)
-        g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
         work = (workloads or {}).get(ds_id)
         if (np.diff(accs.t0) < 0).any():
             accs = accs.take(np.argsort(accs.t0, kind="stable"))  # in time order (a run: by its first access)
             work = None
-        if work is None:
-            work = Workload(ds, accs, shape, procs)
         # a segment's prediction is what it adds to the replay of everything before it: the chunk cache and
         # the page cache carry over as they did in the run
         before, start = np.zeros(len(names)), 0
-        ends = _segments(accs)
-        for end, p in zip(ends, work.predict_prefixes(layout, profile, ends)):
-            upto = np.array([p.terms.get(n, 0.0) for n in names])
-            g_terms.append(np.maximum(upto - before, 0.0))
-            g_traced.append(traced_seconds(accs.window(start, end)))
-            before, start = upto, end
+        seg_terms, seg_traced = [], []
+        try:  # a record the models cannot replay is left out of the fit (the advice names it); never the others
+            shape = trace.extent(ds_id)
+            layout = layout_of(ds).with_shape(shape)
+            if work is None:
+                work = Workload(ds, accs, shape, procs)
+            ends = _segments(accs)
+            for end, p in zip(ends, work.predict_prefixes(layout, profile, ends)):
+                upto = np.array([p.terms.get(n, 0.0) for n in names])
+                seg_terms.append(np.maximum(upto - before, 0.0))
+                seg_traced.append(traced_seconds(accs.window(start, end)))
+                before, start = upto, end
+        except (ValueError, IndexError, TypeError):
+            if os.environ.get("IOADVISOR_DEBUG"):
+                raise
+            continue
+        g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))
+        g_terms += seg_terms
+        g_traced += seg_traced
         w_terms.append(before)
         w_traced.append(traced_seconds(accs))
         whole.setdefault(ds.library, {})[ds_id] = before

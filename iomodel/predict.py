@@ -46,10 +46,11 @@ def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecor
 
 def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns, tuple[tuple[DatasetRecord, Layout], ...]]:
     """What shares the page cache with ``dataset`` in the traced process: the trace's accesses in order, those
-    of every record of the same array (``key``: opened again, by another library) renumbered as ``dataset``,
+    of every record of the same array (``Trace.same_array``: opened again, by another library) renumbered as
+    ``dataset``,
     and the other arrays with their stored layouts (``count_variables(others=...)``). Arrays the model
     cannot lay out (scalars, empty) are left out."""
-    same = [i for i, d in trace.datasets.items() if d.key == dataset.key]
+    same = trace.same_array(dataset.id)
     cols = trace.columns
     if len(same) > 1:
         ds_col = np.where(np.isin(cols.ds, same), dataset.id, cols.ds)
@@ -62,13 +63,14 @@ def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns,
         grown.setdefault(r.dataset, []).extend(r.extents)
     for i in np.unique(cols.ds).tolist():
         d = trace.datasets.get(i)
-        if d is None or i == dataset.id or d.key == dataset.key:
+        if d is None or i in same:
             continue
         # recorded shape and resizes: the others' layouts only bound what they can hold in the page cache
-        shape = tuple(np.max([d.shape, *grown.get(i, ())], axis=0).tolist()) if d.shape else ()
+        extents = [e for e in grown.get(i, ()) if len(e) == len(d.shape)]  # a bad record's other ranks: left out
+        shape = tuple(np.max([d.shape, *extents], axis=0).tolist()) if d.shape else ()
         if not shape or not math.prod(shape):
             continue
-        try:
+        try:  # a record the model cannot lay out is left out: it never stops this array's prediction
             others.append((d, Layout.from_dataset(d).with_shape(tuple(shape))))
         except (LayoutError, ValueError):
             continue

@@ -47,7 +47,7 @@ def _world_comm():
 
 
 def run(args) -> int:
-    from advisor.api import advise
+    from advisor.api import MODELS_FAILED, advise
     from iomodel import load_profile
     from iomodel.probe import check_machine
     from iomodel.layout import parse_bytes
@@ -86,4 +86,9 @@ def run(args) -> int:
     note = check_machine(load_profile(args.profile), args.profile or "the default profile")
     if note:
         print(note, file=sys.stderr)
+    failed = [n for n in adv.not_advised if n.reason.startswith(MODELS_FAILED)]
+    if failed and not adv.datasets:  # not an answer: the models could not run on any of them
+        print(f"ioadvisor advise: error: the models failed on all {len(failed)} advisable datasets "
+              f"(first: {failed[0].name}: {failed[0].reason})", file=sys.stderr)
+        return 1
     return 0
