@@ -477,7 +477,8 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
     if other is not None:
         oterm, ot = _dominant(other)
         out.append(f"Best {other.library} alternative: {other.label} at {other.seconds:.3g} s "
-                   f"({other.seconds / rec.seconds:.3g}x slower; dominated by {oterm}, {_pct(ot, other.seconds)}).")
+                   f"({other.seconds / rec.seconds if rec.seconds > 0 else float('inf'):.3g}x slower; dominated by "
+                   f"{oterm}, {_pct(ot, other.seconds)}).")
     if rec.candidate.compressor:
         codec_t = rec.terms.get("t_compress", 0.0) + rec.terms.get("t_decompress", 0.0)
         plain = next((r for r in adv.candidates if r.candidate == rec.candidate.with_codec(None, None)), None)

@@ -18,7 +18,6 @@ bypasses that and leaves a stale shape until the last tracer exits (a later
 from __future__ import annotations
 
 import functools
-import os
 import weakref
 from time import perf_counter
 
@@ -28,6 +27,7 @@ from h5py._hl import dataset as _dataset
 from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
+from .locations import hdf5_location
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
 from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo, _hotpath
@@ -124,7 +124,7 @@ def _describe(ds, created: bool) -> DatasetInfo:
         id=-1,
         library="hdf5",
         library_version=_LIBRARY_VERSION,
-        file=os.path.abspath(f.filename),
+        file=hdf5_location(f.filename, f.driver),
         path=ds.name or "",
         shape=() if shape is None else tuple(shape),
         dtype=dtype_string(ds.dtype),

@@ -27,6 +27,7 @@ import numpy as np
 import zarr
 from zarr.core import array as _array
 
+from .locations import store_location
 from .records import READ, WRITE, DatasetRecord, Filter, dtype_string, type_class
 from .selection import field_itemsize, from_zarr_indexer, zarr_hyperslab
 from .tracer import HUB, DatasetInfo
@@ -59,11 +60,6 @@ def _codec_filter(codec) -> Filter:
     return Filter("zfp" if name == "zfpy" else name, None, options)
 
 
-def _store_file(store) -> str:
-    root = getattr(store, "root", None)
-    return str(root) if root is not None else str(store)
-
-
 def _describe(store_path, metadata, created: bool) -> DatasetInfo:
     dtype = (metadata.dtype if metadata.zarr_format == 2 else metadata.data_type).to_native_dtype()
     shape = tuple(metadata.shape)
@@ -80,7 +76,7 @@ def _describe(store_path, metadata, created: bool) -> DatasetInfo:
         id=-1,
         library="zarr",
         library_version=_LIBRARY_VERSION,
-        file=_store_file(store_path.store),
+        file=store_location(store_path.store),
         path=store_path.path,
         shape=shape,
         dtype=dtype_string(dtype),

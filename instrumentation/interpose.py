@@ -47,6 +47,7 @@ import numpy as np
 
 from .columns import POINTS, SLAB, AccessColumns
 from .follow import LOG_PREFIX
+from .locations import hdf5_location
 from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
 
@@ -247,6 +248,15 @@ def _fill(hexbytes: str | None, dtype: str):
     return value if not isinstance(value, bytes) else value.decode("utf-8", "replace")
 
 
+def _file_location(name: str, driver: str | None) -> str:
+    """The file's location (``locations.hdf5_location``): h5py names a file object's file by its repr
+    ("<File-like object ...>"), to which the interposer prepended the working directory as to any relative name."""
+    cut = name.find("/<")
+    if name.endswith(">") and cut >= 0:
+        return hdf5_location(name[cut + 1:], "fileobj")
+    return hdf5_location(name, driver)
+
+
 def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
     """The DatasetRecord (id -1) an interposer ``d`` line describes."""
     cls = meta.get("class", -1)
@@ -263,7 +273,7 @@ def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
         id=-1,
         library="hdf5",
         library_version=version,
-        file=os.path.abspath(meta["file"]) if meta["file"] else "",
+        file=_file_location(meta["file"], meta.get("driver")),
         path=meta["path"],
         shape=tuple(meta["dims"]),
         dtype=dtype,

@@ -40,6 +40,12 @@ def _opt_ints(value: Any, name: str) -> tuple[int, ...] | None:
     return None if value is None else _ints(value, name)
 
 
+def _positive(value: tuple[int, ...] | None, name: str) -> tuple[int, ...] | None:
+    if value is not None and any(v < 1 for v in value):
+        raise RecordError(f"field '{name}' must hold integers >= 1, got {list(value)}")
+    return value
+
+
 def _typed(value: Any, types: type | tuple[type, ...], name: str) -> Any:
     # bool is an int subclass; JSON true is never a valid count or id here
     if not isinstance(value, types) or isinstance(value, bool):
@@ -181,6 +187,9 @@ class Selection:
         parts = [_ints(config[k], f"sel.{k}") for k in ("start", "count", "stride", "block")]
         if len({len(p) for p in parts}) != 1:
             raise RecordError("fields 'sel.start/count/stride/block' differ in length")
+        for k, p in zip(("start", "count", "stride", "block"), parts):
+            if any(v < 0 for v in p):  # a selection never reaches before 0 nor counts backwards
+                raise RecordError(f"field 'sel.{k}' must hold integers >= 0, got {list(p)}")
         indices = config.get("indices")
         if indices is not None:
             if not isinstance(indices, list) or len(indices) != len(parts[0]):
@@ -402,8 +411,8 @@ class DatasetRecord:
             shape=_ints(config["shape"], "shape"),
             dtype=config["dtype"],
             maxshape=maxshape,
-            chunks=_opt_ints(config.get("chunks"), "chunks"),
-            shards=_opt_ints(config.get("shards"), "shards"),
+            chunks=_positive(_opt_ints(config.get("chunks"), "chunks"), "chunks"),
+            shards=_positive(_opt_ints(config.get("shards"), "shards"), "shards"),
             filters=tuple(Filter.from_config(f) for f in filters),
             fillvalue=config.get("fillvalue"),
             cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),

@@ -1,0 +1,56 @@
+"""Where a traced array lives, named as its user would: a local path, or a URL for data reached through
+fsspec (a Zarr ``FsspecStore``, an HDF5 file h5py reads from an fsspec file object).
+
+A URL is the filesystem's protocol and the object's path (``s3://bucket/b.zarr``): fsspec keeps
+credentials and endpoints in the filesystem's options, never in the path, so none reach a trace.
+Computed once per dataset (the hooks cache their description), never per access.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+_FSSPEC_FILE = re.compile(r"<File-like object (\w+), (.*)>")
+"""``repr`` of an fsspec file (``AbstractBufferedFile.__repr__``): h5py names a file-like object's file by it."""
+
+
+def fsspec_url(fs, path: str) -> str:
+    """``protocol://path`` of ``path`` on the fsspec filesystem ``fs``."""
+    try:
+        return str(fs.unstrip_protocol(path))
+    except Exception:  # noqa: BLE001 - an fsspec older or stranger than expected: the first protocol name
+        protocol = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+        return f"{protocol}://{path}"
+
+
+def store_location(store) -> str:
+    """A Zarr store's location: its root directory (``LocalStore``), its URL (``FsspecStore``), else its
+    own text (``memory://...``)."""
+    root = getattr(store, "root", None)
+    if root is not None:
+        return str(root)
+    fs, path = getattr(store, "fs", None), getattr(store, "path", None)
+    if fs is not None and isinstance(path, str):
+        return fsspec_url(fs, path)
+    return str(store)
+
+
+def hdf5_location(filename: str, driver: str | None) -> str:
+    """An HDF5 file's location from h5py's ``File.filename`` and ``driver``: an absolute path, or for a file
+    object (``driver == "fileobj"``, whose filename is the object's ``repr``) its fsspec URL when fsspec made it,
+    else that text as it is (``<_io.BytesIO object ...>``: no path to resolve against the working directory)."""
+    if driver != "fileobj":
+        return os.path.abspath(filename) if filename else ""
+    m = _FSSPEC_FILE.fullmatch(filename)
+    fsspec = sys.modules.get("fsspec")
+    if m is None or fsspec is None:
+        return filename
+    cls_name, path = m.groups()
+    for protocol, cls in dict(fsspec.registry).items():  # implementations in use only: the file's class is one
+        if cls.__name__ == cls_name:
+            return f"{protocol}://{path}"
+    return filename
+
+
+__all__ = ["fsspec_url", "hdf5_location", "store_location"]
