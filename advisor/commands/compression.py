@@ -32,7 +32,8 @@ LOSSLESS_BASELINE = "blosc-zstd"
 
 def register(sub) -> None:
     p = sub.add_parser("compression", help="predict compression ratio/throughput per compressor and error bound")
-    p.add_argument("target", metavar="FILE.h5:/dataset | STORE.zarr[/array]")
+    p.add_argument("target", metavar="FILE.h5:/dataset | STORE.zarr[/array]",
+                   help="the stored data: an HDF5 dataset, or a Zarr array (the store's only one when not named)")
     p.add_argument("--compressor", default=None,
                    help=f"comma-separated, from {','.join(CODEC_NAMES)} (default: the lossy ones + "
                         f"{LOSSLESS_BASELINE})")

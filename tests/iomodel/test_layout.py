@@ -95,3 +95,17 @@ def test_profile_errors(tmp_path):
     neg.write_text(json.dumps({"schema": 1, "io": {"coefficients": {"hdf5": {"n_rdisk": -1.0}}}}))
     with pytest.raises(ProfileError, match=">= 0"):
         load_profile(neg)
+
+
+def test_hdf5_contiguous_drops_the_recorded_filters():
+    """`predict --layout hdf5:contiguous` on a gzip dataset kept the filter: the whole array priced as one
+    filtered chunk, decoded on every read (265 s against advise's 0.225 s). HDF5 filters chunks only."""
+    gz = DatasetRecord(4, "hdf5", "2.0", "f.h5", "/g", (10_000, 64), "float32", chunks=(1000, 64),
+                       filters=(Filter.hdf5(1, 0, (4,), "deflate"),))
+    assert parse_layout("current", gz).filtered
+    assert not parse_layout("hdf5:contiguous", gz).filtered
+    assert not parse_layout("hdf5:chunks=contiguous", gz).filtered
+    with pytest.raises(LayoutError, match="contiguous storage cannot be filtered"):
+        parse_layout("hdf5:contiguous,filtered=1", gz)
+    with pytest.raises(LayoutError, match="contiguous storage cannot be filtered"):
+        Layout("hdf5", (10, 10), 4, None, filtered=True)
