@@ -75,3 +75,21 @@ def test_bad_trace_is_one_line(tmp_path, capsys):
     bad.write_text("{not json\n")
     assert main(["advise", str(bad)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def test_a_probed_profile_is_rescaled_once_without_a_warning(files, capsys, monkeypatch, tmp_path):
+    """Issue #31 item 7: on a machine of the profile's kind whose page cache probes 2.5x slower (load), the
+    read terms follow the probe, a note says so once, and no warning is printed."""
+    import iomodel.probe as probe
+
+    d, _ = files
+    prof = tmp_path / "probed.json"
+    prof.write_text(json.dumps({"schema": 1, "io": {**profile().get_config(),
+                                                    "probe": {"page_cache_bps": 30e9, "disk_bps": 2e9}}}))
+    monkeypatch.setattr(probe, "_CURRENT", {"page_cache_bps": 12e9, "disk_bps": 2e9})
+    assert main(["advise", str(d / "t.jsonl"), "--profile", str(prof), "--json", "--no-data"]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    notes = [n for ds in json.loads(captured.out)["datasets"] for n in ds["notes"]]
+    assert sum("profile rescaled to this machine's speed probe: page-cache read terms x2.5" in n
+               for n in notes) == 1
