@@ -155,8 +155,6 @@ class Layout:
                 raise LayoutError("field 'chunks': zarr arrays are always chunked")
             if self.shards is not None:
                 raise LayoutError("field 'shards' needs chunks")
-            if self.filtered:  # HDF5 applies filters to chunks only (H5Pset_filter needs a chunked layout)
-                raise LayoutError("field 'filtered': HDF5 contiguous storage cannot be filtered (compressed)")
         else:
             if len(self.chunks) != len(self.shape):
                 raise LayoutError(

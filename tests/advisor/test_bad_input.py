@@ -297,3 +297,15 @@ def test_version(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith("ioadvisor ")
+
+
+def test_odd_data_is_advised_or_named_with_a_reason(files):
+    """Complex, string and int data, odd names and a store-root zarr array: each advised, or not advised with
+    its reason; never a model failure, never an empty name (was ``h5py_kwargs() -> {'': {...}}``)."""
+    from advisor.api import MODELS_FAILED
+
+    adv = advisor.advise(files["odd"], min_share=0.0)
+    assert not [n for n in adv.not_advised if n.reason.startswith(MODELS_FAILED)], adv.not_advised
+    names = {d.name for d in adv.datasets} | {n.name for n in adv.not_advised}
+    assert len(names) == 5 and all(names) and not any(n.endswith("::") for n in names)
+    assert "" not in adv.h5py_kwargs() and any(k.endswith("root.zarr") for k in adv.zarr_kwargs())

@@ -107,5 +107,3 @@ def test_hdf5_contiguous_drops_the_recorded_filters():
     assert not parse_layout("hdf5:chunks=contiguous", gz).filtered
     with pytest.raises(LayoutError, match="contiguous storage cannot be filtered"):
         parse_layout("hdf5:contiguous,filtered=1", gz)
-    with pytest.raises(LayoutError, match="contiguous storage cannot be filtered"):
-        Layout("hdf5", (10, 10), 4, None, filtered=True)
