@@ -50,10 +50,10 @@ def run(args) -> int:
         ErrorBound.parse(args.max_error)
     if args.deadline is not None and args.deadline <= 0:
         raise ValueError(f"--deadline must be > 0, got {args.deadline}")
-    profile = load_profile(args.profile)
+    load_profile(args.profile)  # readable; advise loads it again, rescaled to this machine (iomodel.probe)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
-    result = verify(trace, top=args.top, profile=profile, dataset=args.dataset,
+    result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset,
                     workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, **constraints)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
