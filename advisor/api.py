@@ -91,7 +91,11 @@ def advise(
     if not isinstance(profile, SystemProfile):  # a profile file: its read speeds follow this machine's probe
         from iomodel.probe import fit_to_machine
 
-        profile, machine_note = fit_to_machine(load_profile(profile))
+        loaded = load_profile(profile)
+        if comm is not None and comm.Get_size() > 1:  # every rank must price alike: rank 0's probe
+            profile, machine_note = comm.bcast(fit_to_machine(loaded) if comm.Get_rank() == 0 else None, root=0)
+        else:
+            profile, machine_note = fit_to_machine(loaded)
     if isinstance(max_error, str):
         max_error = ErrorBound.parse(max_error)
     bad = [lib for lib in libraries if lib not in ("hdf5", "zarr")]

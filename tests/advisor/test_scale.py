@@ -108,9 +108,11 @@ def test_parallel_evaluation_matches_serial_also_on_the_block_sample(tmp_path, m
 def test_mpiexec_advise_splits_candidates_and_matches_the_serial_run(tmp_path):
     path = _loader_trace(tmp_path / "t.parquet", 3000, tmp_path)
     cmd = [str(BIN / "ioadvisor"), "advise", "--no-data", "--json", str(path)]
-    serial = subprocess.run(cmd + ["--jobs", "1"], env=_env(), capture_output=True, text=True, check=True)
-    ranks = subprocess.run([str(BIN / "mpiexec"), "-n", "3"] + cmd, env=_env(), capture_output=True, text=True,
-                           timeout=600)
+    # two runs priced alike: not each rescaled by its own probe of a loaded machine (iomodel.probe)
+    serial = subprocess.run(cmd + ["--jobs", "1"], env=_env(IOADVISOR_RESCALE="0"), capture_output=True, text=True,
+                            check=True)
+    ranks = subprocess.run([str(BIN / "mpiexec"), "-n", "3"] + cmd, env=_env(IOADVISOR_RESCALE="0"),
+                           capture_output=True, text=True, timeout=600)
     assert ranks.returncode == 0, ranks.stderr[-2000:]
     one, many = json.loads(serial.stdout), json.loads(ranks.stdout)  # only rank 0 prints
     one.pop("seconds")
