@@ -683,7 +683,7 @@ class LibraryCapture:
             self.unconverted += int((keep[tr] & live & ~converted).sum())
             for i in np.unique(which[keep[tr] & converted]).tolist():
                 if infos[i] not in tr._ids:  # H5Dcreate2 made it: a new array even where an old one had its name
-                    tr._register(infos[i], created=infos[i].template.created)
+                    tr._register(infos[i], created=infos[i].template.created, below=True)
         for j, (ev, at) in enumerate(resizes):
             resized = self._info(log, ev["i"])
             resized.shape = tuple(ev["dims"])

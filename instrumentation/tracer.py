@@ -496,6 +496,7 @@ class Tracer:
         self._ids: dict[DatasetInfo, int] = {}
         self._n_ids = 0
         self._key_ids: dict[str, int] = {}
+        self._hook_created: dict[str, int] = {}  # key -> id of an array the h5py hooks created (see _register)
         self._lock = threading.Lock()
         self._recorder = _Recorder(self._ids)  # hooks -> writer hand-over
         self._drain_lock = threading.Lock()
@@ -694,9 +695,13 @@ class Tracer:
         return load_trace(self.path)
 
     # -- called by the hub --
-    def _register(self, info: DatasetInfo, created: bool = False) -> int:
+    def _register(self, info: DatasetInfo, created: bool = False, below: bool = False) -> int:
+        """This trace's id of ``info``'s array; ``created``: made now, so new even where an old one had its name
+        (overwritten files); ``below``: seen by the libhdf5 interposer, which also sees h5py's own creations."""
         with self._lock:
-            # a created array is new even where an old one had its name (overwritten files)
+            if created and below and info.key in self._hook_created:
+                # h5py created it (the hooks registered it first): the same array, not a recreation
+                created = self._hook_created.pop(info.key) != self._key_ids.get(info.key)
             tid = None if created else self._key_ids.get(info.key)
             if tid is None:
                 shape = info.template.shape if info.shape is None else info.shape  # None: no dataspace
@@ -708,6 +713,8 @@ class Tracer:
                     self._n_ids += 1
                 self._writer.dataset(replace(record, id=tid))
                 self._key_ids[info.key] = tid
+                if created and not below:
+                    self._hook_created[info.key] = tid
             self._ids[info] = tid
             return tid
 
