@@ -152,13 +152,20 @@ def test_cli_predict_says_when_the_profile_was_fitted_at_other_speeds(tmp_path, 
 
     tpath, ppath = tmp_path / "t.jsonl", tmp_path / "p.json"
     write_trace(_trace(), tpath)
-    here = probe.measure_probe()
-    save_profile(replace(_profile(), probe={"page_cache_bps": here["page_cache_bps"] * 10,
+    here = probe.current_probe()  # the one the command uses (measured once per process)
+    # beyond what a rescale covers (RESCALE_LIMIT): the warning
+    save_profile(replace(_profile(), probe={"page_cache_bps": here["page_cache_bps"] * 50,
                                             "disk_bps": here["disk_bps"]}), ppath)
     assert main(["predict", str(tpath), "--profile", str(ppath)]) == 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("warning: this machine differs from") and "page-cache reads" in err
     assert "calibrate --quick" in err and "\n" not in err
+    # within it: the page-cache terms follow the probe, said once, no warning
+    save_profile(replace(_profile(), probe={"page_cache_bps": here["page_cache_bps"] * 3,
+                                            "disk_bps": here["disk_bps"]}), ppath)
+    assert main(["predict", str(tpath), "--profile", str(ppath)]) == 0
+    captured = capsys.readouterr()
+    assert not captured.err and captured.out.count("page-cache read terms x3") == 1
 
 
 def test_one_bad_record_never_spoils_the_others(tmp_path, capsys):
