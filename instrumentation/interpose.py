@@ -612,8 +612,10 @@ class LibraryCapture:
             meta = log.datasets[num]
             lib = log.libs.get(meta["lib"], {})
             version = lib.get("version", "")
-            # a program's own libhdf5, reached by the link-time wrapper (interposer/h5wrap.c, linkage.py)
-            self.hooked[lib.get("file", "") + (" (linked in: link-time wrapper)" if lib.get("linked") else "")] = version
+            # a program's own libhdf5, reached by the link-time wrapper (interposer/h5wrap.c, linkage.py) or the VOL
+            # connector (volconnector.py)
+            via = " (VOL connector)" if lib.get("vol") else " (linked in: link-time wrapper)" if lib.get("linked") else ""
+            self.hooked[lib.get("file", "") + via] = version
             template = dataset_template(meta, f"HDF5 {version} ({os.path.basename(lib.get('file', ''))})",
                                         bool(meta.get("created")))
             info = DatasetInfo(template, np.dtype(template.dtype))

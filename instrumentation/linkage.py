@@ -73,16 +73,33 @@ def link_flags(wrapper: Path) -> list[str]:
     return [f"-Wl,--wrap={name}" for name in WRAPPED] + [str(wrapper)]
 
 
-def static_note(path: str | Path) -> str | None:
-    """For ``TraceHeader.missed``: what tracing misses of the program at ``path`` because its libhdf5 is linked
-    in without the wrapper; None when nothing is (a shared libhdf5, the wrapper linked in, or no HDF5)."""
+def reach(path: str | Path) -> tuple[dict[str, str], str | None]:
+    """How a run reaches the calls of the program at ``path`` when its libhdf5 is linked in without the wrapper:
+    (the variables that load the VOL connector into it, where it can be: volconnector.py; else, for
+    ``TraceHeader.missed``, what tracing misses). ({}, None) when nothing is out of reach (a shared libhdf5,
+    the wrapper linked in, no HDF5)."""
     linkage = inspect(path)
     if linkage is None or linkage.static_hdf5 is None or linkage.wrapped:
-        return None
-    return (f"libhdf5 calls of {path}: HDF5 {linkage.static_hdf5} is linked into it statically, where the "
-            "interposer cannot reach: none of its calls are in this trace; link it again with the wrapper: "
-            "add `ioadvisor link-flags` to its link line (h5cc -o PROG PROG.c $(ioadvisor link-flags))")
+        return {}, None
+    from . import volconnector
+
+    version = linkage.static_hdf5
+    env = volconnector.environment_for(path, version)
+    if env is not None:
+        return env, None
+    vol = ""
+    if tuple(map(int, version.split("."))) >= (1, 14, 0):
+        vol = (f", or (HDF5 >= 1.14) link it with -rdynamic and build the VOL connector for HDF5 {version} "
+               "(instrumentation/volconnector.py, docs/static-programs.md)")
+    return {}, (f"libhdf5 calls of {path}: HDF5 {version} is linked into it statically, where the interposer "
+                "cannot reach: none of its calls are in this trace; link it again with the wrapper: add "
+                f"`ioadvisor link-flags` to its link line (h5cc -o PROG PROG.c $(ioadvisor link-flags)){vol}")
 
 
-__all__ = ["Linkage", "WRAPPED", "WRAPPER_NAME", "WRAP_MARKER", "inspect", "link_flags", "static_note",
+def static_note(path: str | Path) -> str | None:
+    """For ``TraceHeader.missed``: what tracing misses of the program at ``path`` (``reach``)."""
+    return reach(path)[1]
+
+
+__all__ = ["Linkage", "WRAPPED", "WRAPPER_NAME", "WRAP_MARKER", "inspect", "link_flags", "reach", "static_note",
            "wrapper_object"]

@@ -136,13 +136,15 @@ def _preload_and_restart(args) -> None:
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
-def note_static_hdf5(program: Program, tracer) -> None:
+def reach_static_hdf5(program: Program, tracer) -> None:
     """A native program with libhdf5 linked in statically and without the link-time wrapper: its calls are
-    out of reach (instrumentation/linkage.py), and its trace says so (never "complete")."""
+    reached through the VOL connector where it loads (HDF5 >= 1.14), else they are out of reach and the
+    trace says so, never "complete" (instrumentation/linkage.py)."""
     if program.native:
-        from instrumentation.linkage import static_note
+        from instrumentation.linkage import reach
 
-        note = static_note(program.target)
+        env, note = reach(program.target)
+        os.environ.update(env)  # the program runs as a child: it inherits them
         if note is not None:
             tracer.missed.append(note)
 
@@ -226,7 +228,7 @@ def run(args) -> int:
         with advisor.trace(args.output, overwrite=args.force,
                            comm=FileSync() if program.native else None) as tracer:
             try:
-                note_static_hdf5(program, tracer)
+                reach_static_hdf5(program, tracer)
                 program.execute()
             except SystemExit as exc:
                 if exc.code not in (None, 0):

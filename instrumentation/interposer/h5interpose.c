@@ -45,7 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef IOADV_WRAP
+#if defined(IOADV_VOL) /* h5vol.c: the hooks are not compiled in use, the connector calls the recording */
+#define HOOK(name) __attribute__((unused)) static unused_##name
+#define CONTROL static
+#elif defined(IOADV_WRAP)
 #define HOOK(name) __wrap_##name
 #define CONTROL static
 #else
@@ -237,7 +240,7 @@ static long long last_flush_ns;
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS pid_t my_tid;
 /* per thread: the last call sites' libraries, and the last memory type's size (most loops repeat both) */
-#ifndef IOADV_WRAP
+#if !defined(IOADV_WRAP) && !defined(IOADV_VOL)
 static TLS struct { void *ret; struct caller *caller; } sites[SITE_SLOTS];
 #endif
 static TLS hid_t last_mem_type = -1;
@@ -522,8 +525,12 @@ static void meta_ulist(const hsize_t *v, size_t n) {
 
 /* ---- finding the caller's libhdf5 ---- */
 
-#ifdef IOADV_WRAP
+#if defined(IOADV_WRAP) || defined(IOADV_VOL)
+#ifdef IOADV_VOL
+#define LIB_LINKED ",\"linked\":true,\"vol\":true"
+#else
 #define LIB_LINKED ",\"linked\":true"
+#endif
 static struct caller *linked_caller(void); /* h5wrap.c: the libhdf5 linked into the program, bound once */
 static const char *linked_file(void);       /* the program's file */
 static int interposer_serves(void);
@@ -1274,7 +1281,7 @@ static void at_fork_child(void) {
 __attribute__((constructor)) static void start(void) {
     const char *dir = getenv("IOADVISOR_H5_DIR");
     pthread_atfork(NULL, NULL, at_fork_child);
-#ifdef IOADV_WRAP
+#if defined(IOADV_WRAP) || defined(IOADV_VOL)
     if (dir && *dir && interposer_serves()) return;
 #endif
     if (dir && *dir) ioadv_set_dir(dir);

@@ -11,7 +11,14 @@
  * Linked against a shared libhdf5 instead (h5cc -shlib), the preloaded interposer sees the same calls (they
  * leave the program through its PLT): this copy then stays silent, so that each call is recorded once.
  */
+#ifndef IOADV_VOL /* h5vol.c includes this file for the same bindings */
 #define IOADV_WRAP 1
+#define REAL(name) __real_##name
+#define DATASET_LEVEL(name) name
+#else /* the process's own functions; what is asked of a dataset, in terms of the connector's objects */
+#define REAL(name) name
+#define DATASET_LEVEL(name) ioadv_vol_##name
+#endif
 #include "h5interpose.c"
 
 #include <link.h>
@@ -26,44 +33,44 @@ __attribute__((used)) static const char wrap_marker[] = "ioadvisor link-time wra
 
 /* The wrapped functions, reached through --wrap (the hooks above follow each of them). Weak: those not in
  * every HDF5 >= 1.10 (the _multi calls of 1.14, the selection calls of 1.10.7): null where absent. */
-DECLARE(Dread, __real_H5Dread)
-DECLARE(Dwrite, __real_H5Dwrite)
-DECLARE_WEAK(Dread_multi, __real_H5Dread_multi)
-DECLARE_WEAK(Dwrite_multi, __real_H5Dwrite_multi)
-DECLARE(Dcreate2, __real_H5Dcreate2)
-DECLARE(Dset_extent, __real_H5Dset_extent)
-DECLARE(Sselect_hyperslab, __real_H5Sselect_hyperslab)
-DECLARE(Sselect_all, __real_H5Sselect_all)
-DECLARE(Sselect_none, __real_H5Sselect_none)
-DECLARE(Sselect_elements, __real_H5Sselect_elements)
-DECLARE_WEAK(Sselect_adjust, __real_H5Sselect_adjust)
-DECLARE_WEAK(Sselect_copy, __real_H5Sselect_copy)
-DECLARE_WEAK(Smodify_select, __real_H5Smodify_select)
-DECLARE(Soffset_simple, __real_H5Soffset_simple)
-DECLARE(Sset_extent_simple, __real_H5Sset_extent_simple)
-DECLARE(Sset_extent_none, __real_H5Sset_extent_none)
-DECLARE(Sextent_copy, __real_H5Sextent_copy)
-DECLARE(Sclose, __real_H5Sclose)
-DECLARE(Idec_ref, __real_H5Idec_ref)
-DECLARE(close, __real_H5close)
-DECLARE(Iclear_type, __real_H5Iclear_type)
-DECLARE(Idestroy_type, __real_H5Idestroy_type)
+DECLARE(Dread, REAL(H5Dread))
+DECLARE(Dwrite, REAL(H5Dwrite))
+DECLARE_WEAK(Dread_multi, REAL(H5Dread_multi))
+DECLARE_WEAK(Dwrite_multi, REAL(H5Dwrite_multi))
+DECLARE(Dcreate2, REAL(H5Dcreate2))
+DECLARE(Dset_extent, REAL(H5Dset_extent))
+DECLARE(Sselect_hyperslab, REAL(H5Sselect_hyperslab))
+DECLARE(Sselect_all, REAL(H5Sselect_all))
+DECLARE(Sselect_none, REAL(H5Sselect_none))
+DECLARE(Sselect_elements, REAL(H5Sselect_elements))
+DECLARE_WEAK(Sselect_adjust, REAL(H5Sselect_adjust))
+DECLARE_WEAK(Sselect_copy, REAL(H5Sselect_copy))
+DECLARE_WEAK(Smodify_select, REAL(H5Smodify_select))
+DECLARE(Soffset_simple, REAL(H5Soffset_simple))
+DECLARE(Sset_extent_simple, REAL(H5Sset_extent_simple))
+DECLARE(Sset_extent_none, REAL(H5Sset_extent_none))
+DECLARE(Sextent_copy, REAL(H5Sextent_copy))
+DECLARE(Sclose, REAL(H5Sclose))
+DECLARE(Idec_ref, REAL(H5Idec_ref))
+DECLARE(close, REAL(H5close))
+DECLARE(Iclear_type, REAL(H5Iclear_type))
+DECLARE(Idestroy_type, REAL(H5Idestroy_type))
 
 /* The functions only asked, called directly. Weak: those of later versions or of parallel builds only. */
 DECLARE_WEAK(Dget_num_chunks, H5Dget_num_chunks)
 DECLARE_WEAK(Dchunk_iter, H5Dchunk_iter)
-DECLARE(Iget_name, H5Iget_name)
-DECLARE(Fget_name, H5Fget_name)
-DECLARE(Iget_file_id, H5Iget_file_id)
-DECLARE(Fget_intent, H5Fget_intent)
-DECLARE(Fclose, H5Fclose)
-DECLARE(Fget_access_plist, H5Fget_access_plist)
+DECLARE(Iget_name, DATASET_LEVEL(H5Iget_name))
+DECLARE(Fget_name, DATASET_LEVEL(H5Fget_name))
+DECLARE(Iget_file_id, DATASET_LEVEL(H5Iget_file_id))
+DECLARE(Fget_intent, DATASET_LEVEL(H5Fget_intent))
+DECLARE(Fclose, DATASET_LEVEL(H5Fclose))
+DECLARE(Fget_access_plist, DATASET_LEVEL(H5Fget_access_plist))
 DECLARE(Pget_driver, H5Pget_driver)
 DECLARE_WEAK(FD_mpio_init, H5FD_mpio_init)
-DECLARE(Dget_space, H5Dget_space)
-DECLARE(Dget_type, H5Dget_type)
-DECLARE(Dget_create_plist, H5Dget_create_plist)
-DECLARE(Dget_access_plist, H5Dget_access_plist)
+DECLARE(Dget_space, DATASET_LEVEL(H5Dget_space))
+DECLARE(Dget_type, DATASET_LEVEL(H5Dget_type))
+DECLARE(Dget_create_plist, DATASET_LEVEL(H5Dget_create_plist))
+DECLARE(Dget_access_plist, DATASET_LEVEL(H5Dget_access_plist))
 DECLARE(Sget_simple_extent_ndims, H5Sget_simple_extent_ndims)
 DECLARE(Tclose, H5Tclose)
 DECLARE(Pclose, H5Pclose)
@@ -92,42 +99,44 @@ DECLARE(Eset_auto2, H5Eset_auto2)
 DECLARE(get_libversion, H5get_libversion)
 
 static void bind_linked(struct h5lib *lib) {
-    lib->Dread = __real_H5Dread;
-    lib->Dwrite = __real_H5Dwrite;
-    lib->Dread_multi = __real_H5Dread_multi;
-    lib->Dwrite_multi = __real_H5Dwrite_multi;
-    lib->Dcreate2 = __real_H5Dcreate2;
-    lib->Dset_extent = __real_H5Dset_extent;
-    lib->Sselect_hyperslab = __real_H5Sselect_hyperslab;
-    lib->Sselect_all = __real_H5Sselect_all;
-    lib->Sselect_none = __real_H5Sselect_none;
-    lib->Sselect_elements = __real_H5Sselect_elements;
-    lib->Sselect_adjust = __real_H5Sselect_adjust;
-    lib->Sselect_copy = __real_H5Sselect_copy;
-    lib->Smodify_select = __real_H5Smodify_select;
-    lib->Soffset_simple = __real_H5Soffset_simple;
-    lib->Sset_extent_simple = __real_H5Sset_extent_simple;
-    lib->Sset_extent_none = __real_H5Sset_extent_none;
-    lib->Sextent_copy = __real_H5Sextent_copy;
-    lib->Sclose = __real_H5Sclose;
-    lib->Idec_ref = __real_H5Idec_ref;
-    lib->close = __real_H5close;
-    lib->Iclear_type = __real_H5Iclear_type;
-    lib->Idestroy_type = __real_H5Idestroy_type;
+    lib->Dread = REAL(H5Dread);
+    lib->Dwrite = REAL(H5Dwrite);
+    lib->Dread_multi = REAL(H5Dread_multi);
+    lib->Dwrite_multi = REAL(H5Dwrite_multi);
+    lib->Dcreate2 = REAL(H5Dcreate2);
+    lib->Dset_extent = REAL(H5Dset_extent);
+    lib->Sselect_hyperslab = REAL(H5Sselect_hyperslab);
+    lib->Sselect_all = REAL(H5Sselect_all);
+    lib->Sselect_none = REAL(H5Sselect_none);
+    lib->Sselect_elements = REAL(H5Sselect_elements);
+    lib->Sselect_adjust = REAL(H5Sselect_adjust);
+    lib->Sselect_copy = REAL(H5Sselect_copy);
+    lib->Smodify_select = REAL(H5Smodify_select);
+    lib->Soffset_simple = REAL(H5Soffset_simple);
+    lib->Sset_extent_simple = REAL(H5Sset_extent_simple);
+    lib->Sset_extent_none = REAL(H5Sset_extent_none);
+    lib->Sextent_copy = REAL(H5Sextent_copy);
+    lib->Sclose = REAL(H5Sclose);
+    lib->Idec_ref = REAL(H5Idec_ref);
+    lib->close = REAL(H5close);
+    lib->Iclear_type = REAL(H5Iclear_type);
+    lib->Idestroy_type = REAL(H5Idestroy_type);
+#ifndef IOADV_VOL /* a connector's dataset has no id to ask these of: no chunk offsets */
     lib->Dget_num_chunks = H5Dget_num_chunks;
     lib->Dchunk_iter = H5Dchunk_iter;
-    lib->Iget_name = H5Iget_name;
-    lib->Fget_name = H5Fget_name;
-    lib->Iget_file_id = H5Iget_file_id;
-    lib->Fget_intent = H5Fget_intent;
-    lib->Fclose = H5Fclose;
-    lib->Fget_access_plist = H5Fget_access_plist;
+#endif
+    lib->Iget_name = DATASET_LEVEL(H5Iget_name);
+    lib->Fget_name = DATASET_LEVEL(H5Fget_name);
+    lib->Iget_file_id = DATASET_LEVEL(H5Iget_file_id);
+    lib->Fget_intent = DATASET_LEVEL(H5Fget_intent);
+    lib->Fclose = DATASET_LEVEL(H5Fclose);
+    lib->Fget_access_plist = DATASET_LEVEL(H5Fget_access_plist);
     lib->Pget_driver = H5Pget_driver;
     lib->FD_mpio_init = H5FD_mpio_init;
-    lib->Dget_space = H5Dget_space;
-    lib->Dget_type = H5Dget_type;
-    lib->Dget_create_plist = H5Dget_create_plist;
-    lib->Dget_access_plist = H5Dget_access_plist;
+    lib->Dget_space = DATASET_LEVEL(H5Dget_space);
+    lib->Dget_type = DATASET_LEVEL(H5Dget_type);
+    lib->Dget_create_plist = DATASET_LEVEL(H5Dget_create_plist);
+    lib->Dget_access_plist = DATASET_LEVEL(H5Dget_access_plist);
     lib->Sget_simple_extent_ndims = H5Sget_simple_extent_ndims;
     lib->Tclose = H5Tclose;
     lib->Pclose = H5Pclose;
