@@ -371,6 +371,7 @@ class ProcessLog:
         self.datasets: dict[int, dict] = {}
         self.selections: dict[int, dict] = {}
         self.resizes: list[dict] = []  # extent changes, in the order of the accesses they precede
+        self.linked_in: dict | None = None  # the process's program has libhdf5 linked in, unseen ("static" line)
         self.n_read = 0
         self.bad_lines = 0
 
@@ -410,6 +411,8 @@ class ProcessLog:
                 self.selections[ev["a"]] = ev
             elif kind == "r" and ev["a"] >= self._from:
                 self.resizes.append(ev)
+            elif kind == "static":
+                self.linked_in = ev
         try:
             with open(self.acc_path, "rb") as fh:
                 fh.seek(self._acc_at)
@@ -527,6 +530,10 @@ class LibraryCapture:
         """What the interposer recorded that could not be converted, as notes for ``TraceHeader.missed``."""
         bad = sum(log.bad_lines for log in self.logs.values())
         failed = [self.failed] if self.failed else []
+        from .linkage import gap_note
+
+        failed += sorted({gap_note(log.linked_in.get("file", "?"), log.linked_in.get("version", "?"))
+                          for log in self.logs.values() if log.linked_in})
         if not (self.unconverted or bad):
             return failed
         return failed + [f"{self.unconverted} libhdf5 access(es) with a selection not converted (a point or block list "

@@ -13,6 +13,7 @@ wrapped program as any other.
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,13 +88,19 @@ def reach(path: str | Path) -> tuple[dict[str, str], str | None]:
     env = volconnector.environment_for(path, version)
     if env is not None:
         return env, None
+    return {}, gap_note(os.path.realpath(path), version)
+
+
+def gap_note(path: str, version: str) -> str:
+    """The ``TraceHeader.missed`` note of a program at ``path`` with HDF5 ``version`` linked in, unseen (also
+    written for a program the interposer found so at its exit: interpose.ProcessLog.linked_in)."""
     vol = ""
-    if tuple(map(int, version.split("."))) >= (1, 14, 0):
+    if re.fullmatch(r"\d+\.\d+\.\d+", version) and tuple(map(int, version.split("."))) >= (1, 14, 0):
         vol = (f", or (HDF5 >= 1.14) link it with -rdynamic and build the VOL connector for HDF5 {version} "
                "(instrumentation/volconnector.py, docs/static-programs.md)")
-    return {}, (f"libhdf5 calls of {path}: HDF5 {version} is linked into it statically, where the interposer "
-                "cannot reach: none of its calls are in this trace; link it again with the wrapper: add "
-                f"`ioadvisor link-flags` to its link line (h5cc -o PROG PROG.c $(ioadvisor link-flags)){vol}")
+    return (f"libhdf5 calls of {path}: HDF5 {version} is linked into it statically, where the interposer "
+            "cannot reach: none of its calls are in this trace; link it again with the wrapper: add "
+            f"`ioadvisor link-flags` to its link line (h5cc -o PROG PROG.c $(ioadvisor link-flags)){vol}")
 
 
 def static_note(path: str | Path) -> str | None:
@@ -101,5 +108,5 @@ def static_note(path: str | Path) -> str | None:
     return reach(path)[1]
 
 
-__all__ = ["Linkage", "WRAPPED", "WRAPPER_NAME", "WRAP_MARKER", "inspect", "link_flags", "reach", "static_note",
-           "wrapper_object"]
+__all__ = ["Linkage", "WRAPPED", "WRAPPER_NAME", "WRAP_MARKER", "gap_note", "inspect", "link_flags", "reach",
+           "static_note", "wrapper_object"]

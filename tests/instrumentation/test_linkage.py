@@ -153,3 +153,21 @@ def test_link_flags_name_every_wrapped_function_and_the_object():
     assert res.returncode == 0
     assert flags[:-1] == [f"-Wl,--wrap={name}" for name in linkage.WRAPPED]
     assert Path(flags[-1]) == linkage.wrapper_object()
+
+
+def test_a_static_program_started_by_a_script_is_named_by_the_interposer(tmp_path):
+    """`ioadvisor run` reads only the program on its command line; one a script starts is found at its exit by
+    the preloaded interposer (HDF5's version string in its file): named once, while a wrapped one beside it is
+    captured."""
+    plain = build(tmp_path, "row_bands.c", wrapped=False, name="plain")
+    wrapped = build(tmp_path, "row_bands.c", name="wrapped")
+    script = tmp_path / "both.sh"
+    script.write_text(f"#!/bin/sh\n{plain} a.h5 >/dev/null\n{wrapped} b.h5\n")
+    script.chmod(0o755)
+    trace, truth = traced_run(tmp_path, script)
+    assert len(trace.accesses) == len(truth) == 20
+    (note,) = trace.missed
+    assert note == linkage.gap_note(str(plain), linkage.inspect(plain).static_hdf5)
+    # named on the command line too, it is named once
+    trace, _ = traced_run(tmp_path, plain, "c.h5", output="p.jsonl")
+    assert trace.missed == (note,) or list(trace.missed) == [note]
