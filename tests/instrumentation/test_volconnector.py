@@ -16,7 +16,7 @@ import pytest
 
 from instrumentation import volconnector
 
-from test_interpose import C_DIR, _env, elements, expected_selection, traced_run
+from test_interpose import C_DIR, elements, expected_selection, traced_run
 
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor"))
 
@@ -75,15 +75,11 @@ def test_no_connector_where_it_cannot_load(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source, n", [("row_bands.c", 20), ("known_accesses.c", 12)])
-def test_a_static_program_through_the_vol_connector_every_selection(tmp_path, source, n):
+def test_a_static_program_through_the_vol_connector_every_selection(tmp_path, monkeypatch, source, n):
     hdf5_source, prefix, version = _source_and_prefix()
-    cache = tmp_path / "cache"
-    env = {"IOADVISOR_CACHE": str(cache)}
-    os.environ["IOADVISOR_CACHE"] = str(cache)
-    try:
-        volconnector.build(hdf5_source)
-    finally:
-        del os.environ["IOADVISOR_CACHE"]
+    env = {"IOADVISOR_CACHE": str(tmp_path / "cache")}
+    monkeypatch.setenv("IOADVISOR_CACHE", env["IOADVISOR_CACHE"])
+    volconnector.build(hdf5_source)
     exe = _static_program(tmp_path, source, prefix, exported=True)
     trace, truth = traced_run(tmp_path, exe, tmp_path / "data.h5", env=env)
     assert len(truth) == n and not trace.missed
@@ -102,4 +98,3 @@ def test_a_static_program_through_the_vol_connector_every_selection(tmp_path, so
     trace, truth = traced_run(tmp_path, plain, tmp_path / "plain.h5", env=env, output="p.jsonl")
     assert len(truth) == n and trace.n_access == 0
     assert any("linked into it statically" in m and "-rdynamic" in m for m in trace.missed)
-    assert _env().get("HDF5_VOL_CONNECTOR") is None
