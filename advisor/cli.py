@@ -12,6 +12,7 @@ import sys
 
 COMMANDS = {
     "run": "trace an unmodified script (python app.py ...), also under mpiexec",
+    "link-flags": "print the link flags that make a statically linked HDF5 program traceable",
     "trace": "show or merge trace files",
     "demo": "trace a small bundled h5py program, report what it did, advise a layout",
     "calibrate": "measure this machine: fit the I/O (and compression) cost coefficients",
@@ -23,8 +24,8 @@ COMMANDS = {
 }
 """Subcommand name -> one-line help. The module advisor.commands.<name> is imported only
 when that command runs: some pull in numba or the codecs, and every MPI rank pays start-up."""
-MODULES = {"import": "import_"}
-"""Command names that are Python keywords -> their module under advisor.commands."""
+MODULES = {"import": "import_", "link-flags": "link_flags"}
+"""Command names that are Python keywords or hold a dash -> their module under advisor.commands."""
 
 
 def _version() -> str:

@@ -381,6 +381,7 @@ class ProcessLog:
         self.datasets: dict[int, dict] = {}
         self.selections: dict[int, dict] = {}
         self.resizes: list[dict] = []  # extent changes, in the order of the accesses they precede
+        self.linked_in: dict | None = None  # the process's program has libhdf5 linked in, unseen ("static" line)
         self.n_read = 0
         self.bad_lines = 0
 
@@ -420,6 +421,8 @@ class ProcessLog:
                 self.selections[ev["a"]] = ev
             elif kind == "r" and ev["a"] >= self._from:
                 self.resizes.append(ev)
+            elif kind == "static":
+                self.linked_in = ev
         try:
             with open(self.acc_path, "rb") as fh:
                 fh.seek(self._acc_at)
@@ -537,6 +540,10 @@ class LibraryCapture:
         """What the interposer recorded that could not be converted, as notes for ``TraceHeader.missed``."""
         bad = sum(log.bad_lines for log in self.logs.values())
         failed = [self.failed] if self.failed else []
+        from .linkage import gap_note
+
+        failed += sorted({gap_note(log.linked_in.get("file", "?"), log.linked_in.get("version", "?"))
+                          for log in self.logs.values() if log.linked_in})
         if not (self.unconverted or bad):
             return failed
         return failed + [f"{self.unconverted} libhdf5 access(es) with a selection not converted (a point or block list "
@@ -622,7 +629,10 @@ class LibraryCapture:
             meta = log.datasets[num]
             lib = log.libs.get(meta["lib"], {})
             version = lib.get("version", "")
-            self.hooked[lib.get("file", "")] = version
+            # a program's own libhdf5, reached by the link-time wrapper (interposer/h5wrap.c, linkage.py) or the VOL
+            # connector (volconnector.py)
+            via = " (VOL connector)" if lib.get("vol") else " (linked in: link-time wrapper)" if lib.get("linked") else ""
+            self.hooked[lib.get("file", "") + via] = version
             template = dataset_template(meta, f"HDF5 {version} ({os.path.basename(lib.get('file', ''))})",
                                         bool(meta.get("created")))
             info = DatasetInfo(template, np.dtype(template.dtype))

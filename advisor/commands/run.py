@@ -136,6 +136,19 @@ def _preload_and_restart(args) -> None:
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
+def reach_static_hdf5(program: Program, tracer) -> None:
+    """A native program with libhdf5 linked in statically and without the link-time wrapper: its calls are
+    reached through the VOL connector where it loads (HDF5 >= 1.14), else they are out of reach and the
+    trace says so, never "complete" (instrumentation/linkage.py)."""
+    if program.native:
+        from instrumentation.linkage import reach
+
+        env, note = reach(program.target)
+        os.environ.update(env)  # the program runs as a child: it inherits them
+        if note is not None:
+            tracer.missed.append(note)
+
+
 def exit_status(exc: BaseException | None) -> int:
     """The exit status python itself would give for this ending; prints what python would print."""
     if exc is None:
@@ -215,6 +228,7 @@ def run(args) -> int:
         with advisor.trace(args.output, overwrite=args.force,
                            comm=FileSync() if program.native else None) as tracer:
             try:
+                reach_static_hdf5(program, tracer)
                 program.execute()
             except SystemExit as exc:
                 if exc.code not in (None, 0):
