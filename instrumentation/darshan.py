@@ -20,17 +20,15 @@ only), or the text ``darshan-parser`` prints (no dependency).
 """
 from __future__ import annotations
 
-import gc
 import math
 import os
 import re
-import sys
-import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 import numpy as np
 
+from .darshan_raw import DXT_MODULES, DarshanError, read_raw
 from .records import READ, WRITE, AccessRecord, DatasetRecord, ImportedFact, Selection, TraceHeader
 from .tracefile import TraceWriter
 
@@ -43,10 +41,6 @@ BUCKET_EDGES = (0, 101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 1048576
 """Lower byte bound of each H5D_SIZE_*_AGG_* bucket (darshan-common's DARSHAN_BUCKET_INC)."""
 SPLIT_SEARCH_LIMIT = 200_000
 """Read/write splits of the access shapes enumerated at most; beyond it the split is proportional."""
-
-
-class DarshanError(ValueError):
-    """A log cannot be imported; str() is one line naming the file."""
 
 
 # ---------------------------------------------------------------------------- what a log holds
@@ -189,87 +183,31 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True) -> DarshanLog:
     return read_binary(path, dxt=dxt)
 
 
-def _quiet_stderr_call(fn):
-    """Run fn with file descriptor 2 captured: libdarshan-util prints its errors there, not to Python."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            result, exc = fn(), None
-        except Exception as e:  # noqa: BLE001 - re-raised below with the library's own message
-            result, exc = None, e
-            e.__traceback__ = None
-            gc.collect()  # the half-built report's destructor complains on fd 2: let it do so here
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        tmp.seek(0)
-        messages = [ln.strip() for ln in tmp.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-    return result, exc, messages
-
-
-def _records(report, mod: str):
-    """(record id, name, rank, counters, fcounters) of a module read with dtype numpy: ids stay exact 64-bit
-    integers (pydarshan's DataFrames may turn them into floats)."""
-    names = report.counters[mod]["counters"], report.counters[mod]["fcounters"]
-    for rec in report.records[mod]:
-        rec_id = int(rec["id"])
-        yield (rec_id, report.name_records[rec_id], int(rec["rank"]), dict(zip(names[0], rec["counters"].tolist())),
-               dict(zip(names[1], rec["fcounters"].tolist())))
-
-
 def read_binary(path: str, *, dxt: bool = True) -> DarshanLog:
-    """Read a binary log with pydarshan (``pip install ioadvisor[darshan]``)."""
-    try:
-        import darshan
-    except ImportError:
-        raise DarshanError(
-            f"{path}: reading binary Darshan logs needs pydarshan (pip install 'ioadvisor[darshan]'; wheels exist "
-            "for CPython 3.8-3.12), or convert the log with `darshan-parser LOG > LOG.txt` and import the text"
-        ) from None
-    report, exc, messages = _quiet_stderr_call(lambda: darshan.DarshanReport(path, read_all=False))
-    if exc is not None:
-        why = next((m for m in messages if m.lower().startswith("error")), str(exc))
-        raise DarshanError(f"{path}: not a readable Darshan log ({why})")
-    modules = report.modules
-    if "H5D" not in modules:
+    """Read a binary log with pydarshan (``pip install ioadvisor[darshan]``), in a child process
+    (``darshan_raw.read_raw``: libdarshan-util's crashes on corrupt logs stay there)."""
+    raw = read_raw(path, modules=("H5F", "H5D"), dxt=dxt)
+    if "H5D" not in raw.module_versions:
         raise DarshanError(
             f"{path}: the log has no H5D module (HDF5 dataset records): darshan-runtime was built without "
-            "--enable-hdf5-mod, or the program did no HDF5 dataset I/O")
-    wanted = ["H5D"] + (["H5F"] if "H5F" in modules else [])
-    if dxt:
-        wanted += [m for m in ("DXT_MPIIO", "DXT_POSIX") if m in modules]
-    for mod in wanted:
-        _, exc, messages = _quiet_stderr_call(lambda mod=mod: report.mod_read_all_records(mod, dtype="numpy")
-                                              if not mod.startswith("DXT") else report.mod_read_all_dxt_records(mod))
-        info = report.modules[mod]
-        if exc is not None or (info.get("len", 0) > 0 and not report.records.get(mod)):
-            why = next((m for m in messages if m.lower().startswith("error")), None) or (
-                str(exc) if exc is not None else "no record could be read")
+            "--enable-hdf5-mod, or the program did no HDF5 dataset I/O; `ioadvisor report LOG` characterizes "
+            "its file-level I/O")
+    for mod in ("H5D", "H5F") + (DXT_MODULES if dxt else ()):
+        if mod in raw.unread:
             hint = (": import without DXT (--no-dxt)" if mod.startswith("DXT") else
                     ": the log is truncated or corrupt, or written by a darshan-runtime newer than this pydarshan")
-            raise DarshanError(f"{path}: cannot read module {mod} version {info.get('ver')} ({why}){hint}")
-    h5d = [H5DCounters.from_counters(name, rank, {**c, **fc}) for _, name, rank, c, fc in _records(report, "H5D")]
-    mpiio = ({name for _, name, _, c, _ in _records(report, "H5F") if c.get("H5F_USE_MPIIO", 0) > 0}
-             if "H5F" in wanted else set())
-    segments = []
-    for mod in ("DXT_MPIIO", "DXT_POSIX"):
-        if mod in report.records and dxt:
-            for rec in report.records[mod].to_df():
-                name = report.name_records[int(rec["id"])]
-                for op, key in ((WRITE, "write_segments"), (READ, "read_segments")):
-                    seg = rec[key]
-                    if len(seg):
-                        segments.append(DxtSegments(
-                            name, int(rec["rank"]), op, seg["offset"].to_numpy(np.int64),
-                            seg["length"].to_numpy(np.int64), seg["start_time"].to_numpy(float),
-                            seg["end_time"].to_numpy(float)))
-            break  # MPI-IO when present: it is the level HDF5 calls; POSIX repeats it below
-    job = report.metadata["job"]
-    lib_ver = str(job.get("metadata", {}).get("lib_ver", "")) or str(job.get("log_ver", ""))
-    return DarshanLog(path, str(report.metadata.get("exe", "")), int(job["nprocs"]),
-                      float(job.get("start_time_sec", 0)), lib_ver, tuple(h5d), frozenset(mpiio), tuple(segments))
+            raise DarshanError(f"{path}: cannot read module {mod} version {raw.module_versions.get(mod)} "
+                               f"({raw.unread[mod]}){hint}")
+    h5d = [H5DCounters.from_counters(raw.names.get(i, f"<record {i:#x}>"), rank, c)
+           for i, rank, c in raw.modules["H5D"].as_dicts()]
+    mpiio = ({raw.names.get(i, "") for i, _, c in raw.modules["H5F"].as_dicts() if c.get("H5F_USE_MPIIO", 0) > 0}
+             if "H5F" in raw.modules else set())
+    # MPI-IO when present: it is the level HDF5 calls; POSIX repeats it below
+    level = "DXT_MPIIO" if any(s.module == "DXT_MPIIO" for s in raw.dxt) else "DXT_POSIX"
+    segments = [DxtSegments(raw.names.get(s.id, ""), s.rank, WRITE if s.op == "write" else READ, s.offset, s.length,
+                            s.start, s.end) for s in raw.dxt if s.module == level]
+    return DarshanLog(path, raw.exe, raw.nprocs, float(int(raw.start_time)), raw.runtime_version, tuple(h5d),
+                      frozenset(mpiio), tuple(segments))
 
 
 _PARSER_HEAD = re.compile(r"#\s*([a-z _]+):\s*(.*)$")
@@ -347,25 +285,22 @@ def to_parser_text(log_path: str) -> str:
 
     For sites that convert logs where pydarshan has no wheel, this is the format ``parse_text`` reads; here it
     lets tests and docs produce it without building darshan-util."""
-    import darshan
-
-    report, exc, _ = _quiet_stderr_call(lambda: darshan.DarshanReport(log_path, read_all=False))
-    if exc is not None:
-        raise DarshanError(f"{log_path}: not a readable Darshan log")
-    job = report.metadata["job"]
-    out = [f"# darshan log version: {job.get('log_ver', '')}", f"# exe: {report.metadata.get('exe', '')}",
-           f"# uid: {job.get('uid', 0)}", f"# jobid: {job.get('jobid', 0)}",
-           f"# start_time: {job.get('start_time_sec', 0)}", f"# nprocs: {job['nprocs']}",
-           f"# run time: {float(job.get('run_time', 0.0)):.4f}"]
-    out += [f"# metadata: {k} = {v}" for k, v in job.get("metadata", {}).items()]
+    raw = read_raw(log_path, modules=("H5F", "H5D"), dxt=False)
+    out = [f"# darshan log version: {raw.log_version}", f"# exe: {raw.exe}", "# uid: 0", "# jobid: 0",
+           f"# start_time: {int(raw.start_time)}", f"# nprocs: {raw.nprocs}", f"# run time: {raw.run_time:.4f}",
+           f"# metadata: lib_ver = {raw.runtime_version}"]
     for mod in ("H5F", "H5D"):
-        if mod not in report.modules:
+        if mod not in raw.modules:
             continue
-        report.mod_read_all_records(mod, dtype="numpy")
+        m = raw.modules[mod]
         out += ["", "# " + "*" * 55, f"# {mod} module data", "# " + "*" * 55]
-        for rec_id, name, rank, c, fc in _records(report, mod):
-            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{int(v)}\t{name}\t/\tunknown" for k, v in c.items()]
-            out += [f"{mod}\t{rank}\t{rec_id}\t{k}\t{v:f}\t{name}\t/\tunknown" for k, v in fc.items()]
+        for k in range(len(m.ids)):
+            rec_id, rank = int(m.ids[k]), int(m.ranks[k])
+            name = raw.names.get(rec_id, "")
+            out += [f"{mod}\t{rank}\t{rec_id}\t{c}\t{int(v)}\t{name}\t/\tunknown"
+                    for c, v in zip(m.counter_names, m.counters[k].tolist())]
+            out += [f"{mod}\t{rank}\t{rec_id}\t{c}\t{v:f}\t{name}\t/\tunknown"
+                    for c, v in zip(m.fcounter_names, m.fcounters[k].tolist())]
     return "\n".join(out) + "\n"
 
 

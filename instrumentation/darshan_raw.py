@@ -1,0 +1,262 @@
+"""Read a binary Darshan log in a child process: libdarshan-util's faults stay there.
+
+pydarshan hands a log to libdarshan-util (C). On a truncated or corrupt log it raises, but the half-read
+report can then segfault or abort (``darshan_log_close: Assertion 'state' failed``, "double free or
+corruption") while the interpreter exits (field notes, "Real Darshan logs"). So the log is read by
+``python -m instrumentation.darshan_raw``: it copies every module's records into plain arrays, pickles them
+to a file it was given, and leaves with ``os._exit`` (no destructor runs). Core dumps are off in the child.
+The parent turns any failure -- an exception, an exit status, a signal -- into one ``DarshanError`` line
+naming the file.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+READ_TIMEOUT = 600.0
+"""Seconds a child may take on one log (the 1.2 MB DXT log of darshan-logs takes a few; see docs/darshan.md)."""
+
+COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
+"""Modules read as records of integer and float counters (the report's and the importer's inputs)."""
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+
+
+class DarshanError(ValueError):
+    """A log cannot be imported or reported; str() is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class RawModule:
+    """The records of one counter module: one row per (record id, rank); rank -1 is a shared record."""
+
+    name: str
+    version: int
+    partial: bool
+    """Darshan ran out of memory for this module's records: some are missing."""
+    ids: np.ndarray
+    ranks: np.ndarray
+    counter_names: tuple[str, ...]
+    counters: np.ndarray
+    fcounter_names: tuple[str, ...]
+    fcounters: np.ndarray
+
+    def column(self, name: str) -> np.ndarray:
+        """One counter for every record (zeros when this module version lacks it)."""
+        if name in self.counter_names:
+            return self.counters[:, self.counter_names.index(name)]
+        if name in self.fcounter_names:
+            return self.fcounters[:, self.fcounter_names.index(name)]
+        return np.zeros(len(self.ids), np.float64 if "_F_" in name else np.int64)
+
+    def as_dicts(self):
+        """(id, rank, {counter: value}) per record, integer and float counters together."""
+        for k in range(len(self.ids)):
+            c = dict(zip(self.counter_names, self.counters[k].tolist()))
+            c.update(zip(self.fcounter_names, self.fcounters[k].tolist()))
+            yield int(self.ids[k]), int(self.ranks[k]), c
+
+
+@dataclass(frozen=True)
+class RawDxt:
+    """DXT segments of one rank on one file, one op (``read`` or ``write``), as recorded (time order)."""
+
+    module: str
+    id: int
+    rank: int
+    op: str
+    offset: np.ndarray
+    length: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+@dataclass(frozen=True)
+class RawLog:
+    """Everything read of a binary log, as plain arrays (no pydarshan object survives the child)."""
+
+    source: str
+    exe: str
+    nprocs: int
+    start_time: float
+    run_time: float
+    runtime_version: str
+    log_version: str
+    names: dict[int, str]
+    modules: dict[str, RawModule]
+    dxt: tuple[RawDxt, ...] = ()
+    module_versions: dict[str, int] = field(default_factory=dict)
+    """Every module present in the log (with its version), read or not."""
+    unread: dict[str, str] = field(default_factory=dict)
+    """Modules present but not read, with the reason (e.g. a DXT version this pydarshan does not know)."""
+
+
+def read_raw(path: str | os.PathLike, *, modules: tuple[str, ...] | None = None, dxt: bool = True,
+             timeout: float = READ_TIMEOUT) -> RawLog:
+    """The log's records, read in a child process. ``modules``: counter modules to read (default: all known)."""
+    path = str(path)
+    if not os.path.isfile(path):
+        raise DarshanError(f"{path}: no such file")
+    fd, out = tempfile.mkstemp(prefix="ioadvisor-darshan-", suffix=".pickle")
+    os.close(fd)
+    argv = [sys.executable, "-m", "instrumentation.darshan_raw", path, out,
+            ",".join(modules if modules is not None else COUNTER_MODULES), "dxt" if dxt else "nodxt"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path))
+    try:
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=timeout, env=env, preexec_fn=_no_core)
+        except subprocess.TimeoutExpired:
+            raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped") from None
+        if proc.returncode != 0:
+            raise DarshanError(f"{path}: {_failure(proc)}")
+        try:
+            with open(out, "rb") as fh:
+                return pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            raise DarshanError(f"{path}: the log reader left no result ({exc})") from None
+    finally:
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+
+
+def _no_core() -> None:
+    """In the child, before exec: no core file, whatever libdarshan-util does."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _failure(proc: subprocess.CompletedProcess) -> str:
+    """One line: the child's own message (its last stdout line), else libdarshan-util's stderr, else the signal."""
+    said = [ln.strip() for ln in proc.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if said:
+        return said[-1]
+    errs = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    lib = next((e for e in errs if e.lower().startswith("error")), errs[-1] if errs else "")
+    if proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        why = f"libdarshan-util crashed ({sig})"
+    else:
+        why = f"the log reader failed (exit status {proc.returncode})"
+    return f"not a readable Darshan log: {why}" + (f": {lib[:200]}" if lib else "") + ": truncated or corrupt?"
+
+
+# ---------------------------------------------------------------------------- the child
+
+def _read_in_child(path: str, wanted: tuple[str, ...], dxt: bool) -> RawLog:
+    try:
+        import darshan
+    except ImportError:
+        raise DarshanError(
+            "reading binary Darshan logs needs pydarshan (pip install 'ioadvisor[darshan]'; wheels exist for "
+            "CPython 3.8-3.12), or convert the log with `darshan-parser LOG > LOG.txt` and import the text"
+        ) from None
+    try:
+        report = darshan.DarshanReport(path, read_all=False)
+    except Exception as exc:  # noqa: BLE001 - pydarshan raises bare RuntimeError/KeyError/... on bad input
+        raise DarshanError(f"not a readable Darshan log ({_short(exc)})") from None
+    job = report.metadata["job"]
+    lib_ver = str(job.get("metadata", {}).get("lib_ver", "")) or str(job.get("log_ver", ""))
+    versions = {m: int(info.get("ver", 0)) for m, info in report.modules.items()}
+    mods: dict[str, RawModule] = {}
+    unread: dict[str, str] = {}
+    for mod in wanted:
+        if mod not in report.modules:
+            continue
+        try:
+            mods[mod] = _counter_module(report, mod)
+        except Exception as exc:  # noqa: BLE001 - a module of a version this pydarshan cannot read
+            unread[mod] = _short(exc)
+    segments: list[RawDxt] = []
+    for mod in DXT_MODULES if dxt else ():
+        if mod not in report.modules:
+            continue
+        try:
+            report.mod_read_all_dxt_records(mod, dtype="numpy")
+            for rec in report.records[mod]:
+                for op, key in (("write", "write_segments"), ("read", "read_segments")):
+                    seg = rec[key]
+                    if len(seg):
+                        segments.append(RawDxt(mod, int(rec["id"]), int(rec["rank"]), op, *_segment_arrays(seg)))
+        except Exception as exc:  # noqa: BLE001
+            unread[mod] = _short(exc)
+    for mod in report.modules:
+        if mod not in mods and mod not in unread and mod not in DXT_MODULES:
+            unread.setdefault(mod, "not used by ioadvisor")
+    names = {int(k): str(v) for k, v in report.name_records.items()}
+    start = float(job.get("start_time_sec", 0) or 0) + float(job.get("start_time_nsec", 0) or 0) * 1e-9
+    run_time = float(job.get("run_time", 0) or 0)
+    if not run_time and job.get("end_time_sec"):
+        run_time = float(job["end_time_sec"]) - float(job.get("start_time_sec", 0))
+    return RawLog(path, str(report.metadata.get("exe", "")), int(job["nprocs"]), start, run_time, lib_ver,
+                  str(job.get("log_ver", "")), names, mods, tuple(segments), versions, unread)
+
+
+def _segment_arrays(seg) -> tuple[np.ndarray, ...]:
+    """offset, length, start, end of DXT segments: a list of dicts (pydarshan 3.5, dtype numpy) or a DataFrame."""
+    cols = (("offset", np.int64), ("length", np.int64), ("start_time", float), ("end_time", float))
+    if isinstance(seg, list):
+        return tuple(np.fromiter((s[c] for s in seg), t, len(seg)) for c, t in cols)
+    return tuple(np.asarray(seg[c], t) for c, t in cols)
+
+
+def _counter_module(report, mod: str) -> RawModule:
+    info = report.modules[mod]
+    report.mod_read_all_records(mod, dtype="numpy")
+    recs = list(report.records[mod])
+    cnames = tuple(report.counters[mod]["counters"])
+    fnames = tuple(report.counters[mod]["fcounters"])
+    ids = np.asarray([int(r["id"]) for r in recs], np.uint64)
+    ranks = np.asarray([int(r["rank"]) for r in recs], np.int64)
+    counters = (np.stack([np.asarray(r["counters"], np.int64) for r in recs]) if recs
+                else np.zeros((0, len(cnames)), np.int64))
+    fcounters = (np.stack([np.asarray(r["fcounters"], np.float64) for r in recs]) if recs
+                 else np.zeros((0, len(fnames)), np.float64))
+    if info.get("len", 0) > 0 and not recs:
+        raise DarshanError(f"module {mod} version {info.get('ver')}: no record could be read")
+    return RawModule(mod, int(info.get("ver", 0)), bool(info.get("partial_flag", False)), ids, ranks, cnames,
+                     counters, fnames, fcounters)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:200]
+
+
+def _child(argv: list[str]) -> None:
+    """``python -m instrumentation.darshan_raw LOG OUT MODULES dxt|nodxt``: exit 0 with OUT written, or exit 2
+    with one line on stdout. Never returns: ``os._exit`` skips the destructors that crash on bad logs."""
+    path, out, wanted, dxt = argv[0], argv[1], tuple(m for m in argv[2].split(",") if m), argv[3] == "dxt"
+    try:
+        raw = _read_in_child(path, wanted, dxt)
+        with open(out, "wb") as fh:
+            pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        code = 0
+    except DarshanError as exc:
+        print(str(exc), flush=True)
+        code = 2
+    except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
+        print(f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})", flush=True)
+        code = 2
+    sys.stdout.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    # run the module's own copy, so the pickled classes are instrumentation.darshan_raw's, not __main__'s
+    from instrumentation import darshan_raw
+
+    darshan_raw._child(sys.argv[1:])
