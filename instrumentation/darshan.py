@@ -28,7 +28,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .darshan_raw import DXT_MODULES, DarshanError, read_raw
+from .darshan_raw import DXT_MODULES, DarshanError, RawLog, read_raw
 from .records import READ, WRITE, AccessRecord, DatasetRecord, ImportedFact, Selection, TraceHeader
 from .tracefile import TraceWriter
 
@@ -186,7 +186,12 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True) -> DarshanLog:
 def read_binary(path: str, *, dxt: bool = True) -> DarshanLog:
     """Read a binary log with pydarshan (``pip install ioadvisor[darshan]``), in a child process
     (``darshan_raw.read_raw``: libdarshan-util's crashes on corrupt logs stay there)."""
-    raw = read_raw(path, modules=("H5F", "H5D"), dxt=dxt)
+    return log_from_raw(read_raw(path, modules=("H5F", "H5D"), dxt=dxt), dxt=dxt)
+
+
+def log_from_raw(raw: RawLog, *, dxt: bool = True) -> DarshanLog:
+    """What the importer uses of a log read by ``darshan_raw.read_raw``."""
+    path = raw.source
     if "H5D" not in raw.module_versions:
         raise DarshanError(
             f"{path}: the log has no H5D module (HDF5 dataset records): darshan-runtime was built without "
@@ -598,6 +603,8 @@ class ImportSummary:
     datasets: tuple[str, ...]
     n_access: int
     facts: tuple[ImportedFact, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    """H5D datasets (``file:path``) not imported, each with the reason: with ``datasets``, every record."""
 
 
 def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLike, *,
@@ -625,13 +632,23 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         f"Darshan log {os.path.basename(log.source)} (darshan-runtime {log.runtime_version}, {log.nprocs} ranks): "
         "accesses rebuilt from per-dataset counters, not captured one by one"), False)]
     datasets: list[tuple[DatasetRecord, list[H5DCounters], list[list[_Planned]]]] = []
+    skipped: list[tuple[str, str]] = []
     for name, recs in by_name.items():
         file, path = split_name(name)
         key = f"{file}::{path}"
         first = recs[0]
-        if first.itemsize <= 0 or first.ndims <= 0:
-            facts.append(ImportedFact(key, "skipped", "no dataspace or datatype recorded (never read or "
-                                      "written?)", False))
+        why = _not_importable(recs)
+        if why is not None:
+            facts.append(ImportedFact(key, "skipped", why, False))
+            skipped.append((name, why))
+            continue
+        if first.ndims == 0:  # a scalar dataspace (NDIMS 0, NPOINTS 1): one element per read or write
+            ds = _scalar_dataset(len(datasets), file, path, first, log, any(r.writes for r in recs))
+            facts.append(ImportedFact(key, "shape", "scalar: the log records a 0-D dataspace (NDIMS 0, NPOINTS 1)",
+                                      False))
+            facts.append(ImportedFact(key, "dtype", f"{ds.dtype} assumed from the {first.itemsize}-byte element "
+                                      "size (Darshan records no type)", True))
+            datasets.append((ds, recs, []))
             continue
         on_disk = _from_file(file, path) if reach_files else None
         if on_disk is not None and (on_disk.itemsize != first.itemsize or len(on_disk.shape) != first.ndims):
@@ -704,7 +721,9 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         )
         datasets.append((ds, recs, plans))
     if not datasets:
-        raise DarshanError(f"{log.source}: no H5D record with a dataspace to import")
+        reasons = sorted({why for _, why in skipped})
+        raise DarshanError(f"{log.source}: none of its {len(by_name)} H5D dataset(s) can be imported: "
+                           + "; ".join(reasons))
     header = TraceHeader(1, "darshan", 0, 0, max(log.nprocs, 1), log.start_time,
                          versions={"darshan": log.runtime_version}, argv=tuple(log.exe.split()),
                          clock="darshan timestamps (seconds since job start)", synthetic=True)
@@ -713,7 +732,8 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
     for ds, _, _ in datasets:
         per_file[ds.file] = per_file.get(ds.file, 0) + 1
     for ds, recs, plans in datasets:
-        accesses += _place(ds, recs, plans, log, per_file[ds.file] == 1, facts)
+        accesses += (_place(ds, recs, plans, log, per_file[ds.file] == 1, facts) if ds.shape else
+                     _scalar_accesses(ds, recs, log))
     for file in per_file:  # DXT saw ranks do I/O on the file that have no H5D record there
         h5d_ranks = {r.rank for ds, recs, _ in datasets if ds.file == file for r in recs}
         silent = sorted({s.rank for s in log.dxt if s.file == file} - h5d_ranks) if -1 not in h5d_ranks else []
@@ -728,7 +748,63 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
     for a in accesses:
         writer.access(a)
     writer.close()
-    return ImportSummary(str(output), tuple(ds.key for ds, _, _ in datasets), len(accesses), tuple(facts))
+    return ImportSummary(str(output), tuple(ds.key for ds, _, _ in datasets), len(accesses), tuple(facts),
+                         tuple(skipped))
+
+
+def account_h5d(log: DarshanLog) -> tuple[tuple[str, str], ...]:
+    """Every H5D dataset of a log (``file:path``) with what ``import_darshan`` does with it, in one phrase."""
+    by_name: dict[str, list[H5DCounters]] = {}
+    for rec in log.h5d:
+        by_name.setdefault(rec.name, []).append(rec)
+    out = []
+    for name, recs in by_name.items():
+        why = _not_importable(recs)
+        reads, writes = sum(r.reads for r in recs), sum(r.writes for r in recs)
+        what = "scalar" if recs[0].ndims == 0 else f"{recs[0].ndims}-D"
+        out.append((name, f"not imported: {why}" if why else f"imported: {what}, {reads} read(s), {writes} write(s)"))
+    return tuple(out)
+
+
+def _not_importable(recs: list[H5DCounters]) -> str | None:
+    """Why a dataset's H5D records cannot be rebuilt into accesses (None: they can), as the counters show it."""
+    first = recs[0]
+    ops = sum(r.reads + r.writes for r in recs)
+    if ops == 0:
+        return "opened, never read or written (no H5Dread/H5Dwrite in the log): nothing to import"
+    if first.itemsize <= 0:
+        return f"{ops} read(s)/write(s) but no datatype size recorded (H5D_DATATYPE_SIZE 0): accesses cannot be sized"
+    if first.ndims < 0 or (first.ndims == 0 and first.npoints > 1):
+        return (f"inconsistent dataspace counters (H5D_DATASPACE_NDIMS {first.ndims}, NPOINTS {first.npoints}): "
+                "a corrupt record")
+    if first.ndims > 0 and first.npoints <= 0:
+        return f"an empty {first.ndims}-D dataspace (NPOINTS 0) with {ops} read(s)/write(s): nothing to place"
+    return None
+
+
+def _scalar_dataset(ds_id: int, file: str, path: str, first: H5DCounters, log: DarshanLog,
+                    written: bool) -> DatasetRecord:
+    return DatasetRecord(id=ds_id, library="hdf5", library_version=f"HDF5 (Darshan {log.runtime_version} log)",
+                         file=file, path=path, shape=(), dtype=_dtype_for(first.itemsize), chunks=None, filters=(),
+                         fillvalue=None, driver="mpio" if file in log.mpiio_files else None,
+                         mode="r+" if written else "r", created=False)
+
+
+def _scalar_accesses(ds: DatasetRecord, recs: list[H5DCounters], log: DarshanLog) -> list[AccessRecord]:
+    """One whole-dataspace access per read and write of a scalar, spread over the op's span like the others."""
+    sel = Selection((), (), (), ())
+    out = []
+    for rec in recs:
+        ranks = list(range(max(log.nprocs, 1))) if rec.rank < 0 else [rec.rank]
+        for op, n_op, total, span in ((WRITE, rec.writes, rec.write_time, rec.write_span),
+                                      (READ, rec.reads, rec.read_time, rec.read_span)):
+            if n_op <= 0:
+                continue
+            dt = total / n_op
+            t0 = np.linspace(span[0], max(span[1] - dt, span[0]), n_op) if n_op > 1 else [span[0]]
+            for k in range(n_op):
+                out.append(AccessRecord(ds.id, op, sel, 1, ds.itemsize, float(t0[k]), dt, ranks[k % len(ranks)]))
+    return out
 
 
 def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned]], log: DarshanLog,
@@ -812,6 +888,6 @@ def _dxt_pin(ds: DatasetRecord, tile: _Tile, p: _Planned, rank: int, op: str, lo
     return rows, seg.start[same], seg.end[same] - seg.start[same]
 
 
-__all__ = ["AccessShape", "DarshanError", "DarshanLog", "DxtSegments", "H5DCounters", "ImportSummary",
-           "counters_of_trace", "import_darshan", "parse_shapes", "parse_text", "read_log", "split_reads_writes",
-           "to_parser_text"]
+__all__ = ["AccessShape", "DarshanError", "DarshanLog", "DxtSegments", "H5DCounters", "ImportSummary", "account_h5d",
+           "counters_of_trace", "import_darshan", "log_from_raw", "parse_shapes", "parse_text", "read_log",
+           "split_reads_writes", "to_parser_text"]

@@ -154,6 +154,75 @@ def _failure(proc: subprocess.CompletedProcess) -> str:
     return f"not a readable Darshan log: {why}" + (f": {lib[:200]}" if lib else "") + ": truncated or corrupt?"
 
 
+# ---------------------------------------------------------------------------- darshan-parser text
+
+def is_parser_text(path: str) -> bool:
+    """Whether a file looks like ``darshan-parser`` output ('#' header lines or tab-separated counter lines)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).lstrip()
+    except OSError as exc:
+        raise DarshanError(f"{path}: cannot read ({exc.strerror})") from None
+    if not head:
+        raise DarshanError(f"{path}: empty file, not a Darshan log")
+    return head.startswith(b"#") or head.split(b"\t", 1)[0] in (b"H5D", b"H5F", b"POSIX", b"MPI-IO", b"STDIO")
+
+
+def read_parser_text(path: str) -> RawLog:
+    """Every counter module of ``darshan-parser LOG`` text (module, rank, record id, counter, value, file name,
+    mount point, fs type per line) as a RawLog; DXT is not in that text."""
+    meta: dict[str, str] = {}
+    rows: dict[str, dict[tuple[int, int], dict[str, float]]] = {}
+    names: dict[int, str] = {}
+    try:
+        with open(path, encoding="utf-8", errors="strict") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                line = line.rstrip("\n")
+                if line.startswith("#"):
+                    key, sep, value = line[1:].partition(":")
+                    if sep and key.strip() not in meta:
+                        meta[key.strip()] = value.strip()
+                    continue
+                parts = line.split("\t")
+                if not line.strip():
+                    continue
+                if len(parts) < 6:
+                    raise DarshanError(f"{path}:{lineno}: not a darshan-parser counter line "
+                                       f"(expected 8 tab-separated fields, got {len(parts)})")
+                try:
+                    rank, rec_id, value = int(parts[1]), int(parts[2]), float(parts[4])
+                except ValueError:
+                    raise DarshanError(f"{path}:{lineno}: bad rank, record id or value in counter "
+                                       f"{parts[3]!r:.40}") from None
+                names.setdefault(rec_id, parts[5])
+                rows.setdefault(parts[0], {}).setdefault((rec_id, rank), {})[parts[3]] = value
+    except UnicodeDecodeError:
+        raise DarshanError(f"{path}: not darshan-parser text (not UTF-8)") from None
+    except OSError as exc:
+        raise DarshanError(f"{path}: cannot read ({exc.strerror})") from None
+    if "darshan log version" not in meta and not rows:
+        raise DarshanError(f"{path}: not darshan-parser output (no '# darshan log version' header)")
+    modules = {}
+    for mod, recs in rows.items():
+        cols = list(dict.fromkeys(c for counters in recs.values() for c in counters))
+        fcols = tuple(c for c in cols if "_F_" in c)
+        icols = tuple(c for c in cols if "_F_" not in c)
+        keys = list(recs)
+        modules[mod] = RawModule(
+            mod, 0, False, np.asarray([k[0] for k in keys], np.uint64), np.asarray([k[1] for k in keys], np.int64),
+            icols, np.asarray([[recs[k].get(c, 0) for c in icols] for k in keys], np.float64).astype(np.int64),
+            fcols, np.asarray([[recs[k].get(c, 0.0) for c in fcols] for k in keys], np.float64).reshape(len(keys), -1))
+    try:
+        nprocs, start = int(meta.get("nprocs", "1")), float(meta.get("start_time", "0"))
+        run_time = float(meta.get("run time", "0"))
+    except ValueError:
+        raise DarshanError(f"{path}: bad '# nprocs', '# start_time' or '# run time' header line") from None
+    lib = meta.get("metadata", "")
+    lib = lib.split("=", 1)[1].strip() if lib.startswith("lib_ver") else meta.get("darshan log version", "")
+    return RawLog(path, meta.get("exe", ""), nprocs, start, run_time, lib, meta.get("darshan log version", ""),
+                  names, modules, (), {m: 0 for m in modules}, {})
+
+
 # ---------------------------------------------------------------------------- the child
 
 def _read_in_child(path: str, wanted: tuple[str, ...], dxt: bool) -> RawLog:
