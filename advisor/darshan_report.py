@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from advisor.darshan_findings import Finding, find, trace_command
 from instrumentation.darshan import account_h5d, log_from_raw
 from instrumentation.darshan_files import FileIO, LogFiles, characterize
-from instrumentation.darshan_raw import DarshanError, RawLog, read_parser_text, read_raw, is_parser_text
+from instrumentation.darshan_raw import NOT_USED, DarshanError, RawLog, is_parser_text, read_parser_text, read_raw
 
 MAX_FILE_ROWS = 20
 
@@ -165,8 +165,16 @@ def report_darshan(path: str | os.PathLike, *, reach_files: bool = True, dxt: bo
     files = characterize(raw, reach_files=reach_files)
     h5d = ()
     if "H5D" in raw.modules:
-        h5d = account_h5d(log_from_raw(raw, dxt=False))
+        try:
+            h5d = account_h5d(log_from_raw(raw, dxt=False))
+        except DarshanError as exc:  # H5F unreadable: the datasets cannot be accounted for
+            h5d = (("H5D", str(exc).split(": ", 1)[-1]),)
     if not files.files and not h5d:
+        failed = {m: why for m, why in raw.unread.items() if why != NOT_USED}
+        if failed:
+            mod, why = next(iter(failed.items()))
+            raise DarshanError(f"{path}: cannot read module {mod} version {raw.module_versions.get(mod)} ({why}): "
+                               "the log is truncated or corrupt, or newer than this pydarshan")
         mods = ", ".join(raw.module_versions) or "none"
         raise DarshanError(f"{path}: no I/O to report: the log holds no file records (modules: {mods})")
     return _build(files, h5d, time.perf_counter() - t0)

@@ -10,11 +10,10 @@ naming the file.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import signal
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 
@@ -26,6 +25,8 @@ READ_TIMEOUT = 600.0
 COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
 """Modules read as records of integer and float counters (the report's and the importer's inputs)."""
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+NOT_USED = "not used by ioadvisor"
+"""The reason given for a module left unread on purpose (LUSTRE, HEATMAP, APMPI, ...)."""
 
 
 class DarshanError(ValueError):
@@ -97,60 +98,68 @@ class RawLog:
     """Modules present but not read, with the reason (e.g. a DXT version this pydarshan does not know)."""
 
 
+_CONTEXT = None
+
+
+def _context():
+    """A forkserver that has imported pydarshan once: each log is read in a fresh fork of it (cheap), never in
+    this process, so libdarshan-util is never loaded here."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["instrumentation.darshan_raw", "darshan"])  # an ImportError is ignored
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
 def read_raw(path: str | os.PathLike, *, modules: tuple[str, ...] | None = None, dxt: bool = True,
              timeout: float = READ_TIMEOUT) -> RawLog:
     """The log's records, read in a child process. ``modules``: counter modules to read (default: all known)."""
     path = str(path)
     if not os.path.isfile(path):
         raise DarshanError(f"{path}: no such file")
-    fd, out = tempfile.mkstemp(prefix="ioadvisor-darshan-", suffix=".pickle")
-    os.close(fd)
-    argv = [sys.executable, "-m", "instrumentation.darshan_raw", path, out,
-            ",".join(modules if modules is not None else COUNTER_MODULES), "dxt" if dxt else "nodxt"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path))
-    try:
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  timeout=timeout, env=env, preexec_fn=_no_core)
-        except subprocess.TimeoutExpired:
-            raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped") from None
-        if proc.returncode != 0:
-            raise DarshanError(f"{path}: {_failure(proc)}")
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-darshan-") as tmp:
+        out = os.path.join(tmp, "log.pickle")
+        proc = _context().Process(target=_child, args=(path, out, tuple(modules or COUNTER_MODULES), dxt),
+                                  daemon=True)
+        proc.start()
+        proc.join(timeout)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+            raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped")
+        if proc.exitcode != 0:
+            raise DarshanError(f"{path}: {_failure(proc.exitcode, out)}")
         try:
             with open(out, "rb") as fh:
                 return pickle.load(fh)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             raise DarshanError(f"{path}: the log reader left no result ({exc})") from None
-    finally:
-        try:
-            os.unlink(out)
-        except OSError:
-            pass
 
 
-def _no_core() -> None:
-    """In the child, before exec: no core file, whatever libdarshan-util does."""
-    import resource
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-
-def _failure(proc: subprocess.CompletedProcess) -> str:
-    """One line: the child's own message (its last stdout line), else libdarshan-util's stderr, else the signal."""
-    said = [ln.strip() for ln in proc.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
+def _failure(exitcode: int, out: str) -> str:
+    """One line: the child's own message, else libdarshan-util's (its stderr), else the signal that ended it."""
+    said = [ln.strip() for ln in _read_text(out + ".msg").splitlines() if ln.strip()]
     if said:
         return said[-1]
-    errs = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    errs = [ln.strip() for ln in _read_text(out + ".stderr").splitlines() if ln.strip()]
     lib = next((e for e in errs if e.lower().startswith("error")), errs[-1] if errs else "")
-    if proc.returncode < 0:
+    if exitcode < 0:
         try:
-            sig = signal.Signals(-proc.returncode).name
+            sig = signal.Signals(-exitcode).name
         except ValueError:
-            sig = f"signal {-proc.returncode}"
+            sig = f"signal {-exitcode}"
         why = f"libdarshan-util crashed ({sig})"
     else:
-        why = f"the log reader failed (exit status {proc.returncode})"
+        why = f"the log reader failed (exit status {exitcode})"
     return f"not a readable Darshan log: {why}" + (f": {lib[:200]}" if lib else "") + ": truncated or corrupt?"
 
 
@@ -264,7 +273,7 @@ def _read_in_child(path: str, wanted: tuple[str, ...], dxt: bool) -> RawLog:
             unread[mod] = _short(exc)
     for mod in report.modules:
         if mod not in mods and mod not in unread and mod not in DXT_MODULES:
-            unread.setdefault(mod, "not used by ioadvisor")
+            unread.setdefault(mod, NOT_USED)
     names = {int(k): str(v) for k, v in report.name_records.items()}
     start = float(job.get("start_time_sec", 0) or 0) + float(job.get("start_time_nsec", 0) or 0) * 1e-9
     run_time = float(job.get("run_time", 0) or 0)
@@ -305,27 +314,31 @@ def _short(exc: BaseException) -> str:
     return text[:200]
 
 
-def _child(argv: list[str]) -> None:
-    """``python -m instrumentation.darshan_raw LOG OUT MODULES dxt|nodxt``: exit 0 with OUT written, or exit 2
-    with one line on stdout. Never returns: ``os._exit`` skips the destructors that crash on bad logs."""
-    path, out, wanted, dxt = argv[0], argv[1], tuple(m for m in argv[2].split(",") if m), argv[3] == "dxt"
+def _child(path: str, out: str, wanted: tuple[str, ...], dxt: bool) -> None:
+    """In the forked reader: no core file; fds 1 and 2 into files (libdarshan-util prints there); the result
+    pickled to ``out``, or one line to ``out.msg``. Never returns: ``os._exit`` skips the destructors that
+    crash on bad logs."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    code = 2
     try:
-        raw = _read_in_child(path, wanted, dxt)
-        with open(out, "wb") as fh:
-            pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        code = 0
-    except DarshanError as exc:
-        print(str(exc), flush=True)
-        code = 2
-    except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
-        print(f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})", flush=True)
-        code = 2
-    sys.stdout.flush()
-    os._exit(code)
+        sink = os.open(out + ".stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(sink, 1)
+        os.dup2(sink, 2)
+        try:
+            raw = _read_in_child(path, wanted, dxt)
+            with open(out, "wb") as fh:
+                pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        except DarshanError as exc:
+            _say(out, str(exc))
+        except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
+            _say(out, f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})")
+    finally:
+        os._exit(code)
 
 
-if __name__ == "__main__":
-    # run the module's own copy, so the pickled classes are instrumentation.darshan_raw's, not __main__'s
-    from instrumentation import darshan_raw
-
-    darshan_raw._child(sys.argv[1:])
+def _say(out: str, line: str) -> None:
+    with open(out + ".msg", "w", encoding="utf-8") as fh:
+        fh.write(line + "\n")
