@@ -41,6 +41,8 @@ CLI = [str(ENTRY)] if ENTRY.exists() else [sys.executable, "-m", "advisor"]
 def extract(git_dir: str | None, dest: Path) -> list[Path]:
     """The .darshan blobs of a darshan-logs clone, written to ``dest`` (absent blobs, e.g. large ones, skipped)."""
     dest.mkdir(parents=True, exist_ok=True)
+    if git_dir is None and any(dest.glob("*.darshan")):
+        return sorted(dest.glob("*.darshan"))  # extracted by an earlier run
     if git_dir is None:
         clone = dest / "repo.git"
         if not clone.exists():

@@ -525,7 +525,9 @@ def _tile_starts(tile: _Tile, shape: tuple[int, ...], first: int, n: int, total:
     benchmarks/darshan_roundtrip.py: packed random reads were predicted up to 6x too fast)."""
     foot = np.maximum(np.asarray(tile.footprint, np.int64), 1)
     extent = np.asarray(shape, np.int64)
-    grid = np.maximum(extent // foot, 1)
+    # a partial last tile counts (its start is pulled inside below): 72 (31, 31, 24) tiles in (72, 31, 744)
+    # need the third row of tiles, or 10 of them land on starts already taken
+    grid = np.maximum(-(-extent // foot), 1)
     n_tiles = int(np.prod(grid))
     step = max(1, n_tiles // max(total, 1))
     k = ((first + np.arange(n, dtype=np.int64)) * step) % n_tiles
@@ -823,7 +825,16 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
                 continue
             span = rec.write_span if op == WRITE else rec.read_span
             total = rec.write_time if op == WRITE else rec.read_time
-            dt = total / n_op  # shared records sum the time over ranks, as they sum the ops
+            # the op's time goes to the accesses that moved bytes: a zero-byte call (a rank with nothing to
+            # write in a collective) is not where a run's write time goes (MACSio: 8 of 80 writes)
+            n_moving = sum(p.n for p in mine if p.nbytes > 0) or n_op
+            dt = total / n_moving  # shared records sum the time over ranks, as they sum the ops
+            length = max(span[1] - span[0], 0.0)
+            per_rank: dict[int, int] = {}
+            for p in mine:
+                for j, rank in enumerate(ranks):
+                    per_rank[rank] = per_rank.get(rank, 0) + (p.n * (j + 1) // len(ranks) - p.n * j // len(ranks)
+                                                              if p.nbytes > 0 or n_moving == n_op else 0)
             for p in mine:
                 for j, rank in enumerate(ranks):
                     lo, hi = p.n * j // len(ranks), p.n * (j + 1) // len(ranks)
@@ -831,8 +842,12 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
                     if n <= 0:
                         continue
                     base = lo if rec.rank < 0 else rec.rank * p.n
-                    t0 = np.linspace(span[0], max(span[1] - dt, span[0]), n) if n > 1 else np.asarray([span[0]])
-                    dts = np.full(n, dt)
+                    # one rank's accesses fit in the op's span (a rank's calls do not overlap)
+                    dt_rank = min(dt, length / per_rank[rank]) if length > 0 and per_rank[rank] else dt
+                    dt_rank = dt_rank if p.nbytes > 0 or n_moving == n_op else 0.0
+                    t0 = (np.linspace(span[0], max(span[1] - dt_rank, span[0]), n) if n > 1
+                          else np.asarray([span[0]]))
+                    dts = np.full(n, dt_rank)
                     if p.tile is None:
                         box = _run_box(p.nelements, shape) if p.nelements else (0,) + (1,) * (ndim - 1)
                         tile = _Tile((1,) * ndim, (1,) * ndim, box)

@@ -10,11 +10,15 @@ naming the file.
 """
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
 import pickle
+import select
 import signal
+import subprocess
+import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,38 +102,89 @@ class RawLog:
     """Modules present but not read, with the reason (e.g. a DXT version this pydarshan does not know)."""
 
 
-_CONTEXT = None
+class _ReaderServer:
+    """``python -m instrumentation.darshan_raw``: a single-threaded process that imported pydarshan once and
+    forks one child per log (cheap; fork is safe there, unlike in a threaded caller). This process never loads
+    libdarshan-util. Protocol: one JSON request a line on its stdin, one JSON exit status a line back."""
+
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in sys.path if p]))
+        self.proc = subprocess.Popen([sys.executable, "-m", "instrumentation.darshan_raw"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+
+    def read(self, request: dict, timeout: float) -> int | None:
+        """The child's exit status (negative: the signal that ended it); None when it took over ``timeout``."""
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line:
+            return None
+        return int(json.loads(line)["exitcode"])
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
 
 
-def _context():
-    """A forkserver that has imported pydarshan once: each log is read in a fresh fork of it (cheap), never in
-    this process, so libdarshan-util is never loaded here."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["instrumentation.darshan_raw", "darshan"])  # an ImportError is ignored
-        _CONTEXT = ctx
-    return _CONTEXT
+_SERVER: _ReaderServer | None = None
+_LOCK = threading.Lock()
+
+
+def _serve() -> None:
+    """The reader server's loop (see ``_ReaderServer``)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # inherited by every child
+    try:
+        import darshan  # noqa: F401 - imported once here, so each fork starts with it
+    except ImportError:
+        pass  # the child says so, in one line
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(req["path"], req["out"], tuple(req["modules"]), req["dxt"])
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        sys.stdout.write(json.dumps({"exitcode": code}) + "\n")
+        sys.stdout.flush()
 
 
 def read_raw(path: str | os.PathLike, *, modules: tuple[str, ...] | None = None, dxt: bool = True,
              timeout: float = READ_TIMEOUT) -> RawLog:
     """The log's records, read in a child process. ``modules``: counter modules to read (default: all known)."""
+    global _SERVER
     path = str(path)
     if not os.path.isfile(path):
         raise DarshanError(f"{path}: no such file")
     with tempfile.TemporaryDirectory(prefix="ioadvisor-darshan-") as tmp:
         out = os.path.join(tmp, "log.pickle")
-        proc = _context().Process(target=_child, args=(path, out, tuple(modules or COUNTER_MODULES), dxt),
-                                  daemon=True)
-        proc.start()
-        proc.join(timeout)
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join()
-            raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped")
-        if proc.exitcode != 0:
-            raise DarshanError(f"{path}: {_failure(proc.exitcode, out)}")
+        request = {"path": os.path.abspath(path), "out": out, "modules": list(modules or COUNTER_MODULES),
+                   "dxt": dxt}
+        with _LOCK:
+            for attempt in (0, 1):  # a server that died (killed from outside) is restarted once
+                if _SERVER is None or _SERVER.proc.poll() is not None:
+                    _SERVER = _ReaderServer()
+                try:
+                    exitcode = _SERVER.read(request, timeout)
+                    break
+                except (BrokenPipeError, ValueError, OSError):
+                    _SERVER.stop()
+                    _SERVER = None
+                    if attempt:
+                        raise DarshanError(f"{path}: the log reader process could not be started") from None
+            if exitcode is None:
+                _SERVER.stop()
+                _SERVER = None
+                raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped")
+        if exitcode != 0:
+            raise DarshanError(f"{path}: {_failure(exitcode, out)}")
         try:
             with open(out, "rb") as fh:
                 return pickle.load(fh)
@@ -342,3 +397,10 @@ def _child(path: str, out: str, wanted: tuple[str, ...], dxt: bool) -> None:
 def _say(out: str, line: str) -> None:
     with open(out + ".msg", "w", encoding="utf-8") as fh:
         fh.write(line + "\n")
+
+
+if __name__ == "__main__":
+    # the module's own copy serves, so the pickled classes are instrumentation.darshan_raw's, not __main__'s
+    from instrumentation import darshan_raw
+
+    darshan_raw._serve()
