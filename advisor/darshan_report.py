@@ -79,7 +79,7 @@ class LogReport:
         c["files"] = [asdict(f) for f in self.files]
         c["findings"] = [f.get_config() for f in self.findings]
         c["h5d"] = [list(x) for x in self.h5d]
-        return c
+        return json.loads(json.dumps(c))  # tuples as lists: what a JSON file gives back
 
     @classmethod
     def from_config(cls, c: dict) -> "LogReport":

@@ -39,6 +39,10 @@ SIZE_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M
                 "100M_1G", "1G_PLUS")
 BUCKET_EDGES = (0, 101, 1025, 10241, 102401, 1048577, 4194305, 10485761, 104857601, 1073741825)
 """Lower byte bound of each H5D_SIZE_*_AGG_* bucket (darshan-common's DARSHAN_BUCKET_INC)."""
+MAX_SYNTHESIZED = 2_000_000
+"""Reads plus writes of a log's H5D records beyond which it is refused: accesses are synthesized one object
+each (600,000 took 155 s on a loaded 2-core machine); the real logs of docs/darshan.md hold at most a few
+hundred."""
 SPLIT_SEARCH_LIMIT = 200_000
 """Read/write splits of the access shapes enumerated at most; beyond it the split is proportional."""
 
@@ -423,10 +427,10 @@ def split_reads_writes(rec: H5DCounters) -> tuple[list[int], bool]:
         return [], True
     if rec.writes == 0 or rec.reads == 0:
         return [s.count if rec.writes == 0 else 0 for s in shapes], True
-    ranges = [np.arange(s.count + 1, dtype=np.int64) for s in shapes]
-    if math.prod(len(r) for r in ranges) > SPLIT_SEARCH_LIMIT:
+    if math.prod(s.count + 1 for s in shapes) > SPLIT_SEARCH_LIMIT:  # checked before allocating the ranges
         share = rec.reads / (rec.reads + rec.writes)
         return [round(s.count * share) for s in shapes], False
+    ranges = [np.arange(s.count + 1, dtype=np.int64) for s in shapes]
     grids = np.meshgrid(*ranges, indexing="ij")
     r = np.stack([g.ravel() for g in grids], axis=1)  # (n_splits, n_shapes)
     counts = np.asarray([s.count for s in shapes], np.int64)
@@ -622,7 +626,28 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
         raise FileExistsError(f"{output} exists: not replacing an earlier trace "
                               "(choose another path, or overwrite=True / --force to replace it)")
     log = log if isinstance(log, DarshanLog) else read_log(log, dxt=dxt)
-    shapes = dict(shapes or {})
+    for rec in log.h5d:
+        if min(rec.reads, rec.writes, rec.ndims, rec.npoints, rec.itemsize) < 0:
+            raise DarshanError(f"{log.source}: {rec.name} (rank {rec.rank}) records {rec.reads:,} reads, "
+                               f"{rec.writes:,} writes, NDIMS {rec.ndims}, NPOINTS {rec.npoints}, element size "
+                               f"{rec.itemsize}: a negative counter (a corrupt log?)")
+    n_ops = sum(rec.reads + rec.writes for rec in log.h5d)
+    if n_ops > MAX_SYNTHESIZED:
+        worst = max(log.h5d, key=lambda r: r.reads + r.writes)
+        raise DarshanError(f"{log.source}: its H5D records count {n_ops:,} reads and writes ({worst.name}, rank "
+                           f"{worst.rank}: {worst.reads + worst.writes:,}), beyond the {MAX_SYNTHESIZED:,} accesses "
+                           "ioadvisor synthesizes (a corrupt counter?); `ioadvisor report` summarizes the log")
+    try:
+        return _import(log, output, dict(shapes or {}), dxt, reach_files)
+    except (ValueError, MemoryError, OverflowError) as exc:
+        if isinstance(exc, DarshanError):
+            raise
+        raise DarshanError(f"{log.source}: cannot rebuild its accesses ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}): a corrupt counter?") from None
+
+
+def _import(log: DarshanLog, output: str | os.PathLike, shapes: dict, dxt: bool, reach_files: bool) -> ImportSummary:
+    """import_darshan's work, once the log is read and its counters are in range."""
     by_name: dict[str, list[H5DCounters]] = {}
     for rec in log.h5d:
         by_name.setdefault(rec.name, []).append(rec)
@@ -779,8 +804,6 @@ def _not_importable(recs: list[H5DCounters]) -> str | None:
     if first.ndims < 0 or (first.ndims == 0 and first.npoints > 1):
         return (f"inconsistent dataspace counters (H5D_DATASPACE_NDIMS {first.ndims}, NPOINTS {first.npoints}): "
                 "a corrupt record")
-    if first.ndims > 0 and first.npoints <= 0:
-        return f"an empty {first.ndims}-D dataspace (NPOINTS 0) with {ops} read(s)/write(s): nothing to place"
     return None
 
 
@@ -828,13 +851,17 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
             # the op's time goes to the accesses that moved bytes: a zero-byte call (a rank with nothing to
             # write in a collective) is not where a run's write time goes (MACSio: 8 of 80 writes)
             n_moving = sum(p.n for p in mine if p.nbytes > 0) or n_op
-            dt = total / n_moving  # shared records sum the time over ranks, as they sum the ops
             length = max(span[1] - span[0], 0.0)
             per_rank: dict[int, int] = {}
             for p in mine:
                 for j, rank in enumerate(ranks):
                     per_rank[rank] = per_rank.get(rank, 0) + (p.n * (j + 1) // len(ranks) - p.n * j // len(ranks)
                                                               if p.nbytes > 0 or n_moving == n_op else 0)
+            # shared records sum the time over ranks, as they sum the ops: each rank that moved data gets an
+            # equal share (not a share by its op count: 72 writes over 16 ranks put 5 on some, and 5 x the mean
+            # op time overflowed the span), and a rank's accesses never take longer than the span
+            busy = sum(1 for v in per_rank.values() if v) or 1
+            rank_time = total / busy
             for p in mine:
                 for j, rank in enumerate(ranks):
                     lo, hi = p.n * j // len(ranks), p.n * (j + 1) // len(ranks)
@@ -843,7 +870,8 @@ def _place(ds: DatasetRecord, recs: list[H5DCounters], plans: list[list[_Planned
                         continue
                     base = lo if rec.rank < 0 else rec.rank * p.n
                     # one rank's accesses fit in the op's span (a rank's calls do not overlap)
-                    dt_rank = min(dt, length / per_rank[rank]) if length > 0 and per_rank[rank] else dt
+                    mine_n = per_rank[rank]
+                    dt_rank = (min(rank_time, length) if length > 0 else rank_time) / mine_n if mine_n else 0.0
                     dt_rank = dt_rank if p.nbytes > 0 or n_moving == n_op else 0.0
                     t0 = (np.linspace(span[0], max(span[1] - dt_rank, span[0]), n) if n > 1
                           else np.asarray([span[0]]))
