@@ -31,6 +31,7 @@ THRESHOLDS = {
     "independent_share": 0.5, "independent_count": 1000,
     "stdio_share": 0.1,
     "hdf5_tiny_share": 0.1, "hdf5_tiny_count": 1000,
+    "minor_share": 0.01, "minor_seconds": 0.01,
 }
 """The trigger of every finding (Drishti's values where it has the same finding; see the module docstring)."""
 MAX_FILES = 10
@@ -42,7 +43,7 @@ class Finding:
 
     code: str
     level: str
-    """``high`` (over the threshold and costing time) or ``info``."""
+    """``high``: over its threshold and at least 1% of the run time (and 10 ms) at stake; else ``minor``."""
     title: str
     detail: str
     seconds: float
@@ -112,7 +113,8 @@ def find(log: LogFiles) -> tuple[Finding, ...]:
     def add(code, title, detail, seconds, how, threshold, names, advice=()):
         if log.run_time > 0 and seconds > log.run_time:  # overlapping operations (threads, several files)
             seconds, how = log.run_time, how + ", capped at the run time"
-        out.append(Finding(code, "high" if seconds > 0 else "info", title, detail, float(seconds), how, threshold,
+        level = "high" if seconds >= max(t["minor_share"] * log.run_time, t["minor_seconds"]) else "minor"
+        out.append(Finding(code, level, title, detail, float(seconds), how, threshold,
                            names, tuple(advice) + tuple(_hdf5_advice(code, names, hdf5, log))))
 
     for op, code in (("read", "P05"), ("write", "P06")):
@@ -240,7 +242,10 @@ def _mpiio(files, log: LogFiles, add) -> None:
     if log.nprocs <= 1:
         return
     if "MPI-IO" not in log.modules:
-        multi = [f for f in files if f.posix and (f.posix.shared or len(f.posix.rank_seconds) > 1)]
+        # data files: written by several ranks, or read by several with at least 1 MiB moved (not the Python
+        # modules and shared libraries every rank reads)
+        multi = [f for f in files if f.posix and (f.posix.shared or len(f.posix.rank_seconds) > 1)
+                 and (f.posix.bytes_written > 0 or f.posix.bytes_read >= 1 << 20)]
         if multi:
             s = sum(f.posix.seconds for f in multi) / log.nprocs
             add("M01", "no MPI-IO", f"{len(multi)} file(s) accessed by several of the {log.nprocs} ranks "

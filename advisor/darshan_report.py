@@ -23,6 +23,8 @@ from instrumentation.darshan_files import FileIO, LogFiles, characterize
 from instrumentation.darshan_raw import NOT_USED, DarshanError, RawLog, is_parser_text, read_parser_text, read_raw
 
 MAX_FILE_ROWS = 20
+HDF5_KINDS = ("hdf5", "netcdf-or-hdf5")
+"""File kinds `ioadvisor run` can trace at the dataset level (netCDF-4 is HDF5)."""
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,16 @@ class LogReport:
             out += [f"  {name}: {what}" for name, what in self.h5d]
         out.append(f"findings: {len(self.findings)}" + ("" if self.findings else " (no threshold crossed)"))
         for x in self.findings:
-            out.append(f"  [{x.code}] {x.title}: {x.detail}")
+            out.append(f"  [{x.code}]{' (minor)' if x.level == 'minor' else ''} {x.title}: {x.detail}")
             out.append(f"      at stake: {x.seconds:.3g} s ({x.seconds_from}); threshold {x.threshold}")
             for name in x.files[:3]:
                 out.append(f"      file: {name}")
             out += [f"      - {a}" for a in x.advice]
-        if self.hdf5_files:
+        if any(f.kind in HDF5_KINDS for f in self.files):
             out.append(f"dataset-level advice (chunk shape, cache, compression): trace the program: {self.trace_hint}")
+        elif self.hdf5_files:
+            out.append("netCDF classic files (PnetCDF or netCDF-3) are not HDF5: `ioadvisor run` does not see their "
+                       "variables' accesses; written as netCDF-4 (HDF5) they would be")
         return "\n".join(out)
 
     def html(self) -> str:
@@ -135,7 +140,7 @@ class LogReport:
         h5d = ("<h2>H5D datasets</h2><ul>" + "".join(f"<li>{e(n)}: {e(w)}</li>" for n, w in self.h5d) + "</ul>"
                if self.h5d else "")
         hint = (f"<h2>Dataset-level advice</h2><p>Trace the program: <code>{e(self.trace_hint)}</code></p>"
-                if self.hdf5_files else "")
+                if any(f.kind in HDF5_KINDS for f in self.files) else "")
         return ("<!doctype html><html><head><meta charset='utf-8'><title>ioadvisor report: "
                 f"{e(os.path.basename(self.source))}</title></head><body>"
                 f"<h1>{e(os.path.basename(self.source))}</h1><p>{e(self.exe)}: {self.nprocs} rank(s), run "
