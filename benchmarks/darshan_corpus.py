@@ -136,6 +136,29 @@ def fuzz_one(name: str, data: bytes, work: str, with_import: bool) -> list[dict]
     return rows
 
 
+def markdown(doc: dict) -> str:
+    """The reference tables of docs/darshan.md from a results file."""
+    out = ["| log | rc | seconds | files | HDF5/netCDF files | findings | H5D datasets (imported / named) |",
+           "|---|---|---|---|---|---|---|"]
+    for r in doc["corpus"]:
+        h5d = (f"{r['h5d_datasets']} ({r['h5d_imported']} / {r['h5d_skipped']})" if "h5d_datasets" in r else "-")
+        found = ", ".join(r.get("findings", [])) or ("none over threshold" if r["rc"] == 0 else r["error"][0][-90:])
+        out.append(f"| {r['log'][:48]} | {r['rc']} | {r['seconds']:.1f} | {r.get('files', '-')} | {r.get('hdf5', '-')} "
+                   f"| {found} | {h5d} |")
+    s = doc["summary"]
+    if s.get("runs"):
+        # the reader child died by a signal (libdarshan-util's fault), reported in one line by the parent
+        contained = collections.Counter(ln.split("crashed (")[1].split(")")[0] for f in doc["fuzz"]
+                                        for ln in [f["line"]] if "libdarshan-util crashed (" in ln)
+        out += ["", "| corrupt variants | runs (report + import) | exit statuses | crashes (rc >= 128) | "
+                    "failures not one line | core files | reader child killed by a signal (contained) |",
+                "|---|---|---|---|---|---|---|",
+                f"| {s['variants']} | {s['runs']} | {', '.join(f'{k}: {v}' for k, v in sorted(s['rc'].items()))} "
+                f"| {s['crashes']} | {s['not_one_line']} | {s['core_files']} | "
+                f"{', '.join(f'{k}: {v}' for k, v in sorted(contained.items())) or 0} |"]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", help="directory of .darshan logs (default: extract darshan-logs into the cache)")
@@ -143,7 +166,12 @@ def main() -> int:
     ap.add_argument("--variants", type=int, default=12, help="corrupt variants per log (0: no fuzz)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "darshan_corpus.json"))
+    ap.add_argument("--table", metavar="RESULTS", help="print the markdown tables of a results file and stop")
     args = ap.parse_args()
+    if args.table:
+        with open(args.table) as fh:
+            print(markdown(json.load(fh)))
+        return 0
     logs = sorted(Path(args.logs).glob("*.darshan")) if args.logs else extract(args.git, CACHE)
     logs += wheel_logs()
     work = tempfile.mkdtemp(prefix="ioadvisor-darshan-corpus-")

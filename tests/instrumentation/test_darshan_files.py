@@ -69,3 +69,27 @@ def test_parser_text_holds_every_module(darshan_examples, tmp_path):
     bad.write_text("# darshan log version: 3.21\nPOSIX\tx\t1\tPOSIX_READS\t1\tf\t/\tufs\n")
     with pytest.raises(DarshanError, match=r"bad.txt:2: bad rank"):
         read_parser_text(str(bad))
+
+
+def test_cuts_that_can_crash_libdarshan_util_end_in_one_line(darshan_examples, tmp_path, capsys):
+    """The wheel's logs cut between 369 and 700 bytes made libdarshan-util segfault while reading in the
+    benchmark's runs (pydarshan 3.5.0; whether it does depends on memory layout): whatever the reader child
+    does, this process gets a log or one line, and the reader keeps serving."""
+    from advisor.cli import main
+
+    data = (darshan_examples / "ior_hdf5_example.darshan").read_bytes()
+    outcomes = set()
+    for cut in range(369, 700, 29):
+        bad = tmp_path / f"cut{cut}.darshan"
+        bad.write_bytes(data[:cut])
+        try:
+            read_raw(bad)
+            outcomes.add("read")
+        except DarshanError as exc:
+            assert str(exc).startswith(str(bad)) and "\n" not in str(exc)
+            outcomes.add("crashed" if "libdarshan-util crashed" in str(exc) else "error")
+        assert main(["report", str(bad)]) in (0, 2)
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) <= 1
+    assert read_raw(darshan_examples / "dxt.darshan").nprocs == 1  # the reader still serves
+    print("outcomes:", sorted(outcomes))
