@@ -94,7 +94,7 @@ class LogReport:
     def text(self) -> str:
         out = [f"{self.source}: {self.exe.split()[0] if self.exe else '(no exe)'}, {self.nprocs} rank(s), "
                f"run {self.run_time:.4g} s, darshan-runtime {self.runtime_version}",
-               "modules: " + ", ".join(f"{m} v{v}" for m, v in self.modules.items())]
+               "modules: " + ", ".join(f"{m} v{v}" if v else m for m, v in self.modules.items())]  # text: no version
         if self.partial:
             out.append(f"incomplete: {', '.join(self.partial)} ran out of record memory: some files are missing")
         if self.unread:
