@@ -455,8 +455,10 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         out.append(f"Several layouts are predicted within the model's resolution of the fastest; chosen by the "
                    f"near-tie rule: {adv.tie_rule}.")
     if adv.blocking is not None:
-        out.append(f"The program reads regular {'x'.join(map(str, adv.blocking))} blocks on a grid (dask-style "
-                   "chunks): chunk shapes that line up with them are preferred among near-ties.")
+        # "dask-style" only where the program is known to be xarray/dask; a C or MPI program tiles by rank or step
+        how = " (dask-style chunks)" if adv.idiom is not None else ""
+        out.append(f"The program reads regular {'x'.join(map(str, adv.blocking))} blocks on a grid{how}: "
+                   "chunk shapes that line up with them are preferred among near-ties.")
     term, t = _dominant(rec)
     if term:
         out.append(f"Its time is dominated by {term} ({_pct(t, rec.seconds)}: {TERM_MEANING.get(term, term)}).")

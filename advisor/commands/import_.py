@@ -29,8 +29,14 @@ def run(args) -> int:
     from instrumentation.darshan import import_darshan, parse_shapes
 
     output = args.output or os.path.splitext(os.path.basename(args.log))[0] + ".jsonl"
+    if os.path.exists(output) and not args.force:
+        # said before reading the log, in the CLI's words (the API's error names its overwrite=True)
+        raise FileExistsError(f"{output} exists: not replacing an earlier trace (choose another path with -o, "
+                              "or --force to replace it)")
     summary = import_darshan(args.log, output, shapes=parse_shapes(args.shape), dxt=not args.no_dxt,
                              reach_files=not args.no_files, overwrite=args.force)
+    for name, why in summary.skipped:
+        print(f"ioadvisor: not imported: {name}: {why}", file=sys.stderr)
     guessed = [f for f in summary.facts if f.guessed]
     print(f"ioadvisor: {len(summary.datasets)} dataset(s), {summary.n_access} synthesized accesses -> "
           f"{summary.trace} (synthetic; {len(guessed)} guessed facts, see `ioadvisor trace show {summary.trace}`)",

@@ -69,3 +69,25 @@ def test_log_without_h5d_module(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no H5D module" in err and "--enable-hdf5-mod" in err and err.count("\n") == 1
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_existing_output_error_speaks_cli(tmp_path, capsys):
+    out = tmp_path / "t.jsonl"
+    out.write_text("keep me")
+    assert main(["import", "darshan", str(IOR), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--force" in err and "overwrite=True" not in err and out.read_text() == "keep me"
+
+
+def test_blocks_of_a_c_program_are_not_called_dask(tmp_path, capsys):
+    from dataclasses import replace as dc_replace
+
+    from advisor.advice import explain
+
+    out = tmp_path / "ior.jsonl"
+    assert main(["import", "darshan", str(IOR), "-o", str(out)]) == 0
+    import advisor
+
+    (ds,) = advisor.advise(out, read_data=False).datasets
+    lines = explain(dc_replace(ds, blocking=(32768,), idiom=None))
+    assert any("blocks on a grid" in ln for ln in lines) and not any("dask" in ln for ln in lines)

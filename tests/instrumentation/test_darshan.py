@@ -250,3 +250,42 @@ def test_log_of_the_known_c_program(tmp_path):
         assert ds.shape == shape, ds.path
     strided = [a.selection for a in tr.accesses if a.selection.shape == (500,)]
     assert {(s.count, s.stride, s.block) for s in strided} == {((500,), (2,), (1,))}
+
+
+def test_scalar_imported_and_every_record_accounted_for(scalar_log, tmp_path):
+    summary = import_darshan(scalar_log, tmp_path / "s.jsonl")
+    tr = load_trace(summary.trace)
+    (scalar,) = [d for d in tr.datasets.values() if d.path == "/step"]
+    assert scalar.shape == () and scalar.itemsize == 4
+    (acc,) = tr.accesses_of(scalar.id)
+    assert acc.op == WRITE and acc.nbytes == 4 and acc.selection.shape == ()
+    assert summary.skipped == (("/global/cscratch1/sd/ssnyder/test123.h5:/unused",
+                                "opened, never read or written (no H5Dread/H5Dwrite in the log): nothing to import"),)
+    names = {r.name for r in read_log(scalar_log).h5d}
+    assert len(summary.datasets) + len(summary.skipped) == len(names) == 3
+    adv = advisor.advise(tr, read_data=False)
+    assert [(n.path, n.reason) for n in adv.not_advised] == [("/step", "scalar: nothing to chunk")]
+
+
+def test_macsio_time_on_moving_writes_within_each_ranks_span(tmp_path):
+    log = read_log(MACSIO)
+    (rec,) = log.h5d
+    for shapes in (None, {"/constant": (72, 31, 744)}):
+        tr = load_trace(import_darshan(log, tmp_path / "m.jsonl", shapes=shapes, overwrite=True).trace)
+        accs = list(tr.accesses)
+        assert sum(a.duration for a in accs if a.nbytes == 0) == 0  # 8 zero-byte writes hold no time
+        per_rank = Counter()
+        for a in accs:
+            per_rank[a.rank] += a.duration
+        assert max(per_rank.values()) <= rec.write_span[1] - rec.write_span[0] + 1e-9
+        moving = [a.selection.start for a in accs if a.nbytes]
+        assert len(set(moving)) == len(moving) == 72  # every tile on its own start
+
+
+def test_extreme_counters_name_the_file(tmp_path):
+    text = to_parser_text(str(IOR)).replace("H5D_WRITES\t4\t", "H5D_WRITES\t900000000000000\t")
+    path = tmp_path / "extreme.txt"
+    path.write_text(text)
+    with pytest.raises(DarshanError, match=r"extreme.txt: its H5D records count .* beyond the 2,000,000"):
+        import_darshan(path, tmp_path / "x.jsonl")
+    assert not (tmp_path / "x.jsonl").exists()

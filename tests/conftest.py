@@ -1,0 +1,32 @@
+"""Fixtures shared by the tests under tests/: the pydarshan wheel's example Darshan logs."""
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def darshan_examples() -> Path:
+    """The directory of the example logs shipped in the pydarshan wheel (skips without pydarshan)."""
+    darshan = pytest.importorskip("darshan")
+    return Path(darshan.__file__).parent / "examples" / "example_logs"
+
+
+@pytest.fixture(scope="session")
+def scalar_log(tmp_path_factory, darshan_examples) -> Path:
+    """darshan-parser text of the IOR HDF5 example log plus two H5D records the tests add: a scalar dataset
+    (NDIMS 0, NPOINTS 1, one 4-byte write on rank 0) and a dataset opened but never read or written."""
+    from instrumentation.darshan import to_parser_text
+
+    text = to_parser_text(str(darshan_examples / "ior_hdf5_example.darshan"))
+    extra = []
+    for rec_id, name, counters in (
+            (7001, "/global/cscratch1/sd/ssnyder/test123.h5:/step", {
+                "H5D_OPENS": 1, "H5D_WRITES": 1, "H5D_BYTES_WRITTEN": 4, "H5D_DATASPACE_NDIMS": 0,
+                "H5D_DATASPACE_NPOINTS": 1, "H5D_DATATYPE_SIZE": 4, "H5D_ACCESS1_ACCESS": 4, "H5D_ACCESS1_COUNT": 1,
+                "H5D_F_WRITE_TIME": 0.001, "H5D_F_WRITE_START_TIMESTAMP": 0.5, "H5D_F_WRITE_END_TIMESTAMP": 0.501}),
+            (7002, "/global/cscratch1/sd/ssnyder/test123.h5:/unused", {
+                "H5D_OPENS": 1, "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 100, "H5D_DATATYPE_SIZE": 8})):
+        extra += [f"H5D\t0\t{rec_id}\t{k}\t{v}\t{name}\t/\tunknown" for k, v in counters.items()]
+    path = tmp_path_factory.mktemp("darshan") / "scalar.txt"
+    path.write_text(text + "\n".join(extra) + "\n")
+    return path
