@@ -20,6 +20,7 @@ COMMANDS = {
     "verify": "replay the trace for real in the current and the top-K recommended layouts",
     "compression": "predict compression ratio/throughput per compressor and error bound",
     "import": "turn another tool's log into a (synthetic) trace: darshan",
+    "apply": "copy the traced file into the advised layout, verified, resumable",
 }
 """Subcommand name -> one-line help. The module advisor.commands.<name> is imported only
 when that command runs: some pull in numba or the codecs, and every MPI rank pays start-up."""
