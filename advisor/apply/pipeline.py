@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .copy import (NAN_UNSAFE_HDF5, BlockJob, copy_block, create_dest, data_range, fill_of, flush, grid_of, open_dest, open_source,
-                   remote_copy_block, stored_bytes)
+from .copy import (NAN_UNSAFE_HDF5, BlockJob, copy_block, create_dest, data_range, fill_of, flush, grid_of,
+                   open_array, open_dest, open_source, remote_copy_block, stored_bytes)
 from .journal import Journal
 from .plan import CopyPlan, Stage, plan_copy
 from .result import ApplyResult, ArraySummary
@@ -137,7 +137,7 @@ class _Run:
         finally:
             src_root.close() if hasattr(src_root, "close") else None
 
-    def run_stage(self, journal: Journal, path: str, stage_no: int, job: BlockJob, src, dst, dst_root,
+    def run_stage(self, journal: Journal, path: str, stage_no: int, job: BlockJob, src, dst_open, dst_root,
                   remote_spec: dict | None) -> None:
         done = journal.blocks_done(path, stage_no)
         todo = [i for i in range(job.stage.n_blocks) if i not in done]
@@ -157,11 +157,11 @@ class _Run:
         jobs = self.options.jobs if self.dst_lib == "zarr" and stage_no == len(self.plans[path].stages) - 1 else 1
         if jobs > 1 and len(todo) > 1:
             with ThreadPoolExecutor(jobs) as pool:
-                for entry in pool.map(lambda i: copy_block(job, i, src, dst, dst_root), todo):
+                for entry in pool.map(lambda i: copy_block(job, i, src, dst_open, dst_root), todo):
                     record(entry)
         else:
             for i in todo:
-                record(copy_block(job, i, src, dst, dst_root))
+                record(copy_block(job, i, src, dst_open, dst_root))
 
     def intermediate(self, path: str, src, journal: Journal):
         """The contiguous, early-allocated intermediate of a two-pass array (made again unless journaled)."""
@@ -282,7 +282,8 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
         on_start(total, done)
     out = []
     for path in arrays:
-        src, dst = src_root[path], dst_root[path]
+        src = src_root[path]
+        dst_open = lambda p=path: open_array(dst_root, p, run.dst_lib)  # noqa: E731
         plan = run.plans[path]
         if journal.has("array", array=path):
             entry = next(e for e in journal.entries if e.get("kind") == "array" and e.get("array") == path)
@@ -299,15 +300,16 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
 
             inter_file, inter = run.intermediate(path, src, journal)
             try:
-                run.run_stage(journal, path, 0, BlockJob(path, plan.stages[0], None), src, inter, inter_file, None)
+                run.run_stage(journal, path, 0, BlockJob(path, plan.stages[0], None), src, lambda: inter, inter_file,
+                              None)
             finally:
                 inter_file.close()
             name = intermediate_name(run.work, path)
             with h5py.File(name, "r") as inter_file:  # read-only: dask workers may open it too
-                run.run_stage(journal, path, 1, BlockJob(path, plan.stages[1], bound, fill, unsafe), inter_file["data"], dst,
-                              dst_root, _remote(run, path, plan.stages[1], bound, fill, (str(name), "hdf5", "/data")))
+                run.run_stage(journal, path, 1, BlockJob(path, plan.stages[1], bound, fill, unsafe), inter_file["data"],
+                              dst_open, dst_root, _remote(run, path, plan.stages[1], bound, fill, (str(name), "hdf5", "/data")))
         else:
-            run.run_stage(journal, path, 0, BlockJob(path, plan.stages[0], bound, fill, unsafe), src, dst, dst_root,
+            run.run_stage(journal, path, 0, BlockJob(path, plan.stages[0], bound, fill, unsafe), src, dst_open, dst_root,
                           _remote(run, path, plan.stages[0], bound, fill,
                                   (run.targets.source, run.src_lib, path)))
         blocks = [e for e in journal.entries if e.get("kind") == "block" and e.get("array") == path]
@@ -316,7 +318,7 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
             path, lay.label if lay is not None else "as is",
             "two-pass " + " -> ".join("x".join(map(str, s.block)) for s in plan.stages) if plan.two_pass
             else "direct " + "x".join(map(str, plan.stages[0].block)),
-            int(src.nbytes), stored_bytes(src, run.src_lib), stored_bytes(dst, run.dst_lib),
+            int(src.nbytes), stored_bytes(src, run.src_lib), stored_bytes(dst_root[path], run.dst_lib),
             max([e["max_error"] for e in blocks], default=0.0),
             max(time.perf_counter() - t0, 0.0) + sum(e["seconds"] for e in blocks if e.get("prior")),
             sum(s.n_blocks for s in plan.stages), sum(1 for e in blocks if e.get("prior")))

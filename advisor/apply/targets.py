@@ -162,7 +162,11 @@ def _traced_arrays(trace, names: Sequence[str]) -> list:
     from iomodel.predict import pick_dataset
 
     if names:
-        return [pick_dataset(trace, n) for n in names]
+        out = []
+        for n in names:
+            recorded = {d.path.strip("/") for d in trace.datasets.values()}
+            out.append(pick_dataset(trace, n.strip("/") if n.strip("/") in recorded and n not in recorded else n))
+        return out
     cols = trace.columns
     seen = {int(i) for i in set(cols.ds.tolist())} if cols.rows else set()
     out = [d for i, d in sorted(trace.datasets.items()) if i in seen and d.shape]
