@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 
@@ -59,6 +60,15 @@ class _Bar:
             self.progress.stop()
 
 
+def _leave(line: str, status: int) -> None:
+    """One line, then exit at once: h5py objects of a failed write (a full disk) flush again when collected
+    at exit and print "Exception ignored" tracebacks; the journal, not those handles, holds what is done."""
+    print(f"ioadvisor apply: {line}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def run(args) -> int:
     import warnings
 
@@ -85,8 +95,13 @@ def run(args) -> int:
         result = apply(args.trace, options, progress=bar.advance, on_start=bar.start)
     except KeyboardInterrupt:
         bar.stop()
-        print("ioadvisor apply: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+        _leave("interrupted; run the same command again to resume", 130)
+    except Exception as exc:  # noqa: BLE001  (h5py/zarr/codec errors: RuntimeError, TypeError, ...)
+        bar.stop()
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        _leave(f"error: {msg}", 2)
     finally:
         bar.stop()
     print(json.dumps(result.get_config()) if args.json else result.table())
