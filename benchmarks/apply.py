@@ -208,11 +208,16 @@ def arrays_equal(a_path: Path, b_path: Path, skip_phony: bool = True) -> tuple[b
             if not np.array_equal(np.asarray(x[()]), np.asarray(y[()])):
                 return False, f"{name}: differs"
             continue
-        step = max(1, int((64 << 20) // max(1, x.dtype.itemsize * int(np.prod(x.shape[1:])))))
-        for i in range(0, x.shape[0], step):
-            u, v = np.ascontiguousarray(x[i:i + step]), np.ascontiguousarray(y[i:i + step])
+        # blocks aligned to the second file's chunks (its last pass, ``advisor.apply.plan``): a pencil file
+        # read in rows would read every pencil once per row block
+        from advisor.apply.plan import plan_copy
+
+        grid = lambda arr: getattr(arr, "shards", None) or arr.chunks  # noqa: E731
+        stage = plan_copy(x.shape, x.dtype.itemsize, grid(x), grid(y), 128 << 20).stages[-1]
+        for _, region in stage.regions():
+            u, v = np.ascontiguousarray(x[region]), np.ascontiguousarray(y[region])
             if not np.array_equal(u.view(np.uint8), v.view(np.uint8)):
-                return False, f"{name}: values differ in rows {i}-{i + step}"
+                return False, f"{name}: values differ in {region}"
     return True, ""
 
 
@@ -257,30 +262,64 @@ def _rm(p: Path) -> None:
         p.unlink()
 
 
+RECHUNKER = """
+import sys, h5py, zarr, dask.array as da
+from rechunker import rechunk
+src, name, out, tmp, mem = sys.argv[1:6]
+target = tuple(int(c) for c in sys.argv[6].split("x"))
+f = h5py.File(src, "r")
+ds = f[name]
+arr = da.from_array(ds, chunks=ds.chunks or ds.shape, lock=True)
+zarr.open_group(out, mode="w")  # a group, so that the output opens like the others
+plan = rechunk(arr, target, mem, out + "/" + name.strip("/"), temp_store=tmp, target_options={"compressor": None},
+               temp_options={"compressor": None})
+plan.execute()
+"""
+
+
+def rechunker_cmd(python: str, src: Path, dataset: str, out: Path, max_memory: str, chunks: str) -> list[str]:
+    mem = str(int(float(max_memory[:-3]) * {"MiB": 2**20, "GiB": 2**30}[max_memory[-3:]]))
+    return [python, "-c", RECHUNKER, str(src), dataset, str(out), str(out) + ".tmp", mem, chunks]
+
+
 def compare_case(name: str, src: Path, trace: Path, dataset: str, layout: str, dest: Path, max_memory: str,
-                 repack: list[str] | None, repeat: int, xr_view: bool) -> dict:
-    rows = {"apply": [], "h5repack": []}
+                 repack: list[str] | None, repeat: int, xr_view: bool, tools: tuple[str, ...] = ("apply", "h5repack"),
+                 rechunker: str | None = None) -> dict:
+    rows = {"apply": [], "h5repack": [], "rechunker": []}
+    chunks = layout.split("chunks=")[1].split(",")[0]
     for r in range(repeat):
-        for tool in ("apply", "h5repack"):  # interleaved: ABAB
-            if tool == "h5repack" and repack is None:
+        for tool in tools:  # interleaved: ABAB
+            if (tool == "h5repack" and repack is None) or (tool == "rechunker" and rechunker is None):
                 continue
-            out = dest if tool == "apply" else dest.with_name("repack-" + dest.name)
+            out = dest if tool == "apply" else dest.with_name(f"{tool}-" + dest.name)
+            if tool == "rechunker":
+                out = out.with_suffix(".zarr")
             _rm(out)
+            _rm(Path(str(out) + ".tmp"))
             evict(src)
-            cmd = apply_cmd(trace, out, layout, dataset, max_memory) if tool == "apply" else repack + [str(src), str(out)]
+            if tool == "apply":
+                cmd = apply_cmd(trace, out, layout, dataset, max_memory)
+            elif tool == "h5repack":
+                cmd = repack + [str(src), str(out)]
+            else:
+                cmd = rechunker_cmd(rechunker, src, dataset, out, max_memory, chunks)
             res = timed(cmd)
             if res["rc"] != 0:
                 raise RuntimeError(f"{name} {tool}: exit {res['rc']}: {res['stderr'].strip()[-500:]}")
-            eq, why = arrays_equal(src, out)
-            if eq and xr_view:
+            if tool == "rechunker":  # one array, in Zarr 2: compared with the source's
+                eq, why = arrays_equal(out, src)
+            else:
+                eq, why = arrays_equal(src, out)
+            if eq and xr_view and tool != "rechunker":
                 eq, why = xarray_identical(src, out)
             res.update(equal=eq, why=why)
-            res.pop("stdout") if tool == "h5repack" else None
+            res.pop("stdout") if tool != "apply" else None
             rows[tool].append(res)
             print(f"{name} {tool} run {r + 1}: {res['seconds']:.1f} s, peak RSS {res['peak_rss_mb']:.0f} MB, "
                   f"equal {eq} {why}", flush=True)
-            if tool == "h5repack":
+            if tool != "apply":
                 _rm(out)
+                _rm(Path(str(out) + ".tmp"))
     med = {t: {"seconds": statistics.median(x["seconds"] for x in v),
                "peak_rss_mb": max(x["peak_rss_mb"] for x in v), "equal": all(x["equal"] for x in v)}
            for t, v in rows.items() if v}
@@ -352,9 +391,12 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/ioadvisor-apply-bench"))
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tools", default="apply,h5repack,rechunker")
+    ap.add_argument("--rechunker-python", help="python of a venv with rechunker 0.5.4 and zarr<3 (see docs/apply.md)")
     ap.add_argument("--out", type=Path, default=RESULTS / "apply.json")
     args = ap.parse_args(argv)
     cases = args.cases.split(",")
+    tools = tuple(args.tools.split(","))
     w = args.workdir
     w.mkdir(parents=True, exist_ok=True)
     repack = shutil.which("h5repack")
@@ -371,7 +413,7 @@ def main(argv=None) -> int:
             c = min(1460, nt)
             results.append(compare_case("pencil", src, trace, "/tas", f"hdf5:chunks={c}x8x8", w / "pencil-out.nc",
                                         "512MiB", [repack, "-l", f"/tas:CHUNK={c}x8x8"] if repack else None,
-                                        args.repeat, True))
+                                        args.repeat, True, tools, args.rechunker_python))
             _rm(w / "pencil-out.nc")
         if "gzip" in cases or "h5-zarr-h5" in cases:
             nt = max(16, int(4096 * s)) // 16 * 16
@@ -383,7 +425,7 @@ def main(argv=None) -> int:
             if "gzip" in cases:
                 results.append(compare_case("gzip", gz, trace, "/x", "hdf5:chunks=16x256x256,codec=none",
                                             w / "gzip-out.h5", "1GiB", [repack, "-f", "/x:NONE"] if repack else None,
-                                            args.repeat, False))
+                                            args.repeat, False, tools, args.rechunker_python))
                 _rm(w / "gzip-out.h5")
             if "h5-zarr-h5" in cases:
                 z = w / "h5z.zarr"

@@ -82,6 +82,7 @@ class _Run:
         self.progress = progress or (lambda kind, n: None)
         self.out = work / ("copy" + (".zarr" if dest_library == "zarr" else ".h5"))
         self.client = None
+        self.plans: dict[str, CopyPlan] = {}
 
     # ---- structure
     def open(self, journal: Journal) -> tuple[object, object, list, list[str]]:
