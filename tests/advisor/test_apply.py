@@ -133,3 +133,28 @@ def test_plan_blocks_fit_budget_and_cover_the_array(shape, src, dst):
 def test_aligned_grids_copy_in_one_pass():
     plan = plan_copy((4096, 256, 256), 4, (16, 256, 256), (16, 256, 256), 256 << 20)
     assert not plan.two_pass and plan.stages[0].block[0] % 16 == 0
+
+
+def test_without_layout_the_advice_is_applied(netcdf_case, tmp_path):
+    src, trace, _ = netcdf_case
+    dest = tmp_path / "advised.nc"
+    r = apply_cli(trace, "--out", dest, "--json", timeout=600)
+    if r.returncode == 2 and "Zarr store" in r.stderr:  # the advice is Zarr: the .nc name is refused in one line
+        assert r.stderr.count("\n") == 1 and not dest.exists()
+        dest = tmp_path / "advised.zarr"
+        r = apply_cli(trace, "--out", dest, "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    tas = next(a for a in json.loads(r.stdout)["arrays"] if a["path"] == "/tas")
+    lib, chunks = tas["layout"].split()[:2]
+    assert lib == ("zarr" if dest.suffix == ".zarr" else "hdf5")
+    if dest.suffix == ".zarr":
+        import zarr
+
+        got = zarr.open_group(str(dest), mode="r")["tas"].chunks
+    else:
+        import h5py
+
+        with h5py.File(dest, "r") as f:
+            got = f["tas"].chunks
+    assert chunks == "contiguous" and got is None or "x".join(map(str, got)) == chunks
+    assert_same_view(src, dest)
