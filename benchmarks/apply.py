@@ -382,6 +382,35 @@ def kill_case(workdir: Path, kills: int, scale: float, seed: int) -> dict:
             "of": kills}
 
 
+def render(results: list[dict]) -> str:
+    """The reference table of docs/apply.md (markdown) from the results."""
+    lines = ["| case | tool | seconds | peak RSS (MB) | max memory | output equal |", "|---|---|---|---|---|---|"]
+    for r in results:
+        if r["case"] == "kill":
+            continue
+        for tool, m in r["median"].items():
+            lines.append(f"| {r['case']} | {tool} | {m['seconds']:.1f} | {m['peak_rss_mb']:.0f} | {r['max_memory']} | "
+                         f"{'yes' if m['equal'] else 'NO'} |")
+        if "equal_to_original" in r:
+            lines.append(f"| h5 -> zarr -> h5 | apply | | | | {'yes' if r['equal_to_original'] else 'NO'} "
+                         "(to the original) |")
+    for r in results:
+        if r["case"] == "kill":
+            lines.append("")
+            lines.append(f"Kill and resume: {r['ok']}/{r['of']} runs SIGKILLed at a random point then rerun: source "
+                         "intact, no DEST after the kill, DEST equal after the rerun (full run "
+                         f"{r['full_seconds']:.1f} s).")
+            lines.append("")
+            lines.append("| kill at (s) | DEST after kill | blocks journaled | blocks resumed | rerun (s) | equal | "
+                         "source intact |")
+            lines.append("|---|---|---|---|---|---|---|")
+            for k in r["runs"]:
+                lines.append(f"| {k['kill_at_s']:.1f} | {k['dest_after_kill']} | {k.get('journal_blocks', '')} | "
+                             f"{k.get('blocks_resumed', '')} | {k.get('rerun_s', 0):.1f} | {k['equal']} | "
+                             f"{k['source_intact']} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="pencil,gzip,shards,h5-zarr-h5,kill")
@@ -392,9 +421,13 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tools", default="apply,h5repack,rechunker")
+    ap.add_argument("--render", type=Path, nargs="+", help="only print the table of these result files")
     ap.add_argument("--rechunker-python", help="python of a venv with rechunker 0.5.4 and zarr<3 (see docs/apply.md)")
     ap.add_argument("--out", type=Path, default=RESULTS / "apply.json")
     args = ap.parse_args(argv)
+    if args.render:
+        print(render([r for p in args.render for r in json.loads(p.read_text())]))
+        return 0
     cases = args.cases.split(",")
     tools = tuple(args.tools.split(","))
     w = args.workdir
@@ -460,6 +493,7 @@ def main(argv=None) -> int:
         args.out.write_text(json.dumps(results, indent=1))
         if not args.keep:
             shutil.rmtree(w, ignore_errors=True)
+    print(render(results))
     print(f"results: {args.out}")
     return 0
 
