@@ -216,6 +216,10 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
     targets = resolve_targets(trace, datasets=options.datasets, layouts=options.layouts, dest_library=dest_library,
                               advise_kwargs=options.advise_kwargs)
     source = Path(targets.source)
+    work = final.parent / (final.name + PARTIAL)
+    finished = _finished_before(work, final, source, t0)
+    if finished is not None:
+        return finished
     if options.in_place:
         final = source
     elif final.exists() or final.is_symlink():
@@ -226,7 +230,6 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
         raise ApplyError(f"{final.parent}: no such directory for --out")
     if not source.exists():
         raise ApplyError(f"{source}: the traced file does not exist")
-    work = final.parent / (final.name + PARTIAL)
     header = {**_fingerprint(source), "layouts": targets.get_config()["layouts"], "dest_library": dest_library,
               "budget": options.block_budget()}
     work.mkdir(exist_ok=True)
@@ -270,6 +273,27 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
     shutil.rmtree(work, ignore_errors=True)
     return ApplyResult(str(source), str(final), tuple(summaries), time.perf_counter() - t0, resumed,
                        None if backup is None else str(backup), tuple(notes))
+
+
+def _finished_before(work: Path, final: Path, source: Path, t0: float) -> ApplyResult | None:
+    """A run killed after its rename but before removing its work directory: DEST is complete; the rerun
+    only removes the directory and reports the journaled summary."""
+    journal = work / "journal.jsonl"
+    if not (final.exists() and journal.exists()):
+        return None
+    import json
+
+    entries = []
+    for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    if not any(e.get("kind") == "complete" for e in entries):
+        return None
+    summaries = tuple(ArraySummary.from_config(e["summary"]) for e in entries if e.get("kind") == "array")
+    shutil.rmtree(work, ignore_errors=True)
+    return ApplyResult(str(source), str(final), summaries, time.perf_counter() - t0, True)
 
 
 def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequence[str], on_start,
