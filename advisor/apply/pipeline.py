@@ -24,7 +24,7 @@ from .journal import Journal
 from .plan import CopyPlan, Stage, plan_copy
 from .result import ApplyResult, ArraySummary
 from .structure import create_structure
-from .targets import ApplyError, Targets, library_of_path, resolve_targets
+from .targets import KEEP, ApplyError, Targets, library_of_path, resolve_targets
 
 PARTIAL = ".ioadvisor-partial"
 BACKUP = ".ioadvisor-backup"
@@ -258,6 +258,14 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
             zarr.consolidate_metadata(str(run.out))
     journal.record({"kind": "complete"})
     journal.close()
+    plugins = sorted({lay.compressor for lay in targets.layouts.values()
+                      if lay.compressor not in (None, KEEP, "gzip")}) if dest_library == "hdf5" else []
+    if plugins:
+        import hdf5plugin
+
+        notes = list(notes) + [f"{', '.join(plugins)}: HDF5 plugin filters; readers other than h5py with "
+                               f"hdf5plugin imported (netCDF4, xarray's default engine, h5dump) need "
+                               f"HDF5_PLUGIN_PATH={hdf5plugin.PLUGIN_PATH}"]
     backup = None
     if options.in_place:
         backup = source.with_name(source.name + BACKUP)
