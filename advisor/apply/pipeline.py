@@ -320,7 +320,8 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
         plan = run.plans[path]
         if journal.has("array", array=path):
             entry = next(e for e in journal.entries if e.get("kind") == "array" and e.get("array") == path)
-            out.append(ArraySummary.from_config(entry["summary"]))
+            summary = ArraySummary.from_config(entry["summary"])
+            out.append(replace(summary, blocks_resumed=summary.blocks) if entry.get("prior") else summary)
             continue
         lay = run.targets.layouts.get(path)
         bound = lay.abs_bound if lay is not None and lay.lossy else None
