@@ -288,10 +288,16 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
 
 
 def _finished_before(work: Path, final: Path, source: Path, t0: float) -> ApplyResult | None:
-    """A run killed after its rename but before removing its work directory: DEST is complete; the rerun
-    only removes the directory and reports the journaled summary."""
+    """A run killed after its rename but before removing its work directory (DEST is complete), or an
+    in-place run killed between its two renames (the verified copy is still in the work directory): the
+    rerun finishes it and reports the journaled summary."""
     journal = work / "journal.jsonl"
-    if not (final.exists() and journal.exists()):
+    if not journal.exists():
+        return None
+    backup = source.with_name(source.name + BACKUP)
+    copies = [p for p in work.glob("copy.*")]
+    swap = final == source and not source.exists() and backup.exists() and len(copies) == 1
+    if not (final.exists() or swap):
         return None
     import json
 
@@ -304,8 +310,11 @@ def _finished_before(work: Path, final: Path, source: Path, t0: float) -> ApplyR
     if not any(e.get("kind") == "complete" for e in entries):
         return None
     summaries = tuple(ArraySummary.from_config(e["summary"]) for e in entries if e.get("kind") == "array")
+    if swap:  # an in-place run killed between its two renames: the original is the backup already
+        os.rename(copies[0], source)
     shutil.rmtree(work, ignore_errors=True)
-    return ApplyResult(str(source), str(final), summaries, time.perf_counter() - t0, True)
+    return ApplyResult(str(source), str(final), summaries, time.perf_counter() - t0, True,
+                       str(backup) if backup.exists() else None)
 
 
 def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequence[str], on_start,

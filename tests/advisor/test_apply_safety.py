@@ -134,3 +134,25 @@ def test_unreadable_source_is_one_line(netcdf_case, tmp_path):
     r = apply_cli(trace, "--out", dest, "--dataset", "tas", "--layout", "hdf5:chunks=24x6x6")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert not dest.exists()
+
+
+def test_in_place_killed_between_its_renames_is_finished_by_a_rerun(netcdf_case, tmp_path):
+    import h5py
+
+    src, trace, _ = netcdf_case
+    args = ["--dataset", "tas", "--layout", "hdf5:chunks=24x6x6"]
+    done = tmp_path / "done.nc"
+    assert apply_cli(trace, "--out", done, *args).returncode == 0
+    # the state a kill leaves after ``source -> backup`` and before ``copy -> source``
+    work = src.with_name(src.name + ".ioadvisor-partial")
+    work.mkdir()
+    done.rename(work / "copy.h5")
+    (work / "journal.jsonl").write_text('{"header": {}}\n{"kind": "complete"}\n')
+    backup = src.with_name(src.name + ".ioadvisor-backup")
+    src.rename(backup)
+    r = apply_cli(trace, "--in-place", *args)
+    assert r.returncode == 0, r.stderr
+    with h5py.File(src, "r") as f:
+        assert f["tas"].chunks == (24, 6, 6)
+    assert backup.exists() and not work.exists()
+    assert_equal_arrays(backup, src)
