@@ -3,7 +3,9 @@ alternating, several times each; the measured speed-up beside the one the advice
 
 The program runs unchanged: a start-up hook (``site/sitecustomize.py``) serves opens of SRC from DEST
 through h5py.File, zarr.open* and netCDF4.Dataset. Both variants load the same hook (an empty map for the
-original), and the page cache of every file of SRC and DEST is emptied before each run.
+original), and the page cache of every file of SRC and DEST is emptied before each run. HDF5_PLUGIN_PATH
+points at hdf5plugin's filters on both sides, so a copy compressed with one reads without the program
+importing hdf5plugin.
 """
 from __future__ import annotations
 
@@ -87,11 +89,17 @@ def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3
     if not command:
         raise ApplyError("no program given: ioadvisor compare --substitute SRC=DEST -- python app.py ...")
     files = list(substitutions) + list(substitutions.values())
+    import hdf5plugin
+
+    # a copy written with an hdf5plugin filter is readable by a program that does not import hdf5plugin
+    # (apply's summary says so); both sides get the same environment
+    plugin_path = os.environ.get("HDF5_PLUGIN_PATH") or hdf5plugin.PLUGIN_PATH
     times: dict[str, list[float]] = {"original": [], "copy": []}
     for _ in range(runs):
         for side in ("original", "copy"):
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            env["HDF5_PLUGIN_PATH"] = plugin_path
             env["IOADVISOR_SUBSTITUTE"] = "" if side == "original" else os.pathsep.join(
                 f"{a}={b}" for a, b in substitutions.items())
             _evict(files)

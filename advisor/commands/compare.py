@@ -14,7 +14,7 @@ def register(sub) -> None:
     p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: its claimed speed-up")
     p.add_argument("--claim", type=float, metavar="X", help="the claimed speed-up, if known")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("command", nargs="+", help="-- python app.py args...")
+    p.add_argument("program", nargs="+", help="-- python app.py args...")
     p.set_defaults(func=run)
 
 
@@ -28,7 +28,7 @@ def run(args) -> int:
 
         adv = advise(args.trace)
         claimed = adv.datasets[0].speedup_vs_current() if adv.datasets else None
-    command = args.command[1:] if args.command and args.command[0] == "--" else args.command
+    command = args.program[1:] if args.program and args.program[0] == "--" else args.program
     result = compare(command, subs, runs=args.runs, claimed=claimed)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
