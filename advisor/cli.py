@@ -22,6 +22,8 @@ COMMANDS = {
     "compression": "predict compression ratio/throughput per compressor and error bound",
     "import": "turn another tool's log into a (synthetic) trace: darshan",
     "report": "report on a Darshan log (any log): files, findings with seconds at stake, HDF5 advice",
+    "apply": "copy the traced file into the advised layout, verified, resumable",
+    "compare": "run a program on the original data and on the rewritten copy: measured vs claimed speed-up",
 }
 """Subcommand name -> one-line help. The module advisor.commands.<name> is imported only
 when that command runs: some pull in numba or the codecs, and every MPI rank pays start-up."""

@@ -1,0 +1,112 @@
+"""``ioadvisor compare``: the user's own program on the original data and on the rewritten copy, cold,
+alternating, several times each; the measured speed-up beside the one the advice claimed.
+
+The program runs unchanged: a start-up hook (``site/sitecustomize.py``) serves opens of SRC from DEST
+through h5py.File, zarr.open* and netCDF4.Dataset. Both variants load the same hook (an empty map for the
+original), and the page cache of every file of SRC and DEST is emptied before each run. HDF5_PLUGIN_PATH
+points at hdf5plugin's filters on both sides, so a copy compressed with one reads without the program
+importing hdf5plugin.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .targets import ApplyError, library_of_path
+
+SITE = Path(__file__).parent / "site"
+
+
+def parse_substitutions(texts: Sequence[str]) -> dict[str, str]:
+    """``SRC=DEST`` pairs: both must exist and be of one library (the program's own calls open DEST)."""
+    out = {}
+    for text in texts:
+        src, eq, dest = text.partition("=")
+        if not eq or not src or not dest:
+            raise ApplyError(f"--substitute {text!r}: expected SRC=DEST")
+        for p in (src, dest):
+            if not Path(p).exists():
+                raise ApplyError(f"--substitute {text!r}: {p} does not exist")
+        if library_of_path(src) != library_of_path(dest):
+            raise ApplyError(f"--substitute {text!r}: a program opening {library_of_path(src)} data cannot read a "
+                             f"{library_of_path(dest)} copy unchanged")
+        out[os.path.realpath(src)] = os.path.realpath(dest)
+    return out
+
+
+def _evict(paths) -> None:
+    for root in paths:
+        p = Path(root)
+        for f in ([p] if p.is_file() else [q for q in p.rglob("*") if q.is_file()]):
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Wall seconds of each run of the program on the original and on the copy."""
+
+    command: tuple[str, ...]
+    substitutions: dict
+    original: tuple[float, ...]
+    copy: tuple[float, ...]
+    claimed: float | None = None
+
+    @property
+    def speedup(self) -> float:
+        return statistics.median(self.original) / statistics.median(self.copy)
+
+    def get_config(self) -> dict:
+        return {"command": list(self.command), "substitutions": dict(self.substitutions),
+                "original_seconds": list(self.original), "copy_seconds": list(self.copy),
+                "original_median": statistics.median(self.original), "copy_median": statistics.median(self.copy),
+                "speedup": self.speedup, "claimed_speedup": self.claimed}
+
+    def table(self) -> str:
+        fmt = lambda xs: ", ".join(f"{x:.3g}" for x in xs)  # noqa: E731
+        lines = [f"original: {fmt(self.original)} s (median {statistics.median(self.original):.3g})",
+                 f"copy:     {fmt(self.copy)} s (median {statistics.median(self.copy):.3g})",
+                 f"measured speed-up {self.speedup:.3g}x"
+                 + (f"; the advice claimed {self.claimed:.3g}x (measured / claimed {self.speedup / self.claimed:.3g})"
+                    if self.claimed else "")]
+        return "\n".join(lines)
+
+
+def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3,
+            claimed: float | None = None) -> Comparison:
+    """Run ``command`` ``runs`` times on each side, alternating, each run cold."""
+    if runs < 1:
+        raise ApplyError("--runs must be >= 1")
+    if not command:
+        raise ApplyError("no program given: ioadvisor compare --substitute SRC=DEST -- python app.py ...")
+    files = list(substitutions) + list(substitutions.values())
+    import hdf5plugin
+
+    # a copy written with an hdf5plugin filter is readable by a program that does not import hdf5plugin
+    # (apply's summary says so); both sides get the same environment
+    plugin_path = os.environ.get("HDF5_PLUGIN_PATH") or hdf5plugin.PLUGIN_PATH
+    times: dict[str, list[float]] = {"original": [], "copy": []}
+    for _ in range(runs):
+        for side in ("original", "copy"):
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            env["HDF5_PLUGIN_PATH"] = plugin_path
+            env["IOADVISOR_SUBSTITUTE"] = "" if side == "original" else os.pathsep.join(
+                f"{a}={b}" for a, b in substitutions.items())
+            _evict(files)
+            t0 = time.perf_counter()
+            proc = subprocess.run(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            times[side].append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+                raise ApplyError(f"the program exited with {proc.returncode} on the {side}: {tail[0]}")
+    return Comparison(tuple(command), dict(substitutions), tuple(times["original"]), tuple(times["copy"]), claimed)

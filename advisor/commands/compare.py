@@ -1,0 +1,34 @@
+"""``ioadvisor compare --substitute SRC=DEST -- python app.py ...``: the program on the original and on the
+copy (``advisor.apply.compare``), cold, alternating; the measured speed-up beside the advice's claim."""
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="run a program on the original data and on the rewritten copy, cold, "
+                                       "alternating; measured vs claimed speed-up")
+    p.add_argument("--substitute", action="append", default=[], metavar="SRC=DEST", required=True,
+                   help="serve opens of SRC from DEST (repeatable; same library)")
+    p.add_argument("--runs", type=int, default=3, metavar="N", help="runs on each side (default 3)")
+    p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: its claimed speed-up")
+    p.add_argument("--claim", type=float, metavar="X", help="the claimed speed-up, if known")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("program", nargs="+", help="-- python app.py args...")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from advisor.apply.compare import compare, parse_substitutions
+
+    subs = parse_substitutions(args.substitute)
+    claimed = args.claim
+    if claimed is None and args.trace:
+        from advisor.api import advise
+
+        adv = advise(args.trace)
+        claimed = adv.datasets[0].speedup_vs_current() if adv.datasets else None
+    command = args.program[1:] if args.program and args.program[0] == "--" else args.program
+    result = compare(command, subs, runs=args.runs, claimed=claimed)
+    print(json.dumps(result.get_config()) if args.json else result.table())
+    return 0
