@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
+    from advisor import progress
+
+    progress.configure(getattr(args, "quiet", False))
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -30,3 +30,23 @@ def invalidate_if_stale() -> None:
         stamp.write_text(digest)
     except OSError:
         pass  # read-only install: numba then caches elsewhere (NUMBA_CACHE_DIR) or not at all
+
+
+def uncached_kernels() -> list:
+    """The package's compiled kernels (numba dispatchers, inlined helpers left out) with no on-disk cache yet:
+    what the first model run after an install or an edit compiles (tens of seconds). [] when numba's cache
+    layout cannot be read."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    seen: dict[int, object] = {}
+    for name in _SOURCES:
+        module = importlib.import_module(f"{__package__}.{name[:-3]}")
+        for obj in vars(module).values():
+            if isinstance(obj, CPUDispatcher) and obj.targetoptions.get("inline") != "always":
+                seen.setdefault(id(obj), obj)
+    try:
+        return [d for d in seen.values() if not Path(d._cache._cache_file._index_path).exists()]
+    except AttributeError:  # another numba's cache internals
+        return []

@@ -1,4 +1,5 @@
-"""``ioadvisor trace show|merge|convert``: inspect a trace, merge per-rank traces, change its format."""
+"""``ioadvisor trace show|merge|convert|plot``: inspect a trace, merge per-rank traces, change its format, draw its
+access map."""
 from __future__ import annotations
 
 import json
@@ -152,6 +153,17 @@ def register(sub) -> None:
     convert.add_argument("--allow-truncated", action="store_true",
                          help="convert the readable prefix of a trace whose process did not finish")
     convert.set_defaults(func=run_convert)
+    plot = actions.add_parser(
+        "plot", help="draw the access map: bytes per chunk on the array, and positions read/written over time")
+    plot.add_argument("trace", metavar="TRACE")
+    plot.add_argument("-o", "--output", required=True, metavar="IMAGE",
+                      help="picture to write; the format follows the name (.png, .svg, .pdf)")
+    plot.add_argument("--dataset", metavar="NAME",
+                      help="dataset (id, path or file::path; default: the one with the most bytes accessed)")
+    plot.add_argument("--chunks", metavar="A,B,...", help="also draw this chunk grid (e.g. a recommended one)")
+    plot.add_argument("--allow-truncated", action="store_true",
+                      help="use the readable prefix of a trace whose process did not finish")
+    plot.set_defaults(func=run_plot)
 
 
 def run_show(args) -> int:
@@ -167,6 +179,30 @@ def run_show(args) -> int:
         print()
     else:
         print(format_trace(trace, usages))
+    return 0
+
+
+def run_plot(args) -> int:
+    from advisor.accessmap import access_map, pick
+    from advisor.render.accessmap import save_map
+
+    recommended = None
+    if args.chunks:
+        try:
+            recommended = tuple(int(c) for c in args.chunks.split(","))
+        except ValueError:
+            raise ValueError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
+    ds = pick(trace, args.dataset)
+    if recommended is not None and (len(recommended) != len(ds.shape) or min(recommended) < 1):
+        raise ValueError(f"--chunks {args.chunks}: {ds.key} has {len(ds.shape)} dimensions; "
+                         "give one positive size per dimension")
+    m = access_map(trace, ds, recommended=recommended)
+    save_map(m, args.output)
+    others = sorted(d.path for d in trace.accessed() if d.id != ds.id)
+    print(f"ioadvisor: wrote {args.output}: {m.describe()}"
+          + (f" (other datasets: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''}; --dataset NAME)"
+             if others and args.dataset is None else ""), file=sys.stderr)
     return 0
 
 

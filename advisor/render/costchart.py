@@ -1,0 +1,116 @@
+"""The cost chart of one dataset's advice: predicted seconds per candidate stacked by term, with the 95%
+interval, the traced time of the current layout and, when given, the times ``verify`` measured.
+
+The axis fits the rows that matter (the ranked candidates, the current layout and the marks): a row far beyond
+them (a library default predicted 100x slower) is cut at the edge with its value written there, and the axis
+turns logarithmic when those rows themselves span more than ``LOG_SPAN``.
+"""
+from __future__ import annotations
+
+from advisor.advice import TERM_MEANING, DatasetAdvice, Recommendation
+
+from .common import new_figure
+
+LOG_SPAN = 30.0
+"""Largest / smallest time of the rows that matter above which the axis is logarithmic."""
+TRACED = dict(marker="D", color="black", s=36, zorder=5)
+MEASURED = dict(marker="X", color="#e6007e", s=64, zorder=6, edgecolors="white", linewidths=0.6)
+
+
+def rows_of(adv: DatasetAdvice) -> list[tuple[str, str, Recommendation]]:
+    """(chart label, verify label, recommendation): ranked candidates, the current layout, the defaults."""
+    rows = [(f"#{i} {r.label}", f"#{i}", r) for i, r in enumerate(adv.candidates, 1)]
+    rows.append((f"current: {adv.current.label}", "current", adv.current))
+    rows += [(f"{k} default: {d.label}", f"{k} default", d) for k, d in adv.defaults.items()]
+    return rows
+
+
+def _short(label: str, n: int = 58) -> str:
+    return label if len(label) <= n else label[: n - 3] + "..."
+
+
+def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
+    """The chart as a matplotlib Figure. ``measured``: {verify label ("current", "#1", "h5py default", ...):
+    measured seconds}."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    measured = measured or {}
+    rows = rows_of(adv)
+    terms = [t for t in TERM_MEANING if any(r.terms.get(t, 0) > 0 for _, _, r in rows)]
+    totals = [max(r.seconds, sum(r.terms.get(t, 0.0) for t in terms)) for _, _, r in rows]
+    # what the axis must show: the candidates and the current layout with their intervals, and the marks
+    core = [r.seconds_ci[1] if r.seconds_ci[1] > r.seconds_ci[0] else r.seconds for _, tag, r in rows
+            if not tag.endswith("default")]
+    core += [v for v in (adv.traced_seconds, *measured.values()) if v]
+    core = [v for v in core if v > 0] or [1.0]
+    top = max(core)
+    log = top / min(core) > LOG_SPAN
+    fig = new_figure(0.42 * len(rows) + 2.4)
+    ax = fig.add_subplot()
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"]
+    colour = {t: palette((2 * i) % 20 + (2 * i) // 20) for i, t in enumerate(TERM_MEANING)}  # one hue per term
+    y = list(range(len(rows)))
+    left = [0.0] * len(rows)  # on a log axis the bars start at its left edge (matplotlib clips at 0)
+    for t in terms:
+        vals = [r.terms.get(t, 0.0) for _, _, r in rows]
+        ax.barh(y, vals, left=left, color=colour[t], height=0.62, label=t)
+        left = [a + b for a, b in zip(left, vals)]
+    for i, (_, tag, r) in enumerate(rows):
+        lo, hi = r.seconds_ci
+        if hi > lo:
+            ax.errorbar(r.seconds, i, xerr=[[r.seconds - lo], [hi - r.seconds]], fmt="none", ecolor="k",
+                        capsize=3, lw=0.9)
+        if tag in measured:
+            ax.scatter([measured[tag]], [i], **MEASURED)
+        if tag == "current" and adv.traced_seconds:
+            ax.scatter([adv.traced_seconds], [i], **TRACED)
+    limit = top * (3.0 if log else 1.15)
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(min(core) / 3, limit)
+    else:
+        ax.set_xlim(0, limit)
+    for i, total in enumerate(totals):  # rows beyond the axis: cut, their time written at the edge
+        if total > limit * 1.0001:
+            ax.text(limit, i, f" {total:.3g} s \u2192", va="center", ha="right", fontsize=8, color="white",
+                    bbox=dict(boxstyle="round,pad=0.15", fc="#444444", ec="none"))
+    ax.set_yticks(y, [_short(lab) for lab, _, _ in rows], fontsize=8.5)
+    ax.invert_yaxis()
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("predicted seconds, stacked by term (log scale)" if log else
+                  "predicted seconds, stacked by term", fontsize=9)
+    ax.set_title(f"Predicted time per layout: {adv.name}", fontsize=10, loc="left")
+    handles = [Patch(color=colour[t], label=f"{t}: {TERM_MEANING[t]}") for t in terms]
+    handles.append(Line2D([], [], color="k", lw=0.9, marker="|", label="95% interval"))
+    if adv.traced_seconds:
+        handles.append(Line2D([], [], ls="none", marker="D", color="black", label="traced (the run itself)"))
+    if measured:
+        handles.append(Line2D([], [], ls="none", marker="X", color="#e6007e", label="measured by verify"))
+    ncol = 2
+    legend_rows = -(-len(handles) // ncol)
+    height = fig.get_figheight()
+    bottom = (0.55 + 0.2 * legend_rows) / height  # the legend sits below the axes, never on the bars
+    fig.subplots_adjust(left=0.27, right=0.98, top=1 - 0.45 / height, bottom=bottom + 0.45 / height)
+    fig.legend(handles=handles, loc="lower left", ncol=ncol, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.01, 0.0))
+    return fig
+
+
+def measured_of(verify_result, adv: DatasetAdvice) -> dict[str, float]:
+    """{verify label: measured seconds} of the rows of ``verify_result`` (an ``advisor.verify.VerifyResult``) for
+    this dataset (matched on the array's file name and path)."""
+    if verify_result is None:
+        return {}
+    file, _, path = adv.name.partition("::")
+    from pathlib import PurePath
+
+    base = PurePath(file).name
+    names = {f"{base}:{path}", f"{base}/{path}" if path else base}
+    return {r.label: r.measured_seconds for r in verify_result.rows if r.dataset in names}
+
+
+__all__ = ["figure", "measured_of", "rows_of"]
