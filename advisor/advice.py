@@ -191,12 +191,12 @@ class DatasetAdvice:
         rows += [("current", self.current)] + [(f"{k} default", d) for k, d in self.defaults.items()]
         terms = [t for t in TERM_MEANING if any(t in r.terms for _, r in rows)]
         cols: dict[str, list] = {k: [] for k in (
-            "dataset", "rank", "recommended", "library", "chunks", "shards", "cache_bytes", "compressor",
+            "dataset", "choice", "recommended", "library", "chunks", "shards", "cache_bytes", "compressor",
             "error_bound", "seconds", "seconds_lo", "seconds_hi", "speedup_vs_current", "stored_bytes", "ratio")}
         cols.update({t: [] for t in terms})
         for tag, r in rows:
             c = r.candidate
-            for k, v in (("dataset", self.name), ("rank", tag), ("recommended", c == self.recommendation.candidate),
+            for k, v in (("dataset", self.name), ("choice", tag), ("recommended", c == self.recommendation.candidate),
                          ("library", c.library), ("chunks", c.chunks), ("shards", c.shards),
                          ("cache_bytes", c.cache_bytes), ("compressor", c.compressor),
                          ("error_bound", None if c.error_bound is None else str(c.error_bound)),

@@ -53,6 +53,9 @@ class _NoTask:
     def add_total(self, n: float) -> None:
         pass
 
+    def set(self, done: float, total: float) -> None:
+        pass
+
     def describe(self, text: str) -> None:
         pass
 
@@ -74,6 +77,10 @@ class Task:
         with _lock:
             t = self._progress.tasks[self._progress.task_ids.index(self._id)]
             self._progress.update(self._id, total=(t.total or 0) + n)
+
+    def set(self, done: float, total: float) -> None:
+        """``done`` of ``total`` (a step callback's ``(done, total)``)."""
+        self._progress.update(self._id, completed=done, total=total)
 
     def describe(self, text: str) -> None:
         """What is being done now, after the task's name."""

@@ -46,7 +46,7 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     core = [v for v in core if v > 0] or [1.0]
     top = max(core)
     log = top / min(core) > LOG_SPAN
-    fig = new_figure(0.42 * len(rows) + 2.4)
+    fig = new_figure(0.4 * len(rows) + 1.3 + 0.19 * -(-(len(rows) + 4) // 2))
     ax = fig.add_subplot()
     from matplotlib import colormaps
 
@@ -93,8 +93,8 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     ncol = 2
     legend_rows = -(-len(handles) // ncol)
     height = fig.get_figheight()
-    bottom = (0.55 + 0.2 * legend_rows) / height  # the legend sits below the axes, never on the bars
-    fig.subplots_adjust(left=0.27, right=0.98, top=1 - 0.45 / height, bottom=bottom + 0.45 / height)
+    bottom = (0.15 + 0.19 * legend_rows) / height  # the legend sits below the axes, never on the bars
+    fig.subplots_adjust(left=0.27, right=0.98, top=1 - 0.4 / height, bottom=bottom + 0.55 / height)
     fig.legend(handles=handles, loc="lower left", ncol=ncol, fontsize=8, frameon=False,
                bbox_to_anchor=(0.01, 0.0))
     return fig
