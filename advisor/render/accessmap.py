@@ -32,7 +32,7 @@ def _grid_label(name: str, chunks, axes, step: list[int]) -> str:
         return f"{name} chunks: none (contiguous)"
     shown = "x".join(str(chunks[a]) for a in axes)
     every = max(step, default=1)
-    return f"{name} chunks ({shown} on these axes" + (f"; every {every}th boundary)" if every > 1 else ")")
+    return f"{name} chunks ({shown} on these axes" + (f"; one boundary in {every} drawn)" if every > 1 else ")")
 
 
 def _draw_grid(ax, m: AccessMap, chunks, style: dict, vertical_axis: int | None, horizontal_axis: int | None,

@@ -46,7 +46,8 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     core = [v for v in core if v > 0] or [1.0]
     top = max(core)
     log = top / min(core) > LOG_SPAN
-    fig = new_figure(0.4 * len(rows) + 1.3 + 0.19 * -(-(len(rows) + 4) // 2))
+    legend_rows = -(-(len(terms) + 1 + bool(adv.traced_seconds) + bool(measured)) // 2)  # two columns
+    fig = new_figure(0.4 * len(rows) + 1.1 + 0.19 * legend_rows)
     ax = fig.add_subplot()
     from matplotlib import colormaps
 
@@ -61,7 +62,7 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     for i, (_, tag, r) in enumerate(rows):
         lo, hi = r.seconds_ci
         if hi > lo:
-            ax.errorbar(r.seconds, i, xerr=[[r.seconds - lo], [hi - r.seconds]], fmt="none", ecolor="k",
+            ax.errorbar(r.seconds, i, xerr=[[max(r.seconds - lo, 0.0)], [max(hi - r.seconds, 0.0)]], fmt="none", ecolor="k",
                         capsize=3, lw=0.9)
         if tag in measured:
             ax.scatter([measured[tag]], [i], **MEASURED)
@@ -91,7 +92,6 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     if measured:
         handles.append(Line2D([], [], ls="none", marker="X", color="#e6007e", label="measured by verify"))
     ncol = 2
-    legend_rows = -(-len(handles) // ncol)
     height = fig.get_figheight()
     bottom = (0.15 + 0.19 * legend_rows) / height  # the legend sits below the axes, never on the bars
     fig.subplots_adjust(left=0.27, right=0.98, top=1 - 0.4 / height, bottom=bottom + 0.55 / height)
