@@ -7,10 +7,13 @@ import sys
 
 import numpy as np
 
+from advisor import progress
 from instrumentation.formats import untraced_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.records import ProcessInfo
 from instrumentation.tracefile import Trace, is_jsonl, load_trace, merge_traces, write_trace
+
+from . import add_quiet_option, with_progress
 
 
 def _size(nbytes: float) -> str:
@@ -139,7 +142,8 @@ def register(sub) -> None:
     show.add_argument("--allow-truncated", action="store_true",
                       help="use the readable prefix of a trace whose process did not finish")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
-    show.set_defaults(func=run_show)
+    add_quiet_option(show)
+    show.set_defaults(func=with_progress("trace show", run_show))
     merge = actions.add_parser("merge", help="merge per-rank traces into one view")
     merge.add_argument("traces", nargs="+", metavar="TRACE")
     merge.add_argument("-o", "--output", required=True, metavar="OUT")
@@ -163,11 +167,15 @@ def register(sub) -> None:
     plot.add_argument("--chunks", metavar="A,B,...", help="also draw this chunk grid (e.g. a recommended one)")
     plot.add_argument("--allow-truncated", action="store_true",
                       help="use the readable prefix of a trace whose process did not finish")
-    plot.set_defaults(func=run_plot)
+    add_quiet_option(plot)
+    plot.set_defaults(func=with_progress("trace plot", run_plot))
 
 
 def run_show(args) -> int:
+    bar = progress.current()
+    bar.describe("loading")
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",))
+    bar.describe(f"summarizing {trace.n_access} accesses")
     usages = summarize(trace)
     if args.json:
         json.dump({"trace": trace.source, "complete": trace.complete and not trace.missed,
@@ -192,8 +200,11 @@ def run_plot(args) -> int:
             recommended = tuple(int(c) for c in args.chunks.split(","))
         except ValueError:
             raise ValueError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
+    bar = progress.current()
+    bar.describe("loading")
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
     ds = pick(trace, args.dataset)
+    bar.describe(f"mapping {trace.columns_of(ds.id).n_access} accesses")
     if recommended is not None and (len(recommended) != len(ds.shape) or min(recommended) < 1):
         raise ValueError(f"--chunks {args.chunks}: {ds.key} has {len(ds.shape)} dimensions; "
                          "give one positive size per dimension")
