@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from advisor import progress
 
-    progress.configure(getattr(args, "quiet", False))
+    progress.configure(getattr(args, "quiet", True))  # commands without --quiet draw nothing (run: the program's)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

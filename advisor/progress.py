@@ -134,12 +134,12 @@ def current():
 
 @contextlib.contextmanager
 def compiling():
-    """While the block runs, numba compiles of the cost model's kernels show as a bar with their reason (nothing
-    when they are all cached or progress is not shown)."""
+    """While the block runs, numba compiles of the cost model's kernels show as a bar with their reason, from the
+    block's start (nothing when they are all cached or progress is not shown)."""
     if not _state["enabled"]:
         yield
         return
-    from iomodel import uncached_kernels
+    from iomodel import kernels, uncached_kernels
 
     todo = uncached_kernels()
     if not todo:
@@ -148,21 +148,27 @@ def compiling():
     import numba.core.event as ev
 
     names = {id(d): d.py_func.__name__ for d in todo}
-    bar: dict = {}
     stack = contextlib.ExitStack()
+    bar: dict = {}
 
-    class Listener(ev.Listener):
+    def show() -> None:
+        with _lock:
+            if "task" not in bar:
+                bar["task"] = stack.enter_context(task(COMPILE_REASON, total=len(todo)))
+
+    if len(todo) > len(kernels()) / 2:  # a fresh install: the reason from the start, before the wait
+        show()
+
+    class Listener(ev.Listener):  # else (a kernel some runs never use) from the first compile, if any
         def on_start(self, event):
             d = event.data.get("dispatcher")
-            with _lock:
-                if "task" not in bar:
-                    bar["task"] = stack.enter_context(task(COMPILE_REASON, total=len(todo)))
             if d is not None and id(d) in names:
+                show()
                 bar["task"].describe(names[id(d)])
 
         def on_end(self, event):
             d = event.data.get("dispatcher")
-            if d is not None and names.pop(id(d), None) is not None:
+            if d is not None and names.pop(id(d), None) is not None and "task" in bar:
                 bar["task"].advance()
                 bar["task"].describe("")
 

@@ -34,7 +34,12 @@ def _cost_chart(adv: DatasetAdvice, measured=None) -> str:
     from advisor.render.common import png_bytes
     from advisor.render.costchart import figure, measured_of
 
-    return _img(png_bytes(figure(adv, measured_of(measured, adv))), f"predicted time by term: {adv.name}")
+    try:
+        return _img(png_bytes(figure(adv, measured_of(measured, adv))), f"predicted time by term: {adv.name}")
+    except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        return f"<p class='note'>no cost chart: {html.escape(str(exc) or type(exc).__name__)}</p>"
 
 
 def _trace_of(advice: Advice):
@@ -71,8 +76,10 @@ def access_map_html(adv: DatasetAdvice, trace) -> str:
         m = access_map(trace, trace.dataset_by_key(adv.name), recommended=adv.recommendation.candidate.chunks)
         return (_img(to_png(m), f"access map: {adv.name}")
                 + f"<p class='note'>{html.escape(m.describe())}.</p>")
-    except (KeyError, ValueError) as exc:
-        return f"<p class='note'>no access map: {html.escape(str(exc))}</p>"
+    except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        return f"<p class='note'>no access map: {html.escape(str(exc) or type(exc).__name__)}</p>"
 
 
 def glossary(advice: Advice) -> str:

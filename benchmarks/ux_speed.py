@@ -43,15 +43,16 @@ LOADER = """
 """
 
 
-def on_terminal(args: list[str], env: dict) -> tuple[float, float | None, str]:
-    """(wall seconds, seconds to the first output, the text shown) of ``args`` run on a pseudo-terminal."""
+def on_terminal(args: list[str], env: dict, watch: bytes = b"") -> tuple[float, float | None, float | None, str]:
+    """(wall seconds, seconds to the first output, seconds until ``watch`` was shown, the text shown) of ``args``
+    run on a pseudo-terminal."""
     t0 = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
         os.environ.clear()
         os.environ.update(env)
         os.execv(args[0], args)
-    first, out = None, b""
+    first, seen, out = None, None, b""
     while True:
         ready, _, _ = select.select([fd], [], [], 0.05)
         if not ready:
@@ -64,10 +65,12 @@ def on_terminal(args: list[str], env: dict) -> tuple[float, float | None, str]:
             break
         first = time.perf_counter() - t0 if first is None else first
         out += data
+        if watch and seen is None and watch in out:
+            seen = time.perf_counter() - t0
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return time.perf_counter() - t0, first, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    return time.perf_counter() - t0, first, seen, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
 
 
 def first_advise(work: Path, rounds: int) -> list[dict]:
@@ -79,11 +82,10 @@ def first_advise(work: Path, rounds: int) -> list[dict]:
         env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "COLUMNS": "120"}
         env.pop("IOADVISOR_QUIET", None)
         for state in ("cold", "warm"):  # the cold run fills the cache the warm one uses
-            wall, first, text = on_terminal([IOADVISOR, "advise", str(trace)], env)
-            rows.append({"round": r, "cache": state, "seconds": wall, "first_output": first,
-                         "compile_bar": "compiling the cost model" in text})
+            wall, first, bar, _ = on_terminal([IOADVISOR, "advise", str(trace)], env, b"compiling the cost model")
+            rows.append({"round": r, "cache": state, "seconds": wall, "first_output": first, "compile_bar": bar})
             print(f"round {r} {state}: {wall:.1f} s, first output after {first:.2f} s, compile bar "
-                  f"{'shown' if rows[-1]['compile_bar'] else 'not shown'}", flush=True)
+                  + (f"shown after {bar:.2f} s" if bar is not None else "not shown"), flush=True)
     return rows
 
 
@@ -118,9 +120,10 @@ def main() -> None:
             rows = first_advise(work, args.rounds)
             for state in ("cold", "warm"):
                 mine = [r for r in rows if r["cache"] == state]
+                bars = [r["compile_bar"] for r in mine if r["compile_bar"] is not None]
                 print(f"{state}: median {statistics.median(r['seconds'] for r in mine):.1f} s, first output "
                       f"median {statistics.median(r['first_output'] for r in mine):.2f} s, compile bar shown "
-                      f"{sum(r['compile_bar'] for r in mine)}/{len(mine)}")
+                      f"{len(bars)}/{len(mine)}" + (f", after {statistics.median(bars):.2f} s (median)" if bars else ""))
         if "map" in args.parts:
             times = access_map(work, args.accesses)
             print(f"trace plot of {args.accesses} accesses: median {statistics.median(times):.2f} s")

@@ -32,10 +32,8 @@ def invalidate_if_stale() -> None:
         pass  # read-only install: numba then caches elsewhere (NUMBA_CACHE_DIR) or not at all
 
 
-def uncached_kernels() -> list:
-    """The package's compiled kernels (numba dispatchers, inlined helpers left out) with no on-disk cache yet:
-    what the first model run after an install or an edit compiles (tens of seconds). [] when numba's cache
-    layout cannot be read."""
+def kernels() -> list:
+    """The package's compiled kernels (numba dispatchers; inlined helpers, never compiled alone, left out)."""
     import importlib
 
     from numba.core.registry import CPUDispatcher
@@ -46,7 +44,13 @@ def uncached_kernels() -> list:
         for obj in vars(module).values():
             if isinstance(obj, CPUDispatcher) and obj.targetoptions.get("inline") != "always":
                 seen.setdefault(id(obj), obj)
+    return list(seen.values())
+
+
+def uncached_kernels() -> list:
+    """The kernels with no on-disk cache yet: what the first model run after an install or an edit compiles
+    (tens of seconds; a few serve paths a run may never take). [] when numba's cache layout cannot be read."""
     try:
-        return [d for d in seen.values() if not Path(d._cache._cache_file._index_path).exists()]
+        return [d for d in kernels() if not Path(d._cache._cache_file._index_path).exists()]
     except AttributeError:  # another numba's cache internals
         return []

@@ -50,11 +50,6 @@ def _world_comm():
 
 def run(args) -> int:
     from advisor import progress
-    from advisor.api import advise
-    from instrumentation.tracefile import load_trace
-    from iomodel import load_profile
-    from iomodel.probe import check_machine
-    from iomodel.layout import parse_bytes
 
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
@@ -62,22 +57,30 @@ def run(args) -> int:
         raise ValueError(f"--procs must be >= 1, got {args.procs}")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    comm = _world_comm()
-    compressors = None
-    if args.compressors is not None:
-        compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
-    with progress.task("advise") as bar, progress.compiling():
-        bar.describe("loading the trace")
-        trace = load_trace(args.trace, allow_truncated=args.allow_truncated)  # the report's access map reads it too
-        adv = advise(
-            trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
-            max_seconds=args.max_seconds,
-            max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes, "--max-bytes"),
-            max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
-            libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
-            allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
-            calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
-        )
+    with progress.task("advise") as bar:  # from the start: the imports below take a second on a busy machine
+        bar.describe("loading the models")
+        from advisor.api import advise
+        from instrumentation.tracefile import load_trace
+        from iomodel import load_profile
+        from iomodel.probe import check_machine
+        from iomodel.layout import parse_bytes
+
+        comm = _world_comm()
+        compressors = None
+        if args.compressors is not None:
+            compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
+        with progress.compiling():
+            bar.describe("loading the trace")
+            trace = load_trace(args.trace, allow_truncated=args.allow_truncated)  # the report's map reads it too
+            adv = advise(
+                trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
+                max_seconds=args.max_seconds,
+                max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes, "--max-bytes"),
+                max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
+                libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
+                allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
+                calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
+            )
     if comm is not None and comm.Get_rank() != 0:
         return 0  # every rank holds the same advice; rank 0 reports it
     if args.html:

@@ -65,8 +65,8 @@ def _space(ax, fig, m: AccessMap) -> list[int]:
         a = m.axes[0]
         edges = np.arange(len(total) + 1) * m.bin_size[0]
         ax.stairs(m.read_bytes[:, 0], edges, fill=True, color=READ_RGB, alpha=0.8, label="read")
-        ax.stairs(m.write_bytes[:, 0], edges, baseline=m.read_bytes[:, 0], fill=True, color=WRITE_RGB, alpha=0.8,
-                  label="written")
+        ax.stairs(m.read_bytes[:, 0] + m.write_bytes[:, 0], edges, baseline=m.read_bytes[:, 0], fill=True,
+                  color=WRITE_RGB, alpha=0.8, label="written")
         ax.set_xlim(0, m.shape[a])
         ax.set_xlabel(f"axis {a} (element index)")
         ax.yaxis.set_major_formatter(FuncFormatter(bytes_label))
@@ -119,7 +119,7 @@ def _timeline(ax, m: AccessMap) -> None:
     ax.imshow(img, origin="lower", aspect="auto", interpolation="nearest",
               extent=(0.0, t_end, 0, n_pos * m.timeline_bin))
     ax.set_ylim(0, m.shape[m.timeline_axis])
-    ax.set_xlim(0, t_end)
+    ax.set_xlim(-0.015 * t_end, 1.015 * t_end)  # an access at either end stays clear of the frame
     ax.set_xlabel("seconds since the first traced access" if m.time_unit == "s" else "access number")
     ax.set_ylabel(f"axis {m.timeline_axis} (element index)")
     ax.tick_params(labelsize=8.5)

@@ -109,3 +109,23 @@ def test_trace_plot_writes_the_picture(tmp_path, capsys):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["trace", "plot", str(path), "-o", str(out), "--dataset", "/features", "--chunks", "5"]) == 2
     assert "--chunks 5: /d/f.h5::/features has 2 dimensions" in capsys.readouterr().err
+
+
+def test_1d_picture_stacks_written_on_read_bytes():
+    from matplotlib.patches import StepPatch
+
+    from advisor.render.accessmap import figure
+
+    ds = DatasetRecord(0, "zarr", "3", "/s.zarr", "v", (100_000,), "float64", chunks=(5000,))
+    recs = [_box(0, WRITE, (0,), (100_000,), 0.0, itemsize=8)]
+    recs += [_box(0, READ, (i * 997 % 90_000,), (3000,), 1 + i / 100, itemsize=8) for i in range(300)]
+    m = access_map(_trace(ds, recs), recommended=(20_000,))
+    assert m.read_bytes.shape == (20, 1) and m.read_bytes.sum() == pytest.approx(300 * 3000 * 8)
+    fig = figure(m)
+    steps = [p for p in fig.axes[0].patches if isinstance(p, StepPatch)]
+    read, written = (p.get_data() for p in steps)
+    np.testing.assert_allclose(read.values, m.read_bytes[:, 0])
+    np.testing.assert_allclose(written.baseline, m.read_bytes[:, 0])
+    np.testing.assert_allclose(written.values, m.read_bytes[:, 0] + m.write_bytes[:, 0])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "recorded chunks (5000 on these axes)" in legend and "recommended chunks (20000 on these axes)" in legend

@@ -44,7 +44,7 @@ def run_on_terminal(args, timeout=300.0) -> tuple[float | None, str, int]:
 
 
 def test_advise_on_a_terminal_shows_a_bar_with_eta_from_the_first_second(tmp_path):
-    trace = write_trace_file(tmp_path / "t.jsonl")
+    trace = write_trace_file(tmp_path / "t.jsonl", n_rows=4000)  # a search long enough to be drawn mid-way
     first, text, rc = run_on_terminal(["advise", str(trace), "--no-data", "--dataset", "/features"])
     assert rc == 0, text[-2000:]
     assert first is not None and first < 1.0 + 1.0  # (the interpreter's start-up, then the bar; +1 s: shared cores)
@@ -98,6 +98,7 @@ def test_first_run_compile_shows_its_reason(monkeypatch):
     import iomodel
 
     monkeypatch.setattr(iomodel, "uncached_kernels", lambda: [kernel])
+    monkeypatch.setattr(iomodel, "kernels", lambda: [kernel])  # all of them uncached: a fresh install
     seen = []
     real_task = progress.task
 
@@ -109,10 +110,21 @@ def test_first_run_compile_shows_its_reason(monkeypatch):
     progress.configure(False)
     try:
         with progress.compiling():
+            assert seen == [(progress.COMPILE_REASON, 1)]  # shown from the start, before any compile
             assert kernel(20) == 41
     finally:
         progress.configure(True)
     assert seen == [(progress.COMPILE_REASON, 1)]
+    # one uncached kernel of many (a path this run never takes): no bar unless it compiles
+    seen.clear()
+    monkeypatch.setattr(iomodel, "kernels", lambda: [kernel] * 10)
+    progress.configure(False)
+    try:
+        with progress.compiling():
+            assert kernel(1) == 3  # compiled already: no compile event
+    finally:
+        progress.configure(True)
+    assert seen == []
     assert "first run" in progress.COMPILE_REASON and "cached" in progress.COMPILE_REASON
 
 
