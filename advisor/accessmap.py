@@ -35,6 +35,8 @@ TIME_BINS = 320
 """Time bins of the timeline."""
 POSITION_BINS = 120
 """Position bins along the timeline's axis."""
+MOVES_SAMPLE = 50_000
+"""Accesses sampled to tell along which axes the accesses move (distinct start positions)."""
 MAX_ACCESSES = 4_000_000
 """Accesses unrolled for a map; above that every k-th is taken, its bytes counted k times."""
 
@@ -145,6 +147,13 @@ def box_histogram(a0, a1, b0, b1, weight, width_a: int, width_b: int, na: int, n
         return out
     i0, i1 = a0 // width_a, (a1 - 1) // width_a
     j0, j1 = b0 // width_b, (b1 - 1) // width_b
+    one = (i0 == i1) & (j0 == j1)  # a box inside one bin (most accesses): all of its weight there
+    if one.any():
+        out += np.bincount(i0[one] * nb + j0[one], weights=weight[one], minlength=na * nb).reshape(na, nb)
+        if one.all():
+            return out
+        a0, a1, b0, b1, weight = a0[~one], a1[~one], b0[~one], b1[~one], weight[~one]
+        i0, i1, j0, j1 = i0[~one], i1[~one], j0[~one], j1[~one]
     ea0, ea1 = (a0 - i0 * width_a).astype(float), ((i1 + 1) * width_a - a1).astype(float)
     eb0, eb1 = (b0 - j0 * width_b).astype(float), ((j1 + 1) * width_b - b1).astype(float)
     d = weight / ((a1 - a0).astype(float) * (b1 - b0).astype(float))
@@ -180,7 +189,7 @@ def _choose_axes(lo: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...
         return (0,), "the array's one axis"
     if ndim == 2:
         return (0, 1), "rows: axis 0, columns: axis 1"
-    sample = lo[:: max(1, len(lo) // 200_000)]
+    sample = lo[:: max(1, len(lo) // MOVES_SAMPLE)]
     moves = [len(np.unique(sample[:, d])) if len(sample) else 1 for d in range(ndim)]
     order = sorted(range(ndim), key=lambda d: (moves[d], d), reverse=True)
     axes = tuple(sorted(order[:2]))
@@ -221,7 +230,7 @@ def access_map(trace: Trace, dataset: DatasetRecord | str | None = None, *,
         grid = (*width, *nbins)
     maps = [box_histogram(*(b[m] for b in box), nbytes[m], *grid) for m in (~write, write)]
     # timeline: along the shown axis that moves most
-    moves = [len(np.unique(lo[:: max(1, len(lo) // 200_000), a])) for a in axes]
+    moves = [len(np.unique(lo[:: max(1, len(lo) // MOVES_SAMPLE), a])) for a in axes]
     along = axes[0] if len(axes) == 1 or moves[0] > moves[1] else axes[1]
     tl_width = _bin_width(shape[along], None, POSITION_BINS)
     tl_bins = math.ceil(shape[along] / tl_width)
