@@ -139,7 +139,7 @@ def fragment(advice: Advice, trace=None) -> str:
     """The notebook view (``Advice._repr_html_``): per dataset the verdict, the table and the access map."""
     trace = trace if trace is not None else _trace_of(advice)
     parts = [f"<div class='ioadvisor'><style>.ioadvisor td.n{{text-align:right}} "
-             f".ioadvisor tr.best td{{background:#eef8ee;font-weight:600}} .ioadvisor .note{{color:#666}}</style>"]
+             ".ioadvisor tr.best td{background:#eef8ee;font-weight:600} .ioadvisor .note{color:#666}</style>"]
     for adv in advice.datasets:
         parts += [_heading(adv), _table(adv), access_map_html(adv, trace)]
     if not advice.datasets:

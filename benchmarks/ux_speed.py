@@ -127,7 +127,8 @@ def main() -> None:
                 bars = [r["compile_bar"] for r in mine if r["compile_bar"] is not None]
                 print(f"{state}: median {statistics.median(r['seconds'] for r in mine):.1f} s, first output "
                       f"median {statistics.median(r['first_output'] for r in mine):.2f} s, compile bar shown "
-                      f"{len(bars)}/{len(mine)}" + (f", after {statistics.median(bars):.2f} s (median)" if bars else ""))
+                      f"{len(bars)}/{len(mine)}"
+                      + (f", after {statistics.median(bars):.2f} s (median)" if bars else ""))
         if "map" in args.parts:
             times = access_map(work, args.accesses)
             print(f"trace plot of {args.accesses} accesses: median {statistics.median(times):.2f} s")

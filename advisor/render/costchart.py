@@ -62,7 +62,8 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     for i, (_, tag, r) in enumerate(rows):
         lo, hi = r.seconds_ci
         if hi > lo:
-            ax.errorbar(r.seconds, i, xerr=[[max(r.seconds - lo, 0.0)], [max(hi - r.seconds, 0.0)]], fmt="none", ecolor="k",
+            ax.errorbar(r.seconds, i, xerr=[[max(r.seconds - lo, 0.0)], [max(hi - r.seconds, 0.0)]], fmt="none",
+                        ecolor="k",
                         capsize=3, lw=0.9)
         if tag in measured:
             ax.scatter([measured[tag]], [i], **MEASURED)

@@ -48,7 +48,8 @@ def test_advise_on_a_terminal_shows_a_bar_with_eta_from_the_first_second(tmp_pat
     first, text, rc = run_on_terminal(["advise", str(trace), "--no-data", "--dataset", "/features"])
     assert rc == 0, text[-2000:]
     assert first is not None and first < 1.0 + 1.0  # (the interpreter's start-up, then the bar; +1 s: shared cores)
-    bars = [line for line in re.split(r"[\r\n]", text) if line.lstrip().startswith(tuple("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"))]
+    spinner = tuple("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+    bars = [line for line in re.split(r"[\r\n]", text) if line.lstrip().startswith(spinner)]
     assert bars and all("advise" in b for b in bars[:1])
     assert any(re.search(r"layouts for /features .* \d+/\d+ .*ETA \d+:\d\d:\d\d", b) for b in bars)
     assert "Verdict" in text or "verdict" in text
