@@ -444,20 +444,20 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
 
 
 def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False,
-               times: Sequence[str] = ("t0", "dt", "t_step")) -> Trace:
+               times: Sequence[str] = ("t0", "dt", "t_step"), step=None) -> Trace:
     """Read and validate one trace (JSON Lines file or columnar trace directory).
 
     With ``allow_truncated`` what a killed process left is used: JSON Lines
     skip a cut-off last line, columnar traces keep their complete batches; the
     trace is marked incomplete. Any other bad record is an error.
     ``times``: the timing columns of a columnar trace to read (``trace show`` needs ``dt`` only, ``advise``
-    none); the others are 0.
+    none); the others are 0. ``step(done, total)``: called as a columnar trace's rows are read (a progress bar).
     """
     path = str(path)
     if os.path.isdir(path):
         from .columnar import load_columnar
 
-        return load_columnar(path, allow_truncated=allow_truncated, times=times)
+        return load_columnar(path, allow_truncated=allow_truncated, times=times, step=step)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

@@ -71,7 +71,8 @@ def run(args) -> int:
             compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
         with progress.compiling():
             bar.describe("loading the trace")
-            trace = load_trace(args.trace, allow_truncated=args.allow_truncated)  # the report's map reads it too
+            # the report's access map reads it too
+            trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
             adv = advise(
                 trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
                 max_seconds=args.max_seconds,

@@ -173,8 +173,8 @@ def register(sub) -> None:
 
 def run_show(args) -> int:
     bar = progress.current()
-    bar.describe("loading")
-    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",))
+    bar.describe("loading rows")
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",), step=bar.set)
     bar.describe(f"summarizing {trace.n_access} accesses")
     usages = summarize(trace)
     if args.json:
@@ -201,8 +201,8 @@ def run_plot(args) -> int:
         except ValueError:
             raise ValueError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
     bar = progress.current()
-    bar.describe("loading")
-    trace = load_trace(args.trace, allow_truncated=args.allow_truncated)
+    bar.describe("loading rows")
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
     ds = pick(trace, args.dataset)
     bar.describe(f"mapping {trace.columns_of(ds.id).n_access} accesses")
     if recommended is not None and (len(recommended) != len(ds.shape) or min(recommended) < 1):
