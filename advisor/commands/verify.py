@@ -58,6 +58,9 @@ def run(args) -> int:
                 advice = advise(trace, profile=args.profile, dataset=args.dataset, top=args.top, **constraints)
         result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset, workdir=args.workdir,
                         repeat=args.repeat, deadline=args.deadline, advice=advice, **constraints)
+    if args.html and advice is None:
+        print(f"ioadvisor verify: {args.html} not written: --top 0 measures the current layout only, no advice",
+              file=sys.stderr)
     if advice is not None:
         from advisor.report import write_report
 

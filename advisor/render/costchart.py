@@ -7,6 +7,8 @@ turns logarithmic when those rows themselves span more than ``LOG_SPAN``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.advice import TERM_MEANING, DatasetAdvice, Recommendation
 
 from .common import new_figure
@@ -18,10 +20,13 @@ MEASURED = dict(marker="X", color="#e6007e", s=64, zorder=6, edgecolors="white",
 
 
 def rows_of(adv: DatasetAdvice) -> list[tuple[str, str, Recommendation]]:
-    """(chart label, verify label, recommendation): ranked candidates, the current layout, the defaults."""
+    """(chart label, verify label, recommendation): ranked candidates, the current layout, the defaults, the
+    what-if rewrites of the program (on the current layout), as the report's table lists them."""
     rows = [(f"#{i} {r.label}", f"#{i}", r) for i, r in enumerate(adv.candidates, 1)]
     rows.append((f"current: {adv.current.label}", "current", adv.current))
     rows += [(f"{k} default: {d.label}", f"{k} default", d) for k, d in adv.defaults.items()]
+    rows += [(f"what-if {w.kind}: current layout", f"what-if {w.kind}",
+              replace(adv.current, seconds=w.seconds, seconds_ci=w.seconds_ci, terms=w.terms)) for w in adv.whatifs]
     return rows
 
 
@@ -41,7 +46,7 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     totals = [max(r.seconds, sum(r.terms.get(t, 0.0) for t in terms)) for _, _, r in rows]
     # what the axis must show: the candidates and the current layout with their intervals, and the marks
     core = [r.seconds_ci[1] if r.seconds_ci[1] > r.seconds_ci[0] else r.seconds for _, tag, r in rows
-            if not tag.endswith("default")]
+            if not tag.endswith("default") and not tag.startswith("what-if")]
     core += [v for v in (adv.traced_seconds, *measured.values()) if v]
     core = [v for v in core if v > 0] or [1.0]
     top = max(core)
