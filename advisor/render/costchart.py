@@ -43,7 +43,8 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     measured = measured or {}
     rows = rows_of(adv)
     terms = [t for t in TERM_MEANING if any(r.terms.get(t, 0) > 0 for _, _, r in rows)]
-    totals = [max(r.seconds, sum(r.terms.get(t, 0.0) for t in terms)) for _, _, r in rows]
+    sums = [sum(r.terms.get(t, 0.0) for t in terms) for _, _, r in rows]
+    totals = [max(r.seconds, s) for (_, _, r), s in zip(rows, sums)]
     # what the axis must show: the candidates and the current layout with their intervals, and the marks
     core = [r.seconds_ci[1] if r.seconds_ci[1] > r.seconds_ci[0] else r.seconds for _, tag, r in rows
             if not tag.endswith("default") and not tag.startswith("what-if")]
@@ -59,17 +60,24 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     palette = colormaps["tab20"]
     colour = {t: palette((2 * i) % 20 + (2 * i) // 20) for i, t in enumerate(TERM_MEANING)}  # one hue per term
     y = list(range(len(rows)))
-    left = [0.0] * len(rows)  # on a log axis the bars start at its left edge (matplotlib clips at 0)
+    edge = min(core) / 3  # the log axis's left end
+    done = [0.0] * len(rows)
     for t in terms:
         vals = [r.terms.get(t, 0.0) for _, _, r in rows]
-        ax.barh(y, vals, left=left, color=colour[t], height=0.62, label=t)
-        left = [a + b for a, b in zip(left, vals)]
+        ends = [a + b for a, b in zip(done, vals)]
+        if log:  # a bar ends at its total; each term takes its share of the bar's length (on a log axis a
+            # stack from 0 would hide the first terms at the edge)
+            starts, ends_x = ([edge * (max(r.seconds, edge) / edge) ** (v / s) if s > 0 else edge
+                               for v, s, (_, _, r) in zip(x, sums, rows)] for x in (done, ends))
+        else:
+            starts, ends_x = done, ends
+        ax.barh(y, [b - a for a, b in zip(starts, ends_x)], left=starts, color=colour[t], height=0.62, label=t)
+        done = ends
     for i, (_, tag, r) in enumerate(rows):
         lo, hi = r.seconds_ci
         if hi > lo:
             ax.errorbar(r.seconds, i, xerr=[[max(r.seconds - lo, 0.0)], [max(hi - r.seconds, 0.0)]], fmt="none",
-                        ecolor="k",
-                        capsize=3, lw=0.9)
+                        ecolor="k", capsize=3, lw=0.9)
         if tag in measured:
             ax.scatter([measured[tag]], [i], **MEASURED)
         if tag == "current" and adv.traced_seconds:
@@ -77,7 +85,7 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     limit = top * (3.0 if log else 1.15)
     if log:
         ax.set_xscale("log")
-        ax.set_xlim(min(core) / 3, limit)
+        ax.set_xlim(edge, limit)
     else:
         ax.set_xlim(0, limit)
     for i, total in enumerate(totals):  # rows beyond the axis: cut, their time written at the edge
@@ -88,7 +96,7 @@ def figure(adv: DatasetAdvice, measured: dict[str, float] | None = None):
     ax.invert_yaxis()
     ax.grid(axis="x", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)
-    ax.set_xlabel("predicted seconds, stacked by term (log scale)" if log else
+    ax.set_xlabel("predicted seconds (log scale; each term's colour takes its share of the bar)" if log else
                   "predicted seconds, stacked by term", fontsize=9)
     ax.set_title(f"Predicted time per layout: {adv.name}", fontsize=10, loc="left")
     handles = [Patch(color=colour[t], label=f"{t}: {TERM_MEANING[t]}") for t in terms]

@@ -3,6 +3,8 @@ import html
 import re
 from dataclasses import replace
 
+import pytest
+
 from advisor.advice import TERM_MEANING
 from advisor.render import costchart
 from advisor.report import render, write_report
@@ -65,7 +67,14 @@ def test_cost_chart_axis_fits_the_rows_that_matter(advice):  # noqa: F811
     # candidates spanning 100x: a log axis
     fast = replace(d.candidates[0], seconds=d.current.seconds / 100,
                    seconds_ci=(d.current.seconds / 120, d.current.seconds / 80))
-    assert _chart_rows(replace(d, candidates=(fast,) + d.candidates[1:])).get_xscale() == "log"
+    ax = _chart_rows(replace(d, candidates=(fast,) + d.candidates[1:]))
+    assert ax.get_xscale() == "log"
+    # on it each bar still ends at its predicted seconds, every term a visible share of it
+    rows = costchart.rows_of(replace(d, candidates=(fast,) + d.candidates[1:]))
+    for i, (_, _, r) in enumerate(rows):
+        bars = [p for p in ax.patches if abs(p.get_y() + p.get_height() / 2 - i) < 1e-9 and p.get_width() > 0]
+        assert max(p.get_x() + p.get_width() for p in bars) == pytest.approx(r.seconds, rel=1e-9)
+        assert len(bars) == sum(v > 0 for v in r.terms.values())
 
 
 def test_cost_chart_marks_traced_and_measured_times(advice):  # noqa: F811
