@@ -170,6 +170,44 @@ class DatasetAdvice:
     def best_of(self, library: str) -> Recommendation | None:
         return next((r for r in self.candidates if r.library == library), None)
 
+    def summary(self) -> str:
+        """One line: the array, the verdict, the recommended layout and its gain over the current one."""
+        rec = self.recommendation
+        head = f"{self.name} ({'x'.join(map(str, self.shape))} {self.dtype}, {self.n_accesses} accesses): "
+        if self.verdict == "keep":
+            return head + f"keep {self.current.label}, {self.current_seconds:.3g} s"
+        return head + (f"change to {rec.label}, {rec.seconds:.3g} s, {self.speedup_vs_current():.3g}x faster than "
+                       f"{self.current.label} ({self.current_seconds:.3g} s)")
+
+    def __repr__(self) -> str:
+        return f"<DatasetAdvice {self.summary()}>"
+
+    def to_dataframe(self):
+        """The ranked table as a pandas DataFrame: one row per candidate, then the current layout and the
+        libraries' defaults; seconds with their interval, stored bytes, speed-up and seconds per term."""
+        import pandas as pd
+
+        rows = [(str(i), r) for i, r in enumerate(self.candidates, 1)]
+        rows += [("current", self.current)] + [(f"{k} default", d) for k, d in self.defaults.items()]
+        terms = [t for t in TERM_MEANING if any(t in r.terms for _, r in rows)]
+        cols: dict[str, list] = {k: [] for k in (
+            "dataset", "choice", "recommended", "library", "chunks", "shards", "cache_bytes", "compressor",
+            "error_bound", "seconds", "seconds_lo", "seconds_hi", "speedup_vs_current", "stored_bytes", "ratio")}
+        cols.update({t: [] for t in terms})
+        for tag, r in rows:
+            c = r.candidate
+            for k, v in (("dataset", self.name), ("choice", tag), ("recommended", c == self.recommendation.candidate),
+                         ("library", c.library), ("chunks", c.chunks), ("shards", c.shards),
+                         ("cache_bytes", c.cache_bytes), ("compressor", c.compressor),
+                         ("error_bound", None if c.error_bound is None else str(c.error_bound)),
+                         ("seconds", r.seconds), ("seconds_lo", r.seconds_ci[0]), ("seconds_hi", r.seconds_ci[1]),
+                         ("speedup_vs_current", self.current_seconds / r.seconds if r.seconds > 0 else math.inf),
+                         ("stored_bytes", r.stored_bytes), ("ratio", r.ratio)):
+                cols[k].append(v)
+            for t in terms:
+                cols[t].append(r.terms.get(t, 0.0))
+        return pd.DataFrame(cols)
+
     def to_json_obj(self) -> dict:
         return {
             "name": self.name, "path": self.path, "library": self.library, "shape": list(self.shape),
@@ -658,6 +696,42 @@ class Advice:
                    tuple(NotAdvised.from_config(n) for n in c.get("not_advised", ())),
                    tuple(MinorDataset.from_config(m) for m in c.get("minor", ())),
                    float(c.get("traced_seconds", 0.0)), dict(c.get("calibrations", {})))
+
+    REPR_CHARS = 2000
+    """``repr(advice)`` stays under this many characters (a notebook cell's echo)."""
+
+    def __repr__(self) -> str:
+        head = (f"<Advice for {self.source or 'a trace'}: {len(self.datasets)} dataset"
+                f"{'s' if len(self.datasets) != 1 else ''} advised"
+                + (f", {len(self.not_advised)} not advised" if self.not_advised else "")
+                + (f", {len(self.minor)} minor" if self.minor else "") + f"; objective {self.objective}")
+        lines = [head]
+        budget = self.REPR_CHARS - len(head) - 120
+        for i, d in enumerate(self.datasets):
+            line = "  " + d.summary()
+            line = line if len(line) <= 200 else line[:197] + "..."
+            if len(line) + 1 > budget:
+                lines.append(f"  ... and {len(self.datasets) - i} more (print(advice) shows them all)")
+                break
+            lines.append(line)
+            budget -= len(line) + 1
+        if not self.datasets:
+            lines.append("  " + self.nothing_line()[:300])
+        return "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        """Notebook display: per dataset the verdict, the ranked table and the access map
+        (``advisor.report.fragment``)."""
+        from advisor.report import fragment
+
+        return fragment(self)
+
+    def to_dataframe(self):
+        """Every advised dataset's ranked table in one pandas DataFrame (``DatasetAdvice.to_dataframe``)."""
+        import pandas as pd
+
+        frames = [d.to_dataframe() for d in self.datasets]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def nothing_line(self) -> str:
         """The one line for a trace with nothing advisable: what was there and why none of it is advised."""

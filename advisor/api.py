@@ -84,7 +84,10 @@ def advise(
     from iomodel.predict import Workload, pick_dataset
     from iomodel.profile import SystemProfile, load_profile
 
+    from advisor import progress
+
     t0 = time.perf_counter()
+    bar = progress.current()  # the caller's bar (a command's), if any: told what is being done
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(
         trace_or_path, allow_truncated=allow_truncated)
     machine_note = None
@@ -127,6 +130,7 @@ def advise(
              if reasons[i] is None} if len(trace.datasets) == 1 else {}
     calibrations, uncalibrated = {}, None
     if fit:
+        bar.describe("calibrating on the trace's timings")
         try:
             calibrations = calibrate_in_trace(trace, profile, nprocs, layout_of=_current_layout,
                                               datasets=[i for i, r in reasons.items() if r is None], workloads=works)
@@ -144,6 +148,7 @@ def advise(
             minor.append(MinorDataset(ds.label, traced[ds.id], n_accesses[ds.id]))
             continue
         if reason is None:
+            bar.describe(f"layouts for {ds.path or ds.key}")
             no_codec = compression_note(ds)
             follows = file_library.get(ds.file)
             try:

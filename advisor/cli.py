@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
+    from advisor import progress
+
+    progress.configure(getattr(args, "quiet", True))  # commands without --quiet draw nothing (run: the program's)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -1,12 +1,12 @@
-"""Self-contained HTML report of an Advice: table, explanation, code, and per-term breakdown plots.
+"""Self-contained HTML report of an Advice: table, access map, cost chart, explanation, code and a glossary.
 
-The plots (matplotlib, Agg backend) are embedded as base64 PNG so the file opens anywhere, offline.
+The pictures (``advisor.render``, matplotlib) are embedded as base64 PNG so the file opens anywhere, offline.
+``fragment`` is the short form a notebook shows (``Advice._repr_html_``).
 """
 from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 from dataclasses import replace
 
@@ -20,42 +20,81 @@ table{border-collapse:collapse;font-size:.85em;margin:1em 0} th,td{padding:.3em 
 th{background:#f4f4f4;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
 tr.best td{background:#eef8ee;font-weight:600} tr.base td{color:#666}
 pre{background:#f6f8fa;padding:1em;overflow-x:auto} .note{color:#666;font-size:.85em} img{max-width:100%}
+dl.gloss{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;font-size:.9em}
+dl.gloss dt{font-family:monospace;font-weight:600} dl.gloss dd{margin:0}
 """
 
 
-def _plot(adv: DatasetAdvice) -> str:
-    """Stacked bars of predicted seconds per term for the top candidates and the baselines (base64 PNG)."""
-    import matplotlib
+def _img(png: bytes, alt: str) -> str:
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{base64.b64encode(png).decode('ascii')}'>"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    rows: list[tuple[str, Recommendation]] = [(f"#{i} {r.label}", r) for i, r in enumerate(adv.candidates, 1)]
-    rows.append((f"current: {adv.current.label}", adv.current))
-    rows += [(f"{k} default: {d.label}", d) for k, d in adv.defaults.items()]
-    terms = [t for t in TERM_MEANING if any(r.terms.get(t, 0) > 0 for _, r in rows)]
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.6), dpi=100)
-    left = [0.0] * len(rows)
-    cmap = plt.get_cmap("tab10")
-    for j, t in enumerate(terms):
-        vals = [r.terms.get(t, 0.0) for _, r in rows]
-        ax.barh(range(len(rows)), vals, left=left, color=cmap(j % 10), label=t)
-        left = [a + b for a, b in zip(left, vals)]
-    for i, (_, r) in enumerate(rows):
-        lo, hi = r.seconds_ci
-        if hi > lo:
-            ax.errorbar(r.seconds, i, xerr=[[r.seconds - lo], [hi - r.seconds]], fmt="none", ecolor="k", capsize=3)
-    ax.set_yticks(range(len(rows)), [lab if len(lab) < 60 else lab[:57] + "..." for lab, _ in rows], fontsize=8)
-    ax.invert_yaxis()
-    if max(left, default=0) / max(min((x for x in left if x > 0), default=1), 1e-12) > 100:
-        ax.set_xscale("log")
-    ax.set_xlabel("predicted seconds (stacked by term; whiskers: 95% interval)")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+def _cost_chart(adv: DatasetAdvice, measured=None) -> str:
+    """The cost chart (``advisor.render.costchart``) as an <img>."""
+    from advisor.render.common import png_bytes
+    from advisor.render.costchart import figure, measured_of
+
+    try:
+        return _img(png_bytes(figure(adv, measured_of(measured, adv))), f"predicted time by term: {adv.name}")
+    except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        return f"<p class='note'>no cost chart: {html.escape(str(exc) or type(exc).__name__)}</p>"
+
+
+def _trace_of(advice: Advice):
+    """The advised trace, loaded again from ``advice.source`` when that file is still there (None if not)."""
+    path = advice.source
+    try:
+        stat = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if _TRACES.get("key") != key:
+        from instrumentation.tracefile import load_trace
+
+        try:
+            _TRACES.update(key=key, trace=load_trace(path, allow_truncated=True))
+        except (ValueError, OSError):
+            return None
+    return _TRACES["trace"]
+
+
+_TRACES: dict = {}
+"""The last trace ``_trace_of`` loaded (a notebook shows the same advice again and again)."""
+
+
+def access_map_html(adv: DatasetAdvice, trace) -> str:
+    """The access map of ``adv``'s array with the recommended grid, as an <img> and one line saying what it shows
+    ('' without a trace; a note when the map cannot be drawn)."""
+    if trace is None:
+        return ""
+    from advisor.accessmap import access_map
+    from advisor.render.accessmap import to_png
+
+    try:
+        m = access_map(trace, trace.dataset_by_key(adv.name), recommended=adv.recommendation.candidate.chunks)
+        return (_img(to_png(m), f"access map: {adv.name}")
+                + f"<p class='note'>{html.escape(m.describe())}.</p>")
+    except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        return f"<p class='note'>no access map: {html.escape(str(exc) or type(exc).__name__)}</p>"
+
+
+def glossary(advice: Advice) -> str:
+    """The cost terms that appear in the advice, in plain words."""
+    used = {t for d in advice.datasets for r in (d.current, *d.candidates, *d.defaults.values())
+            for t, v in r.terms.items() if v > 0}
+    items = "".join(f"<dt>{html.escape(t)}</dt><dd>{html.escape(TERM_MEANING[t])}</dd>"
+                    for t in TERM_MEANING if t in used)
+    return ("<h2>Glossary</h2><dl class='gloss'>"
+            "<dt>seconds</dt><dd>predicted time of the traced accesses in that layout (the cost models, "
+            "calibrated on the trace's own timings when it has them)</dd>"
+            "<dt>95% interval</dt><dd>where the time falls 19 times in 20, given the models' measured error</dd>"
+            "<dt>traced</dt><dd>the time the traced run itself spent in these calls (current layout)</dd>"
+            "<dt>measured</dt><dd>the time <code>ioadvisor verify</code> measured replaying the trace on the "
+            "layout rebuilt for real</dd>" + items + "</dl>")
 
 
 def _row(tag: str, r: Recommendation, adv: DatasetAdvice, cls: str = "") -> str:
@@ -72,31 +111,56 @@ def _row(tag: str, r: Recommendation, adv: DatasetAdvice, cls: str = "") -> str:
             + f"<td class='note'>{html.escape(terms)}</td></tr>")
 
 
-def render(advice: Advice) -> str:
-    """The report as one HTML string."""
+def _table(adv: DatasetAdvice) -> str:
+    parts = ["<table><tr><th>#</th><th>library</th><th>chunks</th><th>cache/shards</th><th>codec</th>"
+             "<th>seconds</th><th>95% interval</th><th>stored</th><th>vs current</th><th>terms (s)</th></tr>"]
+    for i, r in enumerate(adv.candidates, 1):
+        parts.append(_row(str(i), r, adv, "best" if i == 1 else ""))
+    parts.append(_row("current", adv.current, adv, "base"))
+    for k, d in adv.defaults.items():
+        parts.append(_row(f"{k} default", d, adv, "base"))
+    for w in adv.whatifs:
+        parts.append(_row(f"what-if {w.kind}", replace(adv.current, seconds=w.seconds, seconds_ci=w.seconds_ci,
+                                                       terms=w.terms), adv, "base"))
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def _heading(adv: DatasetAdvice) -> str:
+    return (f"<h2>{html.escape(adv.name)}</h2><p>{html.escape(adv.library)} "
+            f"{'x'.join(map(str, adv.shape))} {html.escape(adv.dtype)}, {adv.n_accesses} accesses"
+            f"{f' on {adv.procs} processes' if adv.procs > 1 else ''}: {html.escape(adv.pattern)}. "
+            f"{adv.n_evaluated} of {adv.n_generated} candidates evaluated"
+            + (f"; traced {adv.traced_seconds:.3g} s" if adv.traced_seconds else "") + ".</p>"
+            f"<p><b>Verdict: {html.escape(adv.verdict)}</b> ({html.escape(adv.verdict_reason)})</p>")
+
+
+def fragment(advice: Advice, trace=None) -> str:
+    """The notebook view (``Advice._repr_html_``): per dataset the verdict, the table and the access map."""
+    trace = trace if trace is not None else _trace_of(advice)
+    parts = [f"<div class='ioadvisor'><style>.ioadvisor td.n{{text-align:right}} "
+             ".ioadvisor tr.best td{background:#eef8ee;font-weight:600} .ioadvisor .note{color:#666}</style>"]
+    for adv in advice.datasets:
+        parts += [_heading(adv), _table(adv), access_map_html(adv, trace)]
+    if not advice.datasets:
+        parts.append(f"<p>{html.escape(advice.nothing_line())}</p>")
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def render(advice: Advice, trace=None, measured=None) -> str:
+    """The report as one HTML string. ``trace``: the advised Trace, for the access maps (default: loaded again from
+    ``advice.source`` when that file exists); ``measured``: an ``advisor.verify.VerifyResult`` whose times are
+    marked on the cost charts."""
+    trace = trace if trace is not None else _trace_of(advice)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>ioadvisor report</title>"
              f"<style>{_CSS}</style></head><body><h1>ioadvisor: layout advice</h1>",
              f"<p class='note'>trace {html.escape(advice.source)} &middot; objective: "
              f"{html.escape(advice.objective)} &middot; advised in {advice.seconds:.1f} s</p>"]
     for adv in advice.datasets:
-        parts.append(f"<h2>{html.escape(adv.name)}</h2><p>{html.escape(adv.library)} "
-                     f"{'x'.join(map(str, adv.shape))} {html.escape(adv.dtype)}, {adv.n_accesses} accesses"
-                     f"{f' on {adv.procs} processes' if adv.procs > 1 else ''}: {html.escape(adv.pattern)}. "
-                     f"{adv.n_evaluated} of {adv.n_generated} candidates evaluated"
-                     + (f"; traced {adv.traced_seconds:.3g} s" if adv.traced_seconds else "") + ".</p>"
-                     f"<p><b>Verdict: {html.escape(adv.verdict)}</b> ({html.escape(adv.verdict_reason)})</p>")
-        parts.append("<table><tr><th>#</th><th>library</th><th>chunks</th><th>cache/shards</th><th>codec</th>"
-                     "<th>seconds</th><th>95% interval</th><th>stored</th><th>vs current</th><th>terms (s)</th></tr>")
-        for i, r in enumerate(adv.candidates, 1):
-            parts.append(_row(str(i), r, adv, "best" if i == 1 else ""))
-        parts.append(_row("current", adv.current, adv, "base"))
-        for k, d in adv.defaults.items():
-            parts.append(_row(f"{k} default", d, adv, "base"))
-        for w in adv.whatifs:
-            parts.append(_row(f"what-if {w.kind}", replace(adv.current, seconds=w.seconds, seconds_ci=w.seconds_ci,
-                                                           terms=w.terms), adv, "base"))
-        parts.append("</table>")
-        parts.append(f"<img alt='predicted time by term' src='data:image/png;base64,{_plot(adv)}'>")
+        parts += [_heading(adv), _table(adv), "<h3>Access map</h3>", access_map_html(adv, trace)
+                  or "<p class='note'>no access map: the trace file is not available</p>",
+                  "<h3>Predicted time by layout</h3>", _cost_chart(adv, measured)]
         parts.append("<h3>Why</h3><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in adv.explanation) + "</ul>")
         parts.append(f"<h3>Apply it</h3><pre>{html.escape(adv.code())}</pre>")
         if adv.xarray_code():
@@ -110,15 +174,17 @@ def render(advice: Advice) -> str:
             f"<li>{html.escape(n.name)}: {html.escape(n.reason)}</li>" for n in advice.not_advised) + "</ul>")
     if advice.minor:
         parts.append(f"<p class='note'>{html.escape(advice.minor_line())}</p>")
+    if advice.datasets:
+        parts.append(glossary(advice))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_report(advice: Advice, path: str | os.PathLike) -> None:
-    """Write the self-contained HTML report to ``path``."""
-    text = render(advice)
+def write_report(advice: Advice, path: str | os.PathLike, trace=None, measured=None) -> None:
+    """Write the self-contained HTML report to ``path`` (``render``'s ``trace`` and ``measured``)."""
+    text = render(advice, trace, measured)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
 
-__all__ = ["render", "write_report"]
+__all__ = ["access_map_html", "fragment", "glossary", "render", "write_report"]

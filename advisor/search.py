@@ -33,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from advisor import progress
 from advisor.advice import Recommendation
 from advisor.candidates import Candidate, CodecChoice
 from advisor.choice import storage_path
@@ -305,6 +306,7 @@ class CostModel:
         else:
             self._vars.update(self._count(todo, self.jobs))
         self.n_replays += len(todo)
+        progress.current().advance(len(todo))
 
     def _visits_per_access(self, layout: Layout) -> float:
         """Chunk visits per access of ``layout`` on the first PROBE_ACCESSES accesses: what one walk and one
@@ -529,6 +531,28 @@ def _primary(variants: list[Candidate]) -> Candidate:
     return next((c for c in variants if c.shards is not None), variants[0])
 
 
+def search_size(candidates: Sequence[Candidate], n_baselines: int, top: int, sampled: bool, exhaustive: bool) -> int:
+    """About how many layouts ``search`` replays (the progress bar's total): the baselines, one per chunk shape,
+    the variants of the kept shapes, the compressors on the best layouts, the finalists."""
+    cands = set(candidates)
+    if exhaustive:
+        return len(cands) + n_baselines
+    groups: dict[tuple, int] = {}
+    codecs: dict[tuple, int] = {}
+    for c in cands:
+        key = (c.library, c.chunks)
+        if c.compressor is None:
+            groups[key] = groups.get(key, 0) + 1
+        else:
+            codecs[key] = codecs.get(key, 0) + 1
+    n = n_baselines + len(groups)
+    for lib in {k[0] for k in groups}:
+        n += sum(sorted((v for k, v in groups.items() if k[0] == lib), reverse=True)[:SHAPES_KEPT])
+    for lib in {k[0] for k in codecs}:
+        n += CODEC_LAYOUTS * max(v for k, v in codecs.items() if k[0] == lib)
+    return n + (max(FINALISTS, top) + n_baselines if sampled else min(FINALISTS, sum(codecs.values())))
+
+
 def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[str, Candidate],
            data: DataSource, objective: Objective = Objective(), *, top: int = 5,
            exhaustive: bool = False) -> SearchResult:
@@ -554,6 +578,9 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
     sample = model.blocks(SAMPLE_ACCESSES) if model.n_accesses > LARGE_TRACE and not exhaustive else None
     staged: dict[Candidate, Recommendation] = {} if sample is not None else evaluated
     stage_model = sample if sample is not None else model
+    bar, models = progress.current(), [model] + ([sample] if sample is not None else [])
+    estimate = search_size(candidates, len(baselines), top, sample is not None, exhaustive)
+    bar.add_total(estimate)
 
     def run(c: Candidate, exact: bool = True, m: CostModel = model, store=evaluated) -> Recommendation | None:
         if c in store and (store[c].exact or not exact):
@@ -609,6 +636,7 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
             groups.setdefault((c.library, c.chunks), []).append(c)
         if model.n_accesses > SCREEN_ACCESSES:
             sub = model.subsample(SCREEN_ACCESSES)
+            models.append(sub)
             sub.prefetch([sub.layout(_primary(v)) for v in groups.values()])
             screened = {k: sub.evaluate(_primary(v)) for k, v in groups.items()}
         else:
@@ -657,6 +685,11 @@ def search(model: CostModel, candidates: Sequence[Candidate], baselines: dict[st
             notes.append(f"{n_pruned} of {len(set(candidates))} candidates pruned: cache/shard variants kept for "
                          f"the best {SHAPES_KEPT} chunk shapes per library, compressors tried on the best "
                          f"{CODEC_LAYOUTS} uncompressed layouts per library")
+    done = sum(m.n_replays for m in models)  # the bar ends at what was done: the estimate made exact
+    if done > estimate:
+        bar.add_total(done - estimate)
+    else:
+        bar.advance(estimate - done)
     notes += model.notes + (sample.notes if sample is not None else [])
     for name, why in refused.items():
         notes.append(f"compressor {name} not used: {why}")

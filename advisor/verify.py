@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from advisor import progress
 from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, ResizeRecord
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.layout import Layout, layout_text
@@ -520,6 +521,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
             evict(data_path(_spec(first[key], ds), runs.workdir))
     order = list(distinct)
     rounds = np.random.default_rng(ROUND_ORDER_SEED)
+    bar = progress.current()
+    bar.add_total(len(order) * max(1, repeat))
     with ReplayPool(len(jobs)) if pooled else contextlib.nullcontext() as pool:
         for k in range(max(1, repeat)):
             if k:  # the layout replayed after a long one ran slower (w09: 5-20%): no layout keeps one place
@@ -527,6 +530,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
             for key in order:
                 runs = distinct[key]
                 if runs.timed_out or (budget is not None and runs.times and sum(runs.times) > budget):
+                    bar.advance()
                     continue  # a slow layout: more replays would not change its rank, only the run time
                 choice, spec = first[key], _spec(first[key], ds)
                 if not keep_built:
@@ -547,6 +551,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
                 except ReplayTimeout:
                     runs.times.append(float(deadline))
                     runs.timed_out = True
+                    bar.advance()
                     continue
                 except ReplayError as exc:
                     raise VerifyError(f"dataset {dataset_name(ds)}, layout {choice.label}: {exc}") from None
@@ -560,6 +565,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
                     runs.error = _max_error(events, res.values, data, ds.created)
                 if not keep_built:
                     shutil.rmtree(runs.workdir, ignore_errors=True)
+                bar.advance()
     for runs in distinct.values():
         shutil.rmtree(runs.workdir, ignore_errors=True)
     if data_file is not None:
@@ -683,10 +689,12 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         targets = trace.accessed()
     if not targets:
         raise VerifyError(f"{trace.source or 'trace'}: no accesses recorded, nothing to verify")
+    bar = progress.current()
     if advice is None and (top > 0 or defaults):
         from advisor.api import advise
 
-        advice = advise(trace, profile=profile, dataset=dataset, top=max(top, 1), **constraints)
+        with progress.task("advise"):  # its own bar: layouts evaluated, not replayed
+            advice = advise(trace, profile=profile, dataset=dataset, top=max(top, 1), **constraints)
     if advice is not None:  # scalars, vlen strings, minor datasets: no layouts to rebuild
         advised = {d.name for d in advice.datasets}
         targets = [ds for ds in targets if ds.label in advised]
@@ -702,6 +710,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
         for ds in targets:
             choices = (choices_from_advice(advice, trace, ds, top, defaults=defaults) if advice is not None
                        else [current_choice(ds)])
+            bar.describe(f"replaying {dataset_name(ds)}")
             rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
                                    max_bytes=max_bytes)
             for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):

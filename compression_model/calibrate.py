@@ -152,10 +152,11 @@ def _sampling_log_error(x, codec: str, abs_error, chunks, compress_s: float) -> 
     return math.log(max(comp, 1e-9) / compress_s)
 
 
-def collect(quick: bool = False, progress=print) -> dict:
+def collect(quick: bool = False, progress=print, step=None) -> dict:
     """Measurements for :func:`fit`: {"ratio": {codec: [(terms, chunk bytes, case key)]},
     "time": {codec: [(stage counts, compress s, log sd, decompress s, log sd)]},
-    "sampling_time": {codec: [log(sampling estimate / measured compress s)]}} (JSON-friendly lists)."""
+    "sampling_time": {codec: [log(sampling estimate / measured compress s)]}} (JSON-friendly lists).
+    ``step(done, total)`` is called after each (field, chunking) measured (a progress bar's ETA)."""
     import tempfile
 
     steady_allocator()  # timings in the allocator state the sampling estimator times in
@@ -165,8 +166,10 @@ def collect(quick: bool = False, progress=print) -> dict:
     ratio_rows = {c: [] for c in LOSSY}
     time_rows, sampling_rows = {}, {}
     lossless = _lossless_codecs()
+    fields = _fields(quick, rng)
+    total, done = sum(len(_chunkings(x.shape, quick)) for _, x in fields), 0
     with tempfile.TemporaryDirectory(prefix="ioadvisor-calibrate-") as work:
-        for name, x in _fields(quick, rng):
+        for name, x in fields:
             rng_x = float(x.max() - x.min())
             for chunks in _chunkings(x.shape, quick):
                 n_chunks = math.prod(-(-s // c) for s, c in zip(x.shape, chunks))
@@ -194,6 +197,9 @@ def collect(quick: bool = False, progress=print) -> dict:
                                          out_bytes=float(stored))
                     time_rows.setdefault(codec, []).append((stage_counts(counts, codec).tolist(), tc, sc, td, sd))
                     sampling_rows.setdefault(codec, []).append(_sampling_log_error(x, codec, None, chunks, tc))
+                done += 1
+                if step is not None:
+                    step(done, total)
             progress(f"calibrate: {name} {x.shape} measured")
     return {"ratio": ratio_rows, "time": time_rows, "sampling_time": sampling_rows}
 
@@ -223,7 +229,7 @@ def fit(measured: dict, quick: bool = False, progress=print) -> CompressionProfi
         quick=quick, ratio=ratio, time=times)
 
 
-def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
+def calibrate(quick: bool = False, progress=print, step=None) -> CompressionProfile:
     """Measure the real HDF5 filters on synthetic fields and fit the compression profile.
 
     quick: smaller fields, fewer chunkings and repeats (a few minutes on a shared 2-core machine).
@@ -231,7 +237,7 @@ def calibrate(quick: bool = False, progress=print) -> CompressionProfile:
     Time: whole-dataset write/read seconds (real file, ``ds[...] = x``) against the stage counts of a
     2% gray-box estimate, and the sampling estimator's error on the same writes (its time interval).
     """
-    return fit(collect(quick, progress), quick, progress)
+    return fit(collect(quick, progress, step), quick, progress)
 
 
 def _lossless_codecs():

@@ -796,7 +796,8 @@ def _repeated(value, rows: int, dtype) -> np.ndarray:
     return view
 
 
-def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES) -> Trace:
+def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES, step=None) -> Trace:
+    """The trace in directory ``path`` (``load_trace``); ``step(rows read, rows)`` after each row group."""
     headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
     groups = _groups([_open_part(p) for p in part_files(path)], times)  # listed once: a live trace may gain parts
     cols = _allocate(sum(g.info.num_rows for g in groups), max([_width(g.names) for g in groups], default=0),
@@ -806,6 +807,8 @@ def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, tim
     for g in groups:  # filled in place: no second copy of the trace
         _fill(cols, pos, g.info.num_rows, _decode(g), str(g.part), g.base, known)
         pos += g.info.num_rows
+        if step is not None:
+            step(pos, cols.rows)
     if complete and n_end is not None and cols.n_access != n_end:
         raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
                          f"{cols.n_access}")

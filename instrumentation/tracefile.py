@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .columns import AccessColumns, as_columns, fold_runs
+from .columns import KINDS, AccessColumns, as_columns, fold_runs
 from .records import (
     SCHEMA_VERSION,
     AccessRecord,
@@ -301,6 +301,32 @@ class Trace:
         used = set(np.unique(self.columns.ds).tolist())
         return [d for i, d in sorted(self.datasets.items()) if i in used]
 
+    def to_dataframe(self, *, runs: bool = False):
+        """The accesses as a pandas DataFrame, one column per field: dataset (key), op, rank, t_start,
+        duration, nelements, nbytes, kind, and start/count/stride/block per dimension (``start_0``, ...; for an
+        index-list or point selection its bounding box). One row per access; ``runs=True``: one per stored row,
+        a run of ``rep`` alike accesses ``step`` apart kept as one (with ``rep``, ``t_step`` and ``step_*``)."""
+        import pandas as pd
+
+        cols = self.columns if runs else self.columns.expanded()
+        keys = {i: d.key for i, d in self.datasets.items()}
+        ids = sorted(keys)
+        out = {
+            "dataset": pd.Categorical.from_codes(np.searchsorted(ids, cols.ds), [keys[i] for i in ids])
+            if ids and cols.rows else pd.Categorical([]),
+            "op": pd.Categorical.from_codes(cols.write.astype(np.int8), ["read", "write"]),
+            "rank": cols.rank, "t_start": cols.t0, "duration": cols.dt, "nelements": cols.n, "nbytes": cols.nbytes,
+            "kind": pd.Categorical.from_codes(cols.kind, list(KINDS)), "collective": cols.collective,
+        }
+        if runs:
+            out.update(rep=cols.rep, t_step=cols.t_step)
+        fields = ("start", "count", "stride", "block") + (("step",) if runs else ())
+        for name in fields:
+            values = getattr(cols, name)
+            for d in range(cols.width):
+                out[f"{name}_{d}"] = values[:, d]
+        return pd.DataFrame(out)
+
     def extent(self, dataset_id: int) -> tuple[int, ...]:
         """Largest extent the dataset reaches in the trace (see ``extent``); kept while ``columns`` and the
         dataset's resizes are the same (an advise asks for it once per phase: a pass over 10M rows each)."""
@@ -442,20 +468,20 @@ def _read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list |
 
 
 def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False,
-               times: Sequence[str] = ("t0", "dt", "t_step")) -> Trace:
+               times: Sequence[str] = ("t0", "dt", "t_step"), step=None) -> Trace:
     """Read and validate one trace (JSON Lines file or columnar trace directory).
 
     With ``allow_truncated`` what a killed process left is used: JSON Lines
     skip a cut-off last line, columnar traces keep their complete batches; the
     trace is marked incomplete. Any other bad record is an error.
     ``times``: the timing columns of a columnar trace to read (``trace show`` needs ``dt`` only, ``advise``
-    none); the others are 0.
+    none); the others are 0. ``step(done, total)``: called as a columnar trace's rows are read (a progress bar).
     """
     path = str(path)
     if os.path.isdir(path):
         from .columnar import load_columnar
 
-        return load_columnar(path, allow_truncated=allow_truncated, times=times)
+        return load_columnar(path, allow_truncated=allow_truncated, times=times, step=step)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

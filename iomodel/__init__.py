@@ -3,7 +3,7 @@
 Pure computation on trace records: no h5py or zarr import here, so a trace from
 another machine replays anywhere.
 """
-from ._jitcache import invalidate_if_stale
+from ._jitcache import invalidate_if_stale, kernels, uncached_kernels
 
 invalidate_if_stale()
 
@@ -17,6 +17,6 @@ from .variables import FEATURES, Variables, count_variables
 
 __all__ = [
     "FEATURES", "TERMS", "Layout", "LayoutError", "Prediction", "ProfileError", "SystemProfile", "Variables",
-    "contention_factor", "count_variables", "load_profile", "parse_layout", "pick_dataset", "predict",
-    "save_profile", "term_seconds",
+    "contention_factor", "count_variables", "kernels", "load_profile", "parse_layout", "pick_dataset", "predict",
+    "save_profile", "term_seconds", "uncached_kernels",
 ]

@@ -30,3 +30,27 @@ def invalidate_if_stale() -> None:
         stamp.write_text(digest)
     except OSError:
         pass  # read-only install: numba then caches elsewhere (NUMBA_CACHE_DIR) or not at all
+
+
+def kernels() -> list:
+    """The package's compiled kernels (numba dispatchers; inlined helpers, never compiled alone, left out)."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    seen: dict[int, object] = {}
+    for name in _SOURCES:
+        module = importlib.import_module(f"{__package__}.{name[:-3]}")
+        for obj in vars(module).values():
+            if isinstance(obj, CPUDispatcher) and obj.targetoptions.get("inline") != "always":
+                seen.setdefault(id(obj), obj)
+    return list(seen.values())
+
+
+def uncached_kernels() -> list:
+    """The kernels with no on-disk cache yet: what the first model run after an install or an edit compiles
+    (tens of seconds; a few serve paths a run may never take). [] when numba's cache layout cannot be read."""
+    try:
+        return [d for d in kernels() if not Path(d._cache._cache_file._index_path).exists()]
+    except AttributeError:  # another numba's cache internals
+        return []

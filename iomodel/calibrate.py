@@ -351,8 +351,9 @@ def measure(case: Case, workdir: str | os.PathLike, *, rebuild: bool, data: np.n
 
 
 def measure_cases(cases: Sequence[Case], workdir: str | os.PathLike, *, repeat: int = 1,
-                  progress: Callable[[str], None] | None = None) -> list[_replay.ReplayResult]:
-    """Measure every case in order, building each group's array once."""
+                  progress: Callable[[str], None] | None = None,
+                  step: Callable[[int, int], None] | None = None) -> list[_replay.ReplayResult]:
+    """Measure every case in order, building each group's array once; ``step(done, total)`` after each."""
     out = []
     last_group = None
     data = None
@@ -367,6 +368,8 @@ def measure_cases(cases: Sequence[Case], workdir: str | os.PathLike, *, repeat: 
         if progress:
             progress(f"[{i + 1:3d}/{len(cases)}] {time.perf_counter() - t0:6.1f}s  {case.label}: "
                      f"{res.total_seconds * 1e3:.1f} ms")
+        if step:
+            step(i + 1, len(cases))
     return out
 
 
@@ -525,8 +528,10 @@ class CalibrationResult:
 
 
 def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, grid: Grid | None = None,
-              progress: Callable[[str], None] | None = print) -> CalibrationResult:
-    """Measure the grid, count the model's variables for the same runs, fit per library."""
+              progress: Callable[[str], None] | None = print,
+              step: Callable[[int, int], None] | None = None) -> CalibrationResult:
+    """Measure the grid, count the model's variables for the same runs, fit per library. ``step(done, total)``:
+    called after each case measured."""
     from .probe import device_request_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
     from .profile import SystemProfile
 
@@ -547,7 +552,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
                      + f"; probe: page cache {probe['page_cache_bps'] / 1e9:.2f} GB/s, "
                        f"device {probe['disk_bps'] / 1e9:.2f} GB/s; readahead {readahead >> 10} KiB in requests of "
                        f"{request >> 10} KiB")
-        results = measure_cases(cases, workdir, repeat=grid.repeat, progress=progress)
+        results = measure_cases(cases, workdir, repeat=grid.repeat, progress=progress, step=step)
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)

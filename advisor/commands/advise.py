@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from . import add_profile_option
+from . import add_profile_option, add_quiet_option
 
 
 def register(sub) -> None:
@@ -31,7 +31,9 @@ def register(sub) -> None:
                    help="the profile's predictions as they are, not fitted to the trace's own call timings")
     p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
-    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML report: table, access map, cost chart, glossary")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -47,10 +49,7 @@ def _world_comm():
 
 
 def run(args) -> int:
-    from advisor.api import MODELS_FAILED, advise
-    from iomodel import load_profile
-    from iomodel.probe import check_machine
-    from iomodel.layout import parse_bytes
+    from advisor import progress
 
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
@@ -58,25 +57,37 @@ def run(args) -> int:
         raise ValueError(f"--procs must be >= 1, got {args.procs}")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    comm = _world_comm()
-    compressors = None
-    if args.compressors is not None:
-        compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
-    adv = advise(
-        args.trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
-        max_seconds=args.max_seconds, max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes,
-                                                                                                 "--max-bytes"),
-        max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
-        libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
-        allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
-        calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
-    )
+    with progress.task("advise") as bar:  # from the start: the imports below take a second on a busy machine
+        bar.describe("loading the models")
+        from advisor.api import MODELS_FAILED, advise
+        from instrumentation.tracefile import load_trace
+        from iomodel import load_profile
+        from iomodel.probe import check_machine
+        from iomodel.layout import parse_bytes
+
+        comm = _world_comm()
+        compressors = None
+        if args.compressors is not None:
+            compressors = [c.strip() for c in args.compressors.split(",") if c.strip()]
+        with progress.compiling():
+            bar.describe("loading the trace")
+            # the report's access map reads it too
+            trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
+            adv = advise(
+                trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
+                max_seconds=args.max_seconds,
+                max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes, "--max-bytes"),
+                max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
+                libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
+                allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
+                calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
+            )
     if comm is not None and comm.Get_rank() != 0:
         return 0  # every rank holds the same advice; rank 0 reports it
     if args.html:
         from advisor.report import write_report
 
-        write_report(adv, args.html)
+        write_report(adv, args.html, trace=trace)
     if args.json:
         print(adv.to_json())
     else:

@@ -13,6 +13,8 @@ import time
 from iomodel.calibrate import calibrate, write_profile
 from iomodel.profile import user_profile_path
 
+from . import add_quiet_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="measure this machine: fit the I/O (and compression) cost coefficients")
@@ -22,6 +24,7 @@ def register(sub) -> None:
                         "~/.config/ioadvisor/profile.json, used from then on when no --profile is given)")
     p.add_argument("--skip-compression", action="store_true", help="do not calibrate the compression model")
     p.add_argument("--workdir", default=None, help="directory for the benchmark files (default: /tmp)")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -29,18 +32,31 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _step(bar, what: str):
+    """A ``step(done, total)`` callback moving ``bar``."""
+    def step(done: int, total: int) -> None:
+        bar.describe(what)
+        bar.set(done, total)
+    return step
+
+
 def run(args) -> int:
+    from advisor import progress
     from compression_model.calibrate import calibrate as calibrate_compression
 
     args.output = args.output or str(user_profile_path())
     t0 = time.perf_counter()
     _log(f"I/O calibration ({'quick' if args.quick else 'full'} grid)")
-    result = calibrate(args.quick, workdir=args.workdir, progress=_log)
+    with progress.task("I/O calibration") as bar, progress.compiling():
+        bar.describe("page cache and device probes")
+        result = calibrate(args.quick, workdir=args.workdir, progress=_log, step=_step(bar, "cases"))
     # the I/O section is kept even if the compression step fails or is interrupted
     write_profile(args.output, result)
     if not args.skip_compression:
         _log(f"I/O section written to {args.output}; compression calibration")
-        compression = calibrate_compression(quick=args.quick, progress=_log).get_config()
+        with progress.task("compression calibration") as bar:
+            compression = calibrate_compression(quick=args.quick, progress=_log,
+                                                step=_step(bar, "fields x chunkings")).get_config()
         write_profile(args.output, result, compression)
     _log(f"done in {time.perf_counter() - t0:.0f}s")
     print(args.output)

@@ -19,12 +19,15 @@ import time
 
 import numpy as np
 
+from advisor import progress
 from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec
 from compression_model.error_bound import ErrorBound, ErrorStats, bound_for_target
 from compression_model.estimate import estimate
 from compression_model.safety import FieldTooLarge, field_safety, scan
 from compression_model.sampling import sample_blocks
 from compression_model.sampling_estimator import codec_calls
+
+from . import add_quiet_option, with_progress
 
 DEFAULT_BOUNDS = ("rel:1e-2", "rel:1e-3", "rel:1e-4")
 LOSSLESS_BASELINE = "blosc-zstd"
@@ -57,7 +60,8 @@ def register(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="compress a sample for real, check the error bound on the decompressed values")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per (compressor, bound)")
-    p.set_defaults(func=run)
+    add_quiet_option(p)
+    p.set_defaults(func=with_progress("compression estimates", run))
 
 
 class InputError(ValueError):
@@ -206,9 +210,14 @@ def run(args) -> int:
         raise InputError(f"bad --target-ratio {args.target_ratio}: must be > 1")
     data_range, range_source = field_range(args, data, safety, bounds, names)
 
+    bar = progress.current()
+    bar.add_total(sum(1 if n not in LOSSY_NAMES else len(bounds) for n in names))
+
     def run_estimate(name, bound):
-        return estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
-                        data_range=data_range, target=library, safety=safety)
+        e = estimate(data, name, bound, chunks, method=args.method, sample_fraction=args.sample,
+                     data_range=data_range, target=library, safety=safety)
+        bar.advance()
+        return e
 
     results = []
     for name in names:

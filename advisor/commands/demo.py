@@ -14,7 +14,7 @@ from pathlib import Path
 from instrumentation.patterns import summarize
 from instrumentation.tracefile import Trace
 
-from . import add_profile_option
+from . import add_profile_option, add_quiet_option, with_progress
 from .trace import format_trace
 
 
@@ -26,10 +26,12 @@ def show(trace: Trace, out, args) -> None:
 def recommend(trace: Trace, out, args) -> None:
     """The advisor's answer: the recommended layout, its predicted speed-up over the current one, why, and
     the code to apply it (``ioadvisor advise`` has the full ranked table)."""
+    from advisor import progress
     from advisor.api import advise
     from iomodel.layout import format_bytes
 
     t0 = time.perf_counter()
+    progress.current().describe("advising")
     adv = advise(trace, profile=args.profile)
     for d in adv.datasets:
         cur, rec = d.current, d.recommendation
@@ -60,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="TRACE", help="keep the demo's trace in this file")
     p.add_argument("--force", action="store_true", help="replace an existing TRACE")
     add_profile_option(p)
-    p.set_defaults(func=run)
+    add_quiet_option(p)
+    p.set_defaults(func=with_progress("demo", run, compiles=True))
 
 
 def run(args) -> int:

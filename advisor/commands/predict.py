@@ -6,7 +6,7 @@ import sys
 
 from instrumentation.tracefile import load_trace
 
-from . import add_profile_option
+from . import add_profile_option, add_quiet_option, with_progress
 
 
 def register(sub) -> None:
@@ -25,7 +25,8 @@ def register(sub) -> None:
     p.add_argument("--dataset", metavar="NAME", help="dataset id, path or file::path (default: most accessed)")
     p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per layout")
-    p.set_defaults(func=run)
+    add_quiet_option(p)
+    p.set_defaults(func=with_progress("predict", run, compiles=True))
 
 
 def _format(preds, grounded=None) -> str:
@@ -66,6 +67,7 @@ def _grounded(trace, ds, preds, profile, procs) -> tuple[list[dict] | None, str]
 
 
 def run(args) -> int:
+    from advisor import progress
     from iomodel import load_profile, parse_layout, pick_dataset, predict
     from iomodel.probe import check_machine, fit_to_machine
 
@@ -77,7 +79,12 @@ def run(args) -> int:
     if args.servers is not None and args.servers < 1:
         raise ValueError(f"--servers must be >= 1, got {args.servers}")
     layouts = [parse_layout(spec, ds) for spec in (args.layout or ["current"])]
-    preds = [predict(trace, lay, profile, procs=args.procs, servers=args.servers, dataset=ds) for lay in layouts]
+    bar = progress.current()
+    bar.add_total(len(layouts))
+    preds = []
+    for lay in layouts:
+        preds.append(predict(trace, lay, profile, procs=args.procs, servers=args.servers, dataset=ds))
+        bar.advance()
     grounded, note_cal = _grounded(trace, ds, preds, profile, args.procs)
     if args.json:
         print(json.dumps([{**p.to_json_obj(), **(g or {})} for p, g in zip(preds, grounded or [None] * len(preds))]))

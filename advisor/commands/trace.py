@@ -1,4 +1,5 @@
-"""``ioadvisor trace show|merge|convert``: inspect a trace, merge per-rank traces, change its format."""
+"""``ioadvisor trace show|merge|convert|plot``: inspect a trace, merge per-rank traces, change its format, draw its
+access map."""
 from __future__ import annotations
 
 import json
@@ -6,10 +7,13 @@ import sys
 
 import numpy as np
 
+from advisor import progress
 from instrumentation.formats import untraced_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.records import ProcessInfo
 from instrumentation.tracefile import Trace, is_jsonl, load_trace, merge_traces, write_trace
+
+from . import add_quiet_option, with_progress
 
 
 def _size(nbytes: float) -> str:
@@ -138,7 +142,8 @@ def register(sub) -> None:
     show.add_argument("--allow-truncated", action="store_true",
                       help="use the readable prefix of a trace whose process did not finish")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
-    show.set_defaults(func=run_show)
+    add_quiet_option(show)
+    show.set_defaults(func=with_progress("trace show", run_show))
     merge = actions.add_parser("merge", help="merge per-rank traces into one view")
     merge.add_argument("traces", nargs="+", metavar="TRACE", help="the traces to merge (say, one per rank)")
     merge.add_argument("-o", "--output", required=True, metavar="OUT",
@@ -154,10 +159,25 @@ def register(sub) -> None:
     convert.add_argument("--allow-truncated", action="store_true",
                          help="convert the readable prefix of a trace whose process did not finish")
     convert.set_defaults(func=run_convert)
+    plot = actions.add_parser(
+        "plot", help="draw the access map: bytes per chunk on the array, and positions read/written over time")
+    plot.add_argument("trace", metavar="TRACE")
+    plot.add_argument("-o", "--output", required=True, metavar="IMAGE",
+                      help="picture to write; the format follows the name (.png, .svg, .pdf)")
+    plot.add_argument("--dataset", metavar="NAME",
+                      help="dataset (id, path or file::path; default: the one with the most bytes accessed)")
+    plot.add_argument("--chunks", metavar="A,B,...", help="also draw this chunk grid (e.g. a recommended one)")
+    plot.add_argument("--allow-truncated", action="store_true",
+                      help="use the readable prefix of a trace whose process did not finish")
+    add_quiet_option(plot)
+    plot.set_defaults(func=with_progress("trace plot", run_plot))
 
 
 def run_show(args) -> int:
-    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",))
+    bar = progress.current()
+    bar.describe("loading rows")
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, times=("dt",), step=bar.set)
+    bar.describe(f"summarizing {trace.n_access} accesses")
     usages = summarize(trace)
     if args.json:
         json.dump({"trace": trace.source, "complete": trace.complete and not trace.missed,
@@ -169,6 +189,33 @@ def run_show(args) -> int:
         print()
     else:
         print(format_trace(trace, usages))
+    return 0
+
+
+def run_plot(args) -> int:
+    from advisor.accessmap import access_map, pick
+    from advisor.render.accessmap import save_map
+
+    recommended = None
+    if args.chunks:
+        try:
+            recommended = tuple(int(c) for c in args.chunks.split(","))
+        except ValueError:
+            raise ValueError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
+    bar = progress.current()
+    bar.describe("loading rows")
+    trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
+    ds = pick(trace, args.dataset)
+    bar.describe(f"mapping {trace.columns_of(ds.id).n_access} accesses")
+    if recommended is not None and (len(recommended) != len(ds.shape) or min(recommended) < 1):
+        raise ValueError(f"--chunks {args.chunks}: {ds.key} has {len(ds.shape)} dimensions; "
+                         "give one positive size per dimension")
+    m = access_map(trace, ds, recommended=recommended)
+    save_map(m, args.output)
+    others = sorted(d.path for d in trace.accessed() if d.id != ds.id)
+    print(f"ioadvisor: wrote {args.output}: {m.describe()}"
+          + (f" (other datasets: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''}; --dataset NAME)"
+             if others and args.dataset is None else ""), file=sys.stderr)
     return 0
 
 

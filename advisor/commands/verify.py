@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import sys
 
-from . import add_profile_option
+from instrumentation.tracefile import load_trace
+
+from . import add_profile_option, add_quiet_option
 
 
 def register(sub) -> None:
@@ -25,10 +27,14 @@ def register(sub) -> None:
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compression within this bound")
     p.add_argument("--lossless-only", action="store_true", help="consider lossless compressors only")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the HTML report of the advice with the measured times marked on its charts")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from advisor import progress
     from advisor.verify import verify
 
     if args.top < 0 or args.repeat < 1:
@@ -40,7 +46,6 @@ def run(args) -> int:
         constraints["lossless_only"] = True
     # every argument is checked before the long work is announced
     from compression_model.error_bound import ErrorBound
-    from instrumentation.tracefile import load_trace
     from iomodel import load_profile, pick_dataset
 
     trace = load_trace(args.trace)
@@ -53,7 +58,23 @@ def run(args) -> int:
     load_profile(args.profile)  # readable; advise loads it again, rescaled to this machine (iomodel.probe)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
-    result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset,
-                    workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, **constraints)
+    with progress.task("verify") as bar, progress.compiling():
+        advice = None
+        if args.html and args.top > 0:  # the report shows the advice the measured layouts came from
+            from advisor.api import advise
+
+            bar.describe("advising")
+            with progress.task("advise"):
+                advice = advise(trace, profile=args.profile, dataset=args.dataset, top=args.top, **constraints)
+        result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset, workdir=args.workdir,
+                        repeat=args.repeat, deadline=args.deadline, advice=advice, **constraints)
+    if args.html and advice is None:
+        print(f"ioadvisor verify: {args.html} not written: --top 0 measures the current layout only, no advice",
+              file=sys.stderr)
+    if advice is not None:
+        from advisor.report import write_report
+
+        write_report(advice, args.html, trace=trace, measured=result)
+        print(f"report: {args.html}", file=sys.stderr)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
