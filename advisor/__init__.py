@@ -6,7 +6,22 @@
     with advisor.trace("run.jsonl"):
         ...  # existing h5py / zarr code
 """
-from advisor.api import advise
-from instrumentation.tracer import trace
+from importlib import import_module
+
+_EXPORTS = {"advise": "advisor.api", "trace": "instrumentation.tracer"}
+"""Public name -> its module, imported at first use (PEP 562): ``ioadvisor run`` of a C program imports this
+package but neither the models nor numpy (benchmarks/tracing_overhead.py, fixed cost)."""
 
 __all__ = ["advise", "trace"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

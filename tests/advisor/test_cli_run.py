@@ -106,8 +106,8 @@ def test_h5py_accesses_of_an_unmodified_script_are_traced(tmp_path, capsys):
 def test_bad_program_is_a_one_line_error(tmp_path, capsys):
     assert main(["run", "--", "python", str(tmp_path / "missing.py")]) == 2
     assert "missing.py: no such script" in capsys.readouterr().err
-    assert main(["run", "--", "python", "-c", "print(1)"]) == 2
-    assert "python option -c is not supported" in capsys.readouterr().err
+    assert main(["run", "--", "python", "-X", "dev", "x.py"]) == 2
+    assert "python option -X is not supported" in capsys.readouterr().err
     assert main(["run"]) == 2
     assert capsys.readouterr().err.startswith("ioadvisor run: error: no program given")
 
