@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import threading
@@ -72,9 +71,10 @@ class NativeRun:
         capture += ("child processes",) if why is None else \
             (f"forked child processes (new interpreters not followed: {why})",)
         self._header = TraceHeader(
-            schema=SCHEMA_VERSION, host=socket.gethostname(), pid=os.getpid(), rank=self.rank, size=self.size,
-            t_origin_unix=t_origin_unix, versions={"python": ".".join(map(str, sys.version_info[:3]))},
-            argv=tuple(sys.argv), ppid=os.getppid(), capture=capture)
+            schema=SCHEMA_VERSION, host=os.uname().nodename,  # = socket.gethostname(), without importing socket
+            pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=t_origin_unix,
+            versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv), ppid=os.getppid(),
+            capture=capture)
         if jsonl:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._records = self.path
