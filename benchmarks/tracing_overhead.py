@@ -306,18 +306,21 @@ SPAWNED = 8
 """Children of the spawn case: a child's cost is (traced - plain) of SPAWNED children minus that of none, / SPAWNED."""
 
 
-def _tool_command(tool: str, cmd: list[str], tmp: Path) -> tuple[list[str], dict]:
-    """``cmd`` as run plain, through ``ioadvisor run`` (what a user types, its default Parquet trace) or with
-    Darshan preloaded (logs in ``tmp``)."""
+def _tool_command(tool: str, cmd: list[str], tmp: Path, baseline: Path | None = None) -> tuple[list[str], dict]:
+    """``cmd`` as run plain, through ``ioadvisor run`` (what a user types, its default Parquet trace), through the
+    ``ioadvisor run`` of another checkout (``baseline``, its extensions built) or with Darshan preloaded (logs in
+    ``tmp``)."""
     env = _command_env()
-    if tool == "ioadvisor":
+    if tool in ("ioadvisor", "baseline"):
+        if tool == "baseline":
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), os.environ.get("PYTHONPATH")]))
         return [sys.executable, "-m", "advisor", "run", "--force", "-o", str(tmp / "fixed.parquet"), "--", *cmd], env
     if tool == "darshan":
         env.update(LD_PRELOAD=str(DARSHAN), DARSHAN_ENABLE_NONMPI="1", DARSHAN_LOGPATH=str(tmp / "darshan-logs"))
     return cmd, env
 
 
-def fixed_costs(quick: bool, tmp: Path, n_rounds: int) -> list[dict]:
+def fixed_costs(quick: bool, tmp: Path, n_rounds: int, baseline: Path | None = None) -> list[dict]:
     """Whole-process wall time, plain against ``ioadvisor run`` (and Darshan, where built), of: a C program that
     reads nothing (N = 0), ``python -c "import h5py"``, a program starting SPAWNED spawned children (and none),
     and the C program's 20,000 box reads. Every (case, tool) once per round, the order rotating from round to
@@ -331,28 +334,30 @@ def fixed_costs(quick: bool, tmp: Path, n_rounds: int) -> list[dict]:
         cases["C program, N = 0 (h5loop boxes 0)"] = [str(exe), str(data), "boxes", "0"]
         cases[f"C program, 20,000 reads of 1000x8 from ({nrows} x 64) f4 (h5loop boxes 20000)"] = \
             [str(exe), str(data), "boxes", "20000"]
-    cases['python -c "import h5py"'] = [sys.executable, "-c", "import h5py"]
+    importer = tmp / "import_h5py.py"  # what python -c "import h5py" does (a checkout before -c was supported too)
+    importer.write_text("import h5py\n")
+    cases['python: import h5py'] = [sys.executable, str(importer)]
     script = tmp / "spawn_children.py"
     script.write_text(SPAWN_PROGRAM)
     spawn_none = "python, multiprocessing spawn, 0 children"
     spawn_some = f"python, multiprocessing spawn, {SPAWNED} children doing nothing"
     cases[spawn_none] = [sys.executable, str(script), "0"]
     cases[spawn_some] = [sys.executable, str(script), str(SPAWNED)]
-    tools = ["plain", "ioadvisor"] + (["darshan"] if DARSHAN.exists() else [])
+    tools = ["plain", "ioadvisor"] + (["baseline"] if baseline else []) + (["darshan"] if DARSHAN.exists() else [])
     if not DARSHAN.exists():
         print(f"fixed cost: Darshan column skipped ({DARSHAN} not built: benchmarks/darshan_build.sh)")
     (tmp / "darshan-logs").mkdir(exist_ok=True)
     runs = [(case, tool) for case in cases for tool in tools]
     for case, tool in runs:  # once each first: files in the page cache, .pyc files written
-        cmd, env = _tool_command(tool, cases[case], tmp)
-        subprocess.run(cmd, env=env, capture_output=True, check=True)
+        cmd, env = _tool_command(tool, cases[case], tmp, baseline)
+        subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=tmp)  # not ours: python -m finds cwd first
     walls: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
     for r in range(n_rounds):
         k = r % len(runs)
         for case, tool in runs[k:] + runs[:k]:
-            cmd, env = _tool_command(tool, cases[case], tmp)
+            cmd, env = _tool_command(tool, cases[case], tmp, baseline)
             w = time.perf_counter()
-            subprocess.run(cmd, env=env, capture_output=True, check=True)
+            subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=tmp)
             walls[case, tool].append(time.perf_counter() - w)
         shutil.rmtree(tmp / "darshan-logs", ignore_errors=True)
         (tmp / "darshan-logs").mkdir()
@@ -382,7 +387,7 @@ def fixed_costs(quick: bool, tmp: Path, n_rounds: int) -> list[dict]:
 
 
 def print_fixed(rows: list[dict]) -> None:
-    tools = [t for t in ("ioadvisor", "darshan") if f"{t}_added_ms" in rows[0]]
+    tools = [t for t in ("ioadvisor", "baseline", "darshan") if f"{t}_added_ms" in rows[0]]
     head = " | ".join(f"{t}: added ms, median [95% interval] (slower)" for t in tools)
     print(f"| whole process, wall | rounds | plain ms | {head} |")
     print("|---|---|---|" + "---|" * len(tools))
@@ -424,6 +429,8 @@ def main(argv=None) -> int:
     part.add_argument("--fixed-only", action="store_true",
                       help="only the fixed costs and whole-process overheads, with Darshan where built (section 4)")
     ap.add_argument("--rounds", type=int, help="rounds of the fixed-cost cases (default 31, 5 with --quick)")
+    ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                    help="section 4: also through the ioadvisor run of this checkout (its extensions built)")
     ap.add_argument("--reps", type=int,
                     help="least pairs of the realistic loop and of each case below Python (default 7, 3 with --quick)")
     ap.add_argument("--max-pairs", type=int, help="most pairs per case (default 80, 3 with --quick)")
@@ -449,7 +456,7 @@ def main(argv=None) -> int:
     print(f"load average at start: {load[0]:.2f}")
     if args.fixed_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
-            fixed = fixed_costs(q, Path(tmp), args.rounds or (5 if q else 31))
+            fixed = fixed_costs(q, Path(tmp), args.rounds or (5 if q else 31), args.baseline)
         load.append(os.getloadavg()[0])
         print(f"load average at the end: {load[1]:.2f}")
         print_fixed(fixed)
@@ -485,7 +492,7 @@ def main(argv=None) -> int:
         loops = [realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path),
                  append_loop(400 if q else 4000, pairs, trace_path, tmp)]
         below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
-        fixed = [] if args.python_only else fixed_costs(q, tmp, args.rounds or (5 if q else 31))
+        fixed = [] if args.python_only else fixed_costs(q, tmp, args.rounds or (5 if q else 31), args.baseline)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")

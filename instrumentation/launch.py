@@ -27,16 +27,12 @@ from pathlib import Path
 
 from . import follow, mpi, preload
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
-from .tracedir import META, prepare
+from .tracedir import META, is_jsonl, prepare
 
 WATCH_INTERVAL = 0.05
 """Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
 _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 """Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
-
-
-def _is_jsonl(path: Path) -> bool:
-    return path.name.endswith(".jsonl")  # as tracefile.is_jsonl, which imports numpy with its module
 
 
 class NativeRun:
@@ -64,7 +60,7 @@ class NativeRun:
             raise FileExistsError(f"{self.path} exists: not replacing an earlier trace "
                                   "(choose another path, or overwrite=True / --force to replace it)")
         t_origin_unix, origin = time.time(), time.perf_counter()
-        jsonl = _is_jsonl(self.path)
+        jsonl = is_jsonl(self.path)
         self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
         capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
         why = follow.ensure_startup_hook()

@@ -1,9 +1,11 @@
-"""The files of a columnar trace directory (instrumentation/columnar.py): their names, and an empty directory.
+"""The files of a trace: which format a path names, and the files of a columnar trace directory
+(instrumentation/columnar.py): their names, and an empty directory.
 
 Apart from columnar.py (numpy, Arrow) so that a launcher that writes only a trace's records file
 (instrumentation/launch.py: a run that made no access) imports neither."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +14,11 @@ META = "_meta.jsonl"
 PART = re.compile(r"^part-(\d{6,})\.parquet$")
 PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
 RAW = re.compile(r"^part-(\d{6,})\.npy$")
+
+
+def is_jsonl(path: str | os.PathLike) -> bool:
+    """Trace files named ``*.jsonl`` are JSON Lines (schema 1); any other name is a columnar trace."""
+    return str(path).endswith(".jsonl")
 
 
 def prepare(path: Path) -> None:
