@@ -31,6 +31,8 @@ from .tracedir import META, is_jsonl, prepare
 
 WATCH_INTERVAL = 0.05
 """Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
+WATCH_NICE = 19
+"""The watcher thread's nice value (the lowest priority)."""
 _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 """Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
 
@@ -143,7 +145,14 @@ class NativeRun:
 
     def _watch(self) -> None:
         """While the program runs: once it recorded something, convert its records as they reach the disk, on
-        a core the program may not use (its exit then waits only for the last ones)."""
+        a core the program may not use (its exit then waits only for the last ones). At the lowest priority
+        (Linux schedules a thread as its own task): where no core is idle, the program and the machine's other
+        work go first, and the records wait for the exit, as they did before this thread converted them
+        (benchmarks/tracing_overhead.py: the C loops' own time)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WATCH_NICE)
+        except (OSError, AttributeError):
+            pass
         while not self._stop.wait(WATCH_INTERVAL):
             try:
                 if self._sink is None:
