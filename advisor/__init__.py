@@ -6,18 +6,22 @@
     with advisor.trace("run.jsonl"):
         ...  # existing h5py / zarr code
 """
+from importlib import import_module
+
+_EXPORTS = {"advise": "advisor.api", "trace": "instrumentation.tracer"}
+"""Public name -> its module, imported at first use (PEP 562): ``ioadvisor run`` of a C program imports this
+package but neither the models nor numpy (benchmarks/tracing_overhead.py, fixed cost)."""
+
 __all__ = ["advise", "trace"]
 
 
 def __getattr__(name: str):
-    # loaded on first use: `ioadvisor COMMAND` starts (and shows its progress bar) before numpy and the
-    # tracer are imported
-    if name == "advise":
-        from advisor.api import advise
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
 
-        return advise
-    if name == "trace":
-        from instrumentation.tracer import trace
 
-        return trace
-    raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

@@ -16,6 +16,13 @@
    so the tracer's conversion thread counts for Python); ``ioadvisor run``'s start-up and its
    final conversion of a C program's records are reported apart (whole-command CPU).
 
+4. Fixed cost and whole process (``--fixed-only``): the wall time of the whole command, plain, through
+   ``ioadvisor run`` and, where benchmarks/darshan_build.sh built it, with Darshan 3.5 (HDF5 module) preloaded,
+   in interleaved rounds: the C program reading nothing (N = 0) and its 20,000 box reads,
+   ``python -c "import h5py"``, and a program starting 8 multiprocessing-spawn children (and none: the
+   difference per child is what each followed child costs). Section 3's rows give the whole-process wall of
+   their loops too. The Darshan column is skipped, saying so, when Darshan is not built.
+
 Traced and untraced repetitions are interleaved in pairs (benchmarks/paired.py): the realistic loop and
 the cases below Python take pairs until the median slowdown's bootstrap 95% interval is within
 ``--spread`` points (default 1) of it, or ``--max-pairs`` / ``--budget`` seconds per case are reached.
@@ -26,7 +33,8 @@ wall time. The per-call cases give the median of per-pair differences. The trace
 in-process repetition ends with ``Tracer.flush()``, so the formatting and writing of its records is
 counted; entering and leaving the tracer (file creation, a thread start/join, once per trace) is not.
 
-    python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json] [--below-only | --python-only]
+    python benchmarks/tracing_overhead.py [--quick] [--format parquet|jsonl] [--json out.json]
+                                          [--below-only | --python-only | --fixed-only] [--rounds N]
                                           [--reps N] [--max-pairs N] [--spread POINTS] [--budget SECONDS]
                                           [--cases c-tiny,c-boxes,nc-tiny,nc-boxes] [--longer K]
 """
@@ -54,7 +62,7 @@ import advisor
 from instrumentation import interpose
 
 sys.path.insert(0, str(Path(__file__).parent))
-from paired import paired, summary  # noqa: E402
+from paired import median_interval, paired, summary  # noqa: E402
 
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
 
@@ -180,14 +188,17 @@ def _command_env() -> dict:
 
 
 def _run(cmd, traced: bool, trace_path: Path):
-    """(loop wall, loop cpu, whole command cpu) of ``cmd``, through ``ioadvisor run`` when traced."""
+    """(loop wall, loop cpu, whole command cpu, whole command wall) of ``cmd``, through ``ioadvisor run`` when
+    traced."""
     if traced:
         cmd = [sys.executable, "-m", "advisor", "run", "--force", "-o", str(trace_path), "--", *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=_command_env()).stdout
+    w = time.perf_counter() - w
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall, cpu = map(float, out.split()[-2:])
-    return wall, cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), w
 
 
 def below_python(name: str, cmd, n_calls: int, pairs: dict, trace_path: Path) -> dict:
@@ -203,10 +214,29 @@ def below_python(name: str, cmd, n_calls: int, pairs: dict, trace_path: Path) ->
         row.update(summary(plain, traced, lambda x: x[k], label))
     row["command_cpu_untraced_s"] = statistics.median(x[2] for x in plain)
     row["command_cpu_traced_s"] = statistics.median(x[2] for x in traced)
+    row.update(summary(plain, traced, lambda x: x[3], "process_wall"))  # the whole command: start-up and exit too
     return row
 
 
 BELOW_CASES = ("c-tiny", "c-boxes", "nc-tiny", "nc-boxes")
+
+
+def h5loop(tmp: Path, quick: bool) -> tuple[Path, Path, int] | None:
+    """benchmarks/c/h5loop.c built against Debian's libhdf5 (``apt-get install -y libhdf5-dev``) into ``tmp``,
+    and its (rows x 64) dataset (built once in CACHE): (program, data, rows); None without cc or libhdf5-dev."""
+    if not (shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists()):
+        return None
+    exe = tmp / "h5loop"
+    if not exe.exists():
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "c" / "h5loop.c"), f"-I{HDF5_SERIAL[0]}",
+                        f"-L{HDF5_SERIAL[1]}", "-lhdf5"], check=True)
+    nrows = 200_000 if quick else 2_000_000
+    CACHE.mkdir(parents=True, exist_ok=True)
+    data = CACHE / f"overhead_c_{nrows}x64_c65536x8.h5"  # written by Debian's HDF5 1.10
+    if not data.exists():
+        subprocess.run([str(exe), str(data.with_suffix(".tmp")), "make", str(nrows)], check=True)
+        data.with_suffix(".tmp").rename(data)
+    return exe, data, nrows
 
 
 def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet",
@@ -217,16 +247,9 @@ def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet"
     rows = []
     trace_path = tmp / f"below.{fmt}"  # parquet: what ioadvisor run writes by default
     c_cases = {"c-tiny", "c-boxes"} & set(cases)
-    if c_cases and shutil.which("cc") and Path(HDF5_SERIAL[0], "hdf5.h").exists():
-        exe = tmp / "h5loop"
-        subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "c" / "h5loop.c"), f"-I{HDF5_SERIAL[0]}",
-                        f"-L{HDF5_SERIAL[1]}", "-lhdf5"], check=True)
-        nrows = 200_000 if quick else 2_000_000
-        CACHE.mkdir(parents=True, exist_ok=True)
-        data = CACHE / f"overhead_c_{nrows}x64_c65536x8.h5"  # written by Debian's HDF5 1.10
-        if not data.exists():
-            subprocess.run([str(exe), str(data.with_suffix(".tmp")), "make", str(nrows)], check=True)
-            data.with_suffix(".tmp").rename(data)
+    built = h5loop(tmp, quick) if c_cases else None
+    if built is not None:
+        exe, data, nrows = built
         # loops of about 1 s: the untraced program's start-up and clock resolution stay out of the ratio
         n = (20_000 if quick else 1_000_000) * longer
         if "c-tiny" in cases:
@@ -265,6 +288,119 @@ def below_python_cases(quick: bool, tmp: Path, pairs: dict, fmt: str = "parquet"
     return rows
 
 
+DARSHAN = CACHE.parent / "darshan" / "lib" / "libdarshan.so"
+"""Darshan's runtime with its HDF5 module, built by benchmarks/darshan_build.sh: the side-by-side column."""
+SPAWN_PROGRAM = textwrap.dedent("""
+    import multiprocessing as mp, sys
+    def work(i):
+        return i
+    if __name__ == "__main__":
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=work, args=(i,)) for i in range(int(sys.argv[1]))]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+""")
+SPAWNED = 8
+"""Children of the spawn case: a child's cost is (traced - plain) of SPAWNED children minus that of none, / SPAWNED."""
+
+
+def _tool_command(tool: str, cmd: list[str], tmp: Path, baseline: Path | None = None) -> tuple[list[str], dict]:
+    """``cmd`` as run plain, through ``ioadvisor run`` (what a user types, its default Parquet trace), through the
+    ``ioadvisor run`` of another checkout (``baseline``, its extensions built) or with Darshan preloaded (logs in
+    ``tmp``)."""
+    env = _command_env()
+    if tool in ("ioadvisor", "baseline"):
+        if tool == "baseline":
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), os.environ.get("PYTHONPATH")]))
+        return [sys.executable, "-m", "advisor", "run", "--force", "-o", str(tmp / "fixed.parquet"), "--", *cmd], env
+    if tool == "darshan":
+        env.update(LD_PRELOAD=str(DARSHAN), DARSHAN_ENABLE_NONMPI="1", DARSHAN_LOGPATH=str(tmp / "darshan-logs"))
+    return cmd, env
+
+
+def fixed_costs(quick: bool, tmp: Path, n_rounds: int, baseline: Path | None = None) -> list[dict]:
+    """Whole-process wall time, plain against ``ioadvisor run`` (and Darshan, where built), of: a C program that
+    reads nothing (N = 0), ``python -c "import h5py"``, a program starting SPAWNED spawned children (and none),
+    and the C program's 20,000 box reads. Every (case, tool) once per round, the order rotating from round to
+    round; per case the median over rounds of (tool - plain) with its bootstrap 95% interval."""
+    cases: dict[str, list[str]] = {}
+    built = h5loop(tmp, quick)
+    if built is None:
+        print("fixed cost: C cases skipped (no cc or no Debian libhdf5-dev)")
+    else:
+        exe, data, nrows = built
+        cases["C program, N = 0 (h5loop boxes 0)"] = [str(exe), str(data), "boxes", "0"]
+        cases[f"C program, 20,000 reads of 1000x8 from ({nrows} x 64) f4 (h5loop boxes 20000)"] = \
+            [str(exe), str(data), "boxes", "20000"]
+    importer = tmp / "import_h5py.py"  # what python -c "import h5py" does (a checkout before -c was supported too)
+    importer.write_text("import h5py\n")
+    cases['python: import h5py'] = [sys.executable, str(importer)]
+    script = tmp / "spawn_children.py"
+    script.write_text(SPAWN_PROGRAM)
+    spawn_none = "python, multiprocessing spawn, 0 children"
+    spawn_some = f"python, multiprocessing spawn, {SPAWNED} children doing nothing"
+    cases[spawn_none] = [sys.executable, str(script), "0"]
+    cases[spawn_some] = [sys.executable, str(script), str(SPAWNED)]
+    tools = ["plain", "ioadvisor"] + (["baseline"] if baseline else []) + (["darshan"] if DARSHAN.exists() else [])
+    if not DARSHAN.exists():
+        print(f"fixed cost: Darshan column skipped ({DARSHAN} not built: benchmarks/darshan_build.sh)")
+    (tmp / "darshan-logs").mkdir(exist_ok=True)
+    runs = [(case, tool) for case in cases for tool in tools]
+    for case, tool in runs:  # once each first: files in the page cache, .pyc files written
+        cmd, env = _tool_command(tool, cases[case], tmp, baseline)
+        subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=tmp)  # not ours: python -m finds cwd first
+    walls: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    for r in range(n_rounds):
+        k = r % len(runs)
+        for case, tool in runs[k:] + runs[:k]:
+            cmd, env = _tool_command(tool, cases[case], tmp, baseline)
+            w = time.perf_counter()
+            subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=tmp)
+            walls[case, tool].append(time.perf_counter() - w)
+        shutil.rmtree(tmp / "darshan-logs", ignore_errors=True)
+        (tmp / "darshan-logs").mkdir()
+    rows = []
+    for case in cases:
+        plain = walls[case, "plain"]
+        row = {"case": case, "rounds": n_rounds, "plain_ms": statistics.median(plain) * 1e3}
+        for tool in tools[1:]:
+            added = [(t - p) * 1e3 for p, t in zip(plain, walls[case, tool])]
+            ratio = [(t / p - 1) * 100 for p, t in zip(plain, walls[case, tool])]
+            row[f"{tool}_added_ms"] = statistics.median(added)
+            row[f"{tool}_added_interval_ms"] = list(median_interval(added))
+            row[f"{tool}_slowdown_pct"] = statistics.median(ratio)
+            row[f"{tool}_interval_pct"] = list(median_interval(ratio))
+        rows.append(row)
+    per_child = {"case": f"per followed child (spawn: ({SPAWNED} children - none) / {SPAWNED})", "rounds": n_rounds,
+                 "plain_ms": statistics.median((a - b) * 1e3 / SPAWNED for a, b in
+                                               zip(walls[spawn_some, "plain"], walls[spawn_none, "plain"]))}
+    for tool in tools[1:]:
+        added = [((t8 - t0) - (p8 - p0)) * 1e3 / SPAWNED for p8, p0, t8, t0 in
+                 zip(walls[spawn_some, "plain"], walls[spawn_none, "plain"], walls[spawn_some, tool],
+                     walls[spawn_none, tool])]
+        per_child[f"{tool}_added_ms"] = statistics.median(added)
+        per_child[f"{tool}_added_interval_ms"] = list(median_interval(added))
+    rows.append(per_child)
+    return rows
+
+
+def print_fixed(rows: list[dict]) -> None:
+    tools = [t for t in ("ioadvisor", "baseline", "darshan") if f"{t}_added_ms" in rows[0]]
+    head = " | ".join(f"{t}: added ms, median [95% interval] (slower)" for t in tools)
+    print(f"| whole process, wall | rounds | plain ms | {head} |")
+    print("|---|---|---|" + "---|" * len(tools))
+    for r in rows:
+        cells = []
+        for t in tools:
+            lo, hi = r[f"{t}_added_interval_ms"]
+            pct = f" ({r[f'{t}_slowdown_pct']:+.1f}% [{r[f'{t}_interval_pct'][0]:+.1f}, " \
+                  f"{r[f'{t}_interval_pct'][1]:+.1f}])" if f"{t}_slowdown_pct" in r else ""
+            cells.append(f"{r[f'{t}_added_ms']:+.1f} [{lo:+.1f}, {hi:+.1f}]{pct}")
+        print(f"| {r['case']} | {r['rounds']} | {r['plain_ms']:.1f} | " + " | ".join(cells) + " |")
+
+
 def _pct(r: dict, label: str) -> str:
     """median [95% interval] / min-min"""
     lo, hi = r[f"{label}_interval_pct"]
@@ -274,12 +410,13 @@ def _pct(r: dict, label: str) -> str:
 def print_below(rows: list[dict]) -> None:
     print("| below Python (ioadvisor run vs plain) | pairs | untraced µs/call (cpu) | added µs/call, cpu (median) "
           "| slower, cpu: median [95% interval] / min-min | slower, wall: median [95% interval] / min-min "
-          "| whole-command cpu s, untraced / traced |")
-    print("|---|---|---|---|---|---|---|")
+          "| whole-command cpu s, untraced / traced | whole process, wall: untraced s, slower |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['case']} | {r['pairs']} | {r['cpu_untraced_us']:.2f} | {r['cpu_added_us']:.2f} "
               f"| {_pct(r, 'cpu')} | {_pct(r, 'wall')} "
-              f"| {r['command_cpu_untraced_s']:.2f} / {r['command_cpu_traced_s']:.2f} |")
+              f"| {r['command_cpu_untraced_s']:.2f} / {r['command_cpu_traced_s']:.2f} "
+              f"| {r['process_wall_untraced']:.3f}, {_pct(r, 'process_wall')} |")
 
 
 def main(argv=None) -> int:
@@ -289,6 +426,11 @@ def main(argv=None) -> int:
     part = ap.add_mutually_exclusive_group()
     part.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
     part.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
+    part.add_argument("--fixed-only", action="store_true",
+                      help="only the fixed costs and whole-process overheads, with Darshan where built (section 4)")
+    ap.add_argument("--rounds", type=int, help="rounds of the fixed-cost cases (default 31, 5 with --quick)")
+    ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                    help="section 4: also through the ioadvisor run of this checkout (its extensions built)")
     ap.add_argument("--reps", type=int,
                     help="least pairs of the realistic loop and of each case below Python (default 7, 3 with --quick)")
     ap.add_argument("--max-pairs", type=int, help="most pairs per case (default 80, 3 with --quick)")
@@ -312,6 +454,16 @@ def main(argv=None) -> int:
         ap.error(f"--cases: unknown {', '.join(sorted(set(cases) - set(BELOW_CASES)))}")
     load = [os.getloadavg()[0]]
     print(f"load average at start: {load[0]:.2f}")
+    if args.fixed_only:
+        with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
+            fixed = fixed_costs(q, Path(tmp), args.rounds or (5 if q else 31), args.baseline)
+        load.append(os.getloadavg()[0])
+        print(f"load average at the end: {load[1]:.2f}")
+        print_fixed(fixed)
+        if args.json:
+            args.json.write_text(json.dumps({"fixed": fixed, "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q,
+                                             "load": load}, indent=2))
+        return 0
     if args.below_only:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-overhead-") as tmp:
             below = below_python_cases(q, Path(tmp), pairs, args.format, cases, args.longer)
@@ -340,6 +492,7 @@ def main(argv=None) -> int:
         loops = [realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path),
                  append_loop(400 if q else 4000, pairs, trace_path, tmp)]
         below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
+        fixed = [] if args.python_only else fixed_costs(q, tmp, args.rounds or (5 if q else 31), args.baseline)
     print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
           "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
     print("|---|---|---|---|---|")
@@ -358,8 +511,11 @@ def main(argv=None) -> int:
     if below:
         print()
         print_below(below)
+    if fixed:
+        print()
+        print_fixed(fixed)
     if args.json:
-        args.json.write_text(json.dumps({"per_call": rows, "loops": loops, "below": below, "load": load,
+        args.json.write_text(json.dumps({"per_call": rows, "loops": loops, "below": below, "fixed": fixed, "load": load,
                                          "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q, "format": args.format},
                                         indent=2))
     return 0

@@ -23,15 +23,16 @@ import re
 import shutil
 import threading
 import time
+import types
+from importlib import import_module
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .columns import _ARRAYS, ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
 from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
+from .tracedir import META, PART as _PART, PARTS as _PARTS, RAW as _RAW, prepare as _prepare
 from .tracefile import (
     Trace,
     TraceError,
@@ -46,7 +47,24 @@ from .tracefile import (
     resize_lines,
 )
 
-META = "_meta.jsonl"
+
+
+class _Deferred(types.ModuleType):
+    """A module imported at the first use of one of its attributes: writing a trace's records file (its header, a
+    run that made no access: ``ioadvisor run`` of a program that did no I/O) never loads Arrow, about 0.1-0.2 s
+    of a run's fixed cost (benchmarks/tracing_overhead.py, fixed cost)."""
+
+    def __getattr__(self, attr):
+        return getattr(import_module(self.__name__), attr)
+
+
+pa, pq = _Deferred("pyarrow"), _Deferred("pyarrow.parquet")
+
+
+def load_arrow() -> None:
+    """Import Arrow now, off the path that needs it next (a launcher, while its program runs)."""
+    import_module("pyarrow.parquet")
+
 FORMAT_KEY = b"ioadvisor.columns"
 FORMAT_VERSION = b"1"
 """Version of the access-column layout, in every part's Parquet metadata."""
@@ -59,9 +77,6 @@ COMPACT_ROWS = 1 << 20
 """At close, consecutive batches are rewritten into files of up to this many rows: a long run writes a small batch
 every BATCH_SECONDS, and each file costs its reader milliseconds however few rows it holds."""
 
-_PART = re.compile(r"^part-(\d{6,})\.parquet$")
-_PARTS = re.compile(r"^parts-(\d{6,})-(\d{6,})\.parquet$")
-_RAW = re.compile(r"^part-(\d{6,})\.npy$")
 _DIMS = ("start", "count", "stride", "block", "step")
 TIMES = ("t0", "dt", "t_step")
 """The timing columns (stored as ``NAME_ns``)."""
@@ -288,21 +303,6 @@ def _selection(cols: AccessColumns, i: int, idx, lens, where: str, row: int) -> 
 
 
 # ---------------------------------------------------------------------------- the directory
-
-def _prepare(path: Path) -> None:
-    """An empty trace directory at ``path`` (an earlier trace there is replaced)."""
-    if path.is_dir():
-        for f in path.iterdir():
-            if f.name == META or _PART.match(f.name) or _PARTS.match(f.name) or _RAW.match(f.name) \
-                    or f.name.endswith((".parquet.tmp", ".npy.tmp")):
-                f.unlink()
-        if any(path.iterdir()):
-            raise OSError(f"{path} is a directory with other files in it, not a trace")
-    else:
-        if path.exists():
-            path.unlink()
-        path.mkdir(parents=True)
-
 
 def part_files(path: str | os.PathLike) -> list[Path]:
     """The batch files of a trace directory, in order (parts a compacted file covers left out)."""

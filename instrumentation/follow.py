@@ -58,9 +58,9 @@ import sys
 def start():
     try:
         import instrumentation.follow as follow
+        follow.start_part()
     except ImportError as exc:
         return exc
-    follow.start_part()
 failed = start()
 if failed is not None:
     class Retry:  # the tracer's own imports (numpy) may be in a site directory processed later
@@ -232,9 +232,9 @@ def start_part() -> None:
     dirs = [d for d in os.environ.get(ENV, "").split(os.pathsep) if d]
     if not dirs or _helper():
         return
-    try:
-        from .tracer import HUB, Tracer
+    from .tracer import HUB, Tracer  # an ImportError reaches the start-up hook: numpy may be in a later site dir
 
+    try:
         if any(getattr(t, "_parts_dir", None) == d for t in HUB.active for d in dirs):
             return  # already traced (a start-up hook run twice)
         runs = [(d, RunInfo.load(d)) for d in dirs]

@@ -35,7 +35,6 @@ interval after they were made, so the h5py call around them is known by then
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
 import json
 import os
 import shutil
@@ -48,6 +47,7 @@ import numpy as np
 from .columns import POINTS, SLAB, AccessColumns
 from .follow import LOG_PREFIX
 from .locations import hdf5_location
+from .preload import CAPTURE_LEVEL, LOG_DIR_VAR, child_environment, library, preloaded  # noqa: F401 - also public here
 from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
 
@@ -66,10 +66,6 @@ start) of each (``_alike``)."""
 BATCH_MAGIC, BATCH_ALIKE_MAGIC = 0x31414F49, 0x32414F49
 KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
 
-LOG_DIR_VAR = "IOADVISOR_H5_DIR"
-"""Environment variable naming the directory a preloaded interposer writes into."""
-CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
-"""``TraceHeader.capture`` entry when the interposer records."""
 PENDING_BYTES = int(os.environ.get("IOADVISOR_PENDING_BYTES", 16 << 20))
 """Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records, 520,000 of a loop's alike ones) that
 make a poll convert them while the process is still recording (a process's own, from then on, by a converter
@@ -80,17 +76,6 @@ process's records while it is still recording: bounds the memory they take."""
 READ_BYTES = 4 << 20
 """Bytes of records converted at a time (the widened records and their columns take about 5 times that)."""
 _UNLIMITED = 2**64 - 1
-_LIB_NAME = "_h5interpose"
-
-
-def library() -> Path | None:
-    """The interposer built for this Python (next to this module), or None when it was not built."""
-    here = Path(__file__).parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = here / f"{_LIB_NAME}{suffix}"
-        if path.exists():
-            return path
-    return None
 
 
 def unavailable() -> str | None:
@@ -204,20 +189,6 @@ def loaded() -> ctypes.CDLL | None:
         return ctypes.CDLL(str(path), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
         return None
-
-
-def child_environment(log_dir: str, environ=None) -> dict[str, str]:
-    """The variables that make a process started with this environment record into ``log_dir``."""
-    environ = os.environ if environ is None else environ
-    lib = str(library())
-    preload = [p for p in environ.get("LD_PRELOAD", "").replace(":", " ").split() if p and p != lib]
-    return {"LD_PRELOAD": " ".join([lib, *preload]), LOG_DIR_VAR: log_dir}
-
-
-def preloaded(environ=None) -> bool:
-    """Was this process started with the interposer in LD_PRELOAD?"""
-    environ = os.environ if environ is None else environ
-    return str(library()) in environ.get("LD_PRELOAD", "").replace(":", " ").split()
 
 
 HDF5_TYPE_CLASSES = {0: "integer", 1: "float", 2: "time", 3: "string", 4: "integer", 5: "opaque",
@@ -557,9 +528,10 @@ class LibraryCapture:
             self.control.ioadv_set_dir(None)
         shutil.rmtree(self.log_dir, ignore_errors=True)
 
-    def poll(self, tracers, final: bool = False) -> None:
+    def poll(self, tracers, final: bool = False, *, eager: bool = False) -> None:
         """Convert what the processes recorded, up to one flush interval ago, where due (everything when
-        ``final``)."""
+        ``final``); ``eager``: every other process's records, due or not (a launcher that records nothing itself
+        and is idle while its program runs: instrumentation/launch.py)."""
         now = time.perf_counter()
         if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
             self.control.ioadv_flush()
@@ -587,7 +559,7 @@ class LibraryCapture:
                 self._refused = self.converter is None
                 if self.converter is not None:
                     continue
-            if not due and not final and not (crowded and pid == self.pid):
+            if not due and not final and not (crowded and pid == self.pid) and not (eager and pid != self.pid):
                 continue
             self.convert(log, tracers, cutoff)
         if self.converter is not None and tracers:

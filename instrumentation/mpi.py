@@ -19,7 +19,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .tracefile import TraceError, is_jsonl, load_trace, merge_traces, write_trace
+# .tracefile (numpy) is imported where a merge needs it: a serial run's launcher imports this module to learn
+# that it is serial (instrumentation.launch)
 
 _LAUNCHER_ENV = (
     ("PMI_RANK", "PMI_SIZE"),  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
@@ -43,6 +44,11 @@ def _world():
     from mpi4py import MPI  # under a launcher only: importing initialises MPI
 
     return MPI
+
+
+def launched() -> bool:
+    """Was this process started by an MPI launcher (its environment says so)? Without importing mpi4py."""
+    return any(rank_var in os.environ for rank_var, _ in _LAUNCHER_ENV)
 
 
 def rank_size(comm=None) -> tuple[int, int]:
@@ -165,6 +171,8 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     Those notes are also in the merged trace (``TraceHeader.missed`` of the first rank's header):
     no warning, which a strict warnings filter would turn into an exception in the program.
     """
+    from .tracefile import TraceError, is_jsonl, load_trace, merge_traces, write_trace
+
     path = Path(path)
     if not is_jsonl(path):
         return _merge_columnar(path, size)
@@ -191,6 +199,7 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
 def _merge_columnar(path: Path, size: int) -> list[str]:
     """Columnar rank traces merged batch by batch: rank 0 never holds all ranks' accesses."""
     from .columnar import merge_trace_files, read_meta
+    from .tracefile import TraceError, load_trace
 
     ok, missed = [], []
     for r in range(size):
@@ -235,6 +244,8 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
             here.Test()
         return
     if not failed:
+        from .tracefile import TraceError
+
         _wait_for_ranks(comm, path, size)
         try:
             missed = merge_rank_files(path, size)
@@ -250,4 +261,4 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
         _poll(lambda: all(r.Test() for r in reqs), time.monotonic() + GRACE_SECONDS)
 
 
-__all__ = ["FileSync", "rank_size", "rank_path", "finish", "merge_rank_files"]
+__all__ = ["FileSync", "launched", "rank_size", "rank_path", "finish", "merge_rank_files"]

@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar
 
-import numpy as np
+# numpy is imported where it is used: a light launcher writes a trace's header without it (instrumentation/launch.py)
 
 SCHEMA_VERSION = 1
 
@@ -22,6 +22,10 @@ WRITE = "write"
 _PLAIN_INT = {int}
 
 
+CAPTURE_CALLS = ("h5py calls", "zarr calls")
+"""The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
+
+
 class RecordError(ValueError):
     """A record does not match the schema; the message names the field."""
 
@@ -29,6 +33,8 @@ class RecordError(ValueError):
 def _ints(value: Any, name: str) -> tuple[int, ...]:
     if type(value) is list and set(map(type, value)) <= _PLAIN_INT:
         return tuple(value)  # the JSON case, checked at C speed: loading is dominated by this
+    import numpy as np
+
     if not isinstance(value, (list, tuple)) or not all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
     ):
@@ -114,6 +120,8 @@ class Selection:
 
     @property
     def nelements(self) -> int:
+        import numpy as np
+
         return int(np.prod(self.shape, dtype=np.int64))
 
     @classmethod
@@ -124,6 +132,8 @@ class Selection:
 
     def dim_indices(self, d: int) -> np.ndarray:
         """Sorted array of the indices selected along dimension d."""
+        import numpy as np
+
         if self.points is not None:
             return np.unique(self.points[:, d])
         if self.indices is not None and self.indices[d] is not None:
@@ -167,6 +177,8 @@ class Selection:
         if not isinstance(config, dict):
             raise RecordError("field 'sel' must be a JSON object")
         if "points" in config:
+            import numpy as np
+
             pts = config["points"]
             if not isinstance(pts, list) or not all(isinstance(p, list) for p in pts):
                 raise RecordError("field 'sel.points' must be a list of coordinate lists")
@@ -346,6 +358,8 @@ class DatasetRecord:
 
     @property
     def itemsize(self) -> int:
+        import numpy as np
+
         return np.dtype(self.dtype).itemsize
 
     def get_config(self) -> dict:
@@ -374,6 +388,8 @@ class DatasetRecord:
 
     @classmethod
     def from_config(cls, config: dict) -> "DatasetRecord":
+        import numpy as np
+
         _require(config, cls)
         lib = _typed(config["library"], str, "library")
         if lib not in cls.LIBRARIES:

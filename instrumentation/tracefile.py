@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .columns import KINDS, AccessColumns, as_columns, fold_runs
+from .tracedir import is_jsonl
 from .records import (
     SCHEMA_VERSION,
     AccessRecord,
@@ -56,11 +57,6 @@ def _dumps(obj) -> str:
 
 def _ilist(values) -> str:
     return "[" + ",".join(map(str, values)) + "]"
-
-
-def is_jsonl(path: str | os.PathLike) -> bool:
-    """Trace files named ``*.jsonl`` are JSON Lines (schema 1); any other name is a columnar trace."""
-    return str(path).endswith(".jsonl")
 
 
 class TraceWriter:

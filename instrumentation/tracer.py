@@ -62,14 +62,12 @@ try:
 except ImportError:
     _hotpath = None
 from .columns import AccessColumns, compact_runs
-from .records import SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
+from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
 _HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow"}
-CAPTURE_CALLS = ("h5py calls", "zarr calls")
-"""The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
 
 OP_READ, OP_WRITE, OP_RESIZE = 0, 1, 2
@@ -439,9 +437,31 @@ atexit.register(follow.close_all)
 
 
 @functools.lru_cache(maxsize=None)
+def _dist_info_versions() -> dict[str, str]:
+    """Name -> version of the distributions installed as ``NAME-VERSION.dist-info`` directories on sys.path
+    (the first one found, as importlib.metadata finds them): a directory listing per entry, about 1 ms, where
+    importlib.metadata costs about 20 ms to import and 3 ms a package (a run's fixed cost:
+    benchmarks/tracing_overhead.py)."""
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for dist in names:
+            if dist.endswith(".dist-info"):
+                name, _, version = dist[: -len(".dist-info")].partition("-")
+                found.setdefault(name.lower().replace("-", "_").replace(".", "_"), version)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
 def _installed_version(name: str) -> str | None:
-    """A package's installed version, looked up once per process (about 3 ms each; forked children inherit it)."""
-    try:
+    """A package's installed version, looked up once per process (forked children inherit it)."""
+    found = _dist_info_versions().get(name.lower().replace("-", "_"))
+    if found:
+        return found
+    try:  # installed otherwise (an egg, a zip): the slower, general way
         from importlib.metadata import version
 
         return version(name)
@@ -449,11 +469,16 @@ def _installed_version(name: str) -> str | None:
         return None
 
 
-def _versions() -> dict:
+def _versions(installed: bool = True) -> dict:
+    """Versions of Python and the array libraries: those imported, and (``installed``) those installed but not
+    imported yet. A followed process's part looks up none (about 15-30 ms of its start-up, per child process:
+    benchmarks/tracing_overhead.py); the run's trace has them."""
     out = {"python": platform.python_version()}
     for name in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin"):
         mod = sys.modules.get(name)
         if mod is None:
+            if not installed:
+                continue
             found = _installed_version(name)
             if found is not None:
                 out[name] = found
@@ -587,7 +612,7 @@ class Tracer:
             rank=self.rank,
             size=self.size,
             t_origin_unix=t_origin_unix,
-            versions=_versions(),
+            versions=_versions(installed=not self._is_part),
             # a child's own sys.argv is just ["-c"] for multiprocessing's spawn: its interpreter's command says more
             argv=tuple(sys.orig_argv if self._is_part else sys.argv),
             ppid=os.getppid(),
@@ -755,6 +780,9 @@ class Tracer:
         writer = self._writer
         with self._drain_lock:
             heads, dims, infos, items = self._recorder.take()
+            if not heads and not items and not infos:  # nothing recorded: no numpy call (its first ones cost ms)
+                writer.flush(force)
+                return
             cols, position, resized, resized_at = self._from_c(np.frombuffer(heads, RECORD_HEAD),
                                                                np.frombuffer(dims, np.int64), infos)
             python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]

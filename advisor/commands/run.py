@@ -22,11 +22,13 @@ import runpy
 import shutil
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from instrumentation import interpose
+from instrumentation import preload
 from instrumentation.mpi import FileSync, rank_path
+from instrumentation.tracedir import META, PART, PARTS
 
 DEFAULT_TRACE = "ioadvisor-trace.parquet"
 
@@ -36,17 +38,18 @@ _RUNNER_MODULES = {__name__, runpy.__name__}
 
 @dataclass(frozen=True)
 class Program:
-    """What to run: a script path or a module name (``-m``), and its arguments."""
+    """What to run: a script path, a module name (``-m``) or Python code (``-c``), and its arguments."""
 
     target: str
     args: tuple[str, ...]
     module: bool = False
     unbuffered: bool = False
     native: bool = False
+    code: bool = False
 
     @classmethod
     def parse(cls, command: list[str]) -> "Program":
-        """From ``[python [-u] [-m] ]target args...``; ValueError names what is not supported."""
+        """From ``[python [-u] [-m|-c] ]target args...``; ValueError names what is not supported."""
         cmd = list(command)
         if cmd and cmd[0] == "--":
             cmd.pop(0)
@@ -62,8 +65,12 @@ class Program:
                 if len(cmd) < 2:
                     raise ValueError("python -m needs a module name")
                 return cls(cmd[1], tuple(cmd[2:]), module=True, unbuffered=unbuffered)
+            if cmd and cmd[0] == "-c":
+                if len(cmd) < 2:
+                    raise ValueError("python -c needs the code to run")
+                return cls(cmd[1], tuple(cmd[2:]), unbuffered=unbuffered, code=True)
             if cmd and cmd[0].startswith("-"):
-                raise ValueError(f"python option {cmd[0]} is not supported here: only -m and -u")
+                raise ValueError(f"python option {cmd[0]} is not supported here: only -m, -c and -u")
             if not cmd:
                 raise ValueError("python needs a script to run")
             target = cmd[0]
@@ -94,7 +101,11 @@ class Program:
             sys.stdout.reconfigure(write_through=True)
             sys.stderr.reconfigure(write_through=True)
         try:
-            if self.module:
+            if self.code:
+                sys.argv[:] = ["-c", *self.args]
+                sys.path[0] = ""  # as python -c: the current directory
+                _run_code(self.target)
+            elif self.module:
                 sys.argv[:] = [self.target, *self.args]  # runpy replaces argv[0] with the module's file
                 sys.path[0] = os.getcwd()
                 runpy.run_module(self.target, run_name="__main__", alter_sys=True)
@@ -105,6 +116,17 @@ class Program:
         finally:
             sys.argv[:] = saved_argv
             sys.path[0] = saved_path0
+
+
+def _run_code(code: str) -> None:
+    """Run ``code`` as ``python -c`` runs it: in a fresh ``__main__`` module, named ``<string>``."""
+    main = types.ModuleType("__main__")
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(code, "<string>", "exec"), vars(main))
+    finally:
+        sys.modules["__main__"] = saved
 
 
 def _is_python(path: str) -> bool:
@@ -126,11 +148,11 @@ def _preload_and_restart(args) -> None:
     re-executed process is the same command, pid and MPI rank, with LD_PRELOAD set.
     """
     argv = sys.argv[1:]
-    if (interpose.library() is None or interpose.preloaded() or "run" not in argv
+    if (preload.library() is None or preload.preloaded() or "run" not in argv
             or argv[len(argv) - len(args.program):] != args.program or not sys.orig_argv):
         return
     env = dict(os.environ)
-    env["LD_PRELOAD"] = interpose.child_environment("", env)["LD_PRELOAD"]
+    env["LD_PRELOAD"] = preload.child_environment("", env)["LD_PRELOAD"]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
@@ -179,13 +201,13 @@ def summary_line(tracer) -> str:
         own = rank_path(path, tracer.rank, tracer.size)
         return (f"ioadvisor: no merged trace; per-rank traces like {own} are kept "
                 f"(merge them: ioadvisor trace merge -o {path} {path.stem}.rank*{path.suffix})")
-    if path.is_dir():
+    if path.is_dir() and any(PART.match(f.name) or PARTS.match(f.name) for f in path.iterdir()):
         from instrumentation.columnar import count_accesses
 
         head, n_ds, n_acc, n_read = count_accesses(path)
-    else:
+    else:  # JSON Lines, or a trace directory with no access (its records file: no numpy, no Arrow)
         n_ds = n_acc = n_read = 0
-        with open(path, "rb") as fh:  # every record line starts with its type: {"t":"a",...
+        with open(path / META if path.is_dir() else path, "rb") as fh:  # each line starts with its type: {"t":"a",...
             head = json.loads(fh.readline() or b"{}")
             for line in fh:
                 if line.startswith(b'{"t":"a"'):
@@ -217,16 +239,26 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def _tracer(args, program: Program):
+    """``advisor.trace``, or for a serial program that is not Python the light launcher's tracer, which imports
+    numpy and the converters only if the program records something (instrumentation/launch.py)."""
+    if program.native:
+        from instrumentation.launch import NativeRun
+
+        if NativeRun.possible():
+            return NativeRun(args.output, overwrite=args.force)
+    _preload_and_restart(args)  # this process runs the Python program: libhdf5 below it is seen too
     import advisor
 
+    return advisor.trace(args.output, overwrite=args.force, comm=FileSync() if program.native else None)
+
+
+def run(args) -> int:
     program = Program.parse(args.program)
-    _preload_and_restart(args)
     ending: BaseException | None = None
     tracer = None
     try:
-        with advisor.trace(args.output, overwrite=args.force,
-                           comm=FileSync() if program.native else None) as tracer:
+        with _tracer(args, program) as tracer:
             try:
                 reach_static_hdf5(program, tracer)
                 program.execute()

@@ -106,10 +106,26 @@ def test_h5py_accesses_of_an_unmodified_script_are_traced(tmp_path, capsys):
 def test_bad_program_is_a_one_line_error(tmp_path, capsys):
     assert main(["run", "--", "python", str(tmp_path / "missing.py")]) == 2
     assert "missing.py: no such script" in capsys.readouterr().err
-    assert main(["run", "--", "python", "-c", "print(1)"]) == 2
-    assert "python option -c is not supported" in capsys.readouterr().err
+    assert main(["run", "--", "python", "-X", "dev", "x.py"]) == 2
+    assert "python option -X is not supported" in capsys.readouterr().err
     assert main(["run"]) == 2
     assert capsys.readouterr().err.startswith("ioadvisor run: error: no program given")
+
+
+def test_python_c_runs_its_code_as_main_with_its_argv(tmp_path, capsys):
+    out, trace = tmp_path / "seen.json", tmp_path / "t.jsonl"
+    code = ("import json, sys, h5py, numpy as np\n"
+            f"json.dump({{'argv': sys.argv, 'path0': sys.path[0], 'name': __name__}}, open({str(out)!r}, 'w'))\n"
+            f"with h5py.File({str(tmp_path / 'f.h5')!r}, 'w') as f:\n"
+            "    f.create_dataset('x', (10,), 'f8')[2:5] = 1.0\n")
+    saved_main = sys.modules["__main__"]
+    assert main(["run", "-o", str(trace), "--", "python", "-c", code, "a", "-b"]) == 0
+    assert json.loads(out.read_text()) == {"argv": ["-c", "a", "-b"], "path0": "", "name": "__main__"}
+    assert sys.modules["__main__"] is saved_main
+    assert [a.op for a in load_trace(trace).accesses] == ["write"]
+    assert main(["run", "-o", str(trace), "--force", "--", "python", "-c", "raise SystemExit(4)"]) == 4
+    assert main(["run", "-o", str(trace), "--force", "--", "python", "-c", "1 / 0"]) == 1
+    assert 'File "<string>", line 1' in capsys.readouterr().err  # python's own traceback, not ioadvisor's frames
 
 
 def test_program_parse():

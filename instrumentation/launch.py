@@ -1,0 +1,188 @@
+"""The tracer of ``ioadvisor run`` around a program that is not Python (C, C++, Fortran, a shell script), serial.
+
+Such a program's libhdf5 calls are recorded by the interposer it is started with (``LD_PRELOAD``,
+instrumentation/preload.py) into a log directory, and the Python processes it starts are followed into parts
+(instrumentation/follow.py). The launcher itself records nothing: what it must do is set that up before the
+program starts and, once it ended, turn the logs and parts into the trace. ``NativeRun`` does the first and
+the trace's records file with the standard library only; numpy, Arrow and the converters
+(instrumentation/interpose.py, tracer.py, columnar.py) are imported only when the program recorded something,
+and then while the program still runs (a watcher thread starts the import once the first record is on disk),
+so that a traced run costs the program's own time plus the conversion of its records, not the launcher's
+imports (benchmarks/tracing_overhead.py, fixed cost and whole-process overhead). The trace is written in full
+before ``__exit__`` returns, as ``advisor.trace`` writes it.
+
+Under an MPI launcher the run keeps ``advisor.trace`` with ``mpi.FileSync`` (its ranks agree through their trace
+files, which rank 0 merges): ``NativeRun.possible()`` says when this one applies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from . import follow, mpi, preload
+from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
+from .tracedir import META, is_jsonl, prepare
+
+WATCH_INTERVAL = 0.05
+"""Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
+WATCH_NICE = 19
+"""The watcher thread's nice value (the lowest priority)."""
+_NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
+"""Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
+
+
+class NativeRun:
+    """A context manager around the run of a program started with the interposer (``Program.execute``);
+    ``path``, ``rank`` and ``size`` as ``advisor.trace``'s tracer has them."""
+
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):
+        self.path = Path(path).absolute()
+        self.rank, self.size = 0, 1
+        self.missed: list[str] = []
+        self._overwrite = overwrite
+        self._environ: dict[str, str | None] = {}
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._sink = self._capture = None  # the trace's writer, the logs' reader: once something was recorded
+        self._failed: str | None = None
+
+    @staticmethod
+    def possible() -> bool:
+        """A serial run (no MPI launcher) where the interposer was built."""
+        return not mpi.launched() and preload.library() is not None
+
+    def __enter__(self) -> "NativeRun":
+        if self.path.exists() and not self._overwrite:
+            raise FileExistsError(f"{self.path} exists: not replacing an earlier trace "
+                                  "(choose another path, or overwrite=True / --force to replace it)")
+        t_origin_unix, origin = time.time(), time.perf_counter()
+        jsonl = is_jsonl(self.path)
+        self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
+        capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
+        why = follow.ensure_startup_hook()
+        capture += ("child processes",) if why is None else \
+            (f"forked child processes (new interpreters not followed: {why})",)
+        self._header = TraceHeader(
+            schema=SCHEMA_VERSION, host=os.uname().nodename,  # = socket.gethostname(), without importing socket
+            pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=t_origin_unix,
+            versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv), ppid=os.getppid(),
+            capture=capture)
+        if jsonl:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._records = self.path
+        else:
+            prepare(self.path)
+            self._records = self.path / META
+        self._records.write_text(self._line({"t": "h", **self._header.get_config()}))
+        self._parts = self.path.with_name(f"{self.path.name}.parts-{os.urandom(4).hex()}")
+        self._parts.mkdir()
+        self._run.save(self._parts)
+        self._logs = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+        env = {**follow.child_environment([str(self._parts)]), **preload.child_environment(str(self._logs))}
+        self._environ = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        self._watcher = threading.Thread(target=self._watch, name="ioadvisor-watch", daemon=True)
+        self._watcher.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        ended = time.time_ns()
+        self._stop.set()
+        self._watcher.join()
+        for name, value in self._environ.items():  # the program's own environment back
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        try:
+            if self._sink is None and self._anything():
+                self._open_sink()
+            if self._sink is None:  # nothing recorded: the records file is the whole trace
+                with open(self._records, "a", encoding="utf-8") as fh:
+                    fh.write(self._line({"t": "end", "n_access": 0}))
+                (self._parts / follow.RUN_FILE).unlink()
+                self._parts.rmdir()
+            else:
+                self._finish(ended)
+        finally:
+            shutil.rmtree(self._logs, ignore_errors=True)
+        if self.missed:
+            more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
+                if len(self.missed) > 1 else ""
+            print(f"ioadvisor: trace {self.path} is missing something: {self.missed[0]}{more}", file=sys.stderr)
+        return False
+
+    @staticmethod
+    def _line(obj: dict) -> str:
+        return json.dumps(obj, separators=(",", ":")) + "\n"  # as tracefile._dumps writes plain values
+
+    def _anything(self) -> bool:
+        """Did a process log anything but the libraries it loaded, or a followed process start a part?"""
+        for f in self._logs.iterdir():
+            if f.name.endswith(".acc"):
+                if f.stat().st_size:
+                    return True
+            elif f.name.endswith(".meta"):
+                if any(line and not line.startswith(_NOTHING) for line in f.read_bytes().split(b"\n")):
+                    return True
+        return any(p.name != follow.RUN_FILE for p in self._parts.iterdir())
+
+    def _open_sink(self) -> None:
+        """The trace's writer and the reader of the interposer's logs (numpy, Arrow: imported now)."""
+        from . import columnar
+        from .interpose import LibraryCapture
+        from .tracer import Tracer
+
+        columnar.load_arrow()
+        self._sink = Tracer._converter(self.path, str(self._parts), self._run, self._header)
+        self._capture = LibraryCapture(self._logs, None)
+
+    def _watch(self) -> None:
+        """While the program runs: once it recorded something, convert its records as they reach the disk, on
+        a core the program may not use (its exit then waits only for the last ones). At the lowest priority
+        (Linux schedules a thread as its own task): where no core is idle, the program and the machine's other
+        work go first, and the records wait for the exit, as they did before this thread converted them
+        (benchmarks/tracing_overhead.py: the C loops' own time)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WATCH_NICE)
+        except (OSError, AttributeError):
+            pass
+        while not self._stop.wait(WATCH_INTERVAL):
+            try:
+                if self._sink is None:
+                    if not self._anything():
+                        continue
+                    self._open_sink()
+                self._capture.poll([self._sink], eager=True)
+            except Exception as exc:  # noqa: BLE001 - the exit converts what is left, and says what failed
+                self._failed = f"{type(exc).__name__}: {exc}"
+                return
+
+    def _finish(self, ended: int) -> None:
+        """Convert the rest of the program's libhdf5 records and merge the followed processes' parts, as
+        ``advisor.trace`` does at its exit (instrumentation/tracer.py)."""
+        from .tracefile import TraceError
+
+        try:
+            self._capture.poll([self._sink], final=True)
+            self._sink._drain()
+        except Exception as exc:  # noqa: BLE001 - a torn log must cost neither the trace nor the exit status
+            self._failed = self._failed or f"{type(exc).__name__}: {exc}"
+        if self._failed:
+            self.missed.append(f"the program's libhdf5 records could not all be converted: {self._failed}")
+        self.missed += self._capture.lost()
+        self._sink._writer.close(tuple(self.missed), self._capture.libraries())
+        try:
+            self.missed += follow.merge_parts(self.path, self._parts, ended)
+            self._parts.rmdir()
+        except (OSError, TraceError) as exc:
+            self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")
+
+
+__all__ = ["NativeRun"]

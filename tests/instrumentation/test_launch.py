@@ -1,0 +1,59 @@
+"""``ioadvisor run`` of a program that is not Python (instrumentation/launch.py): the launcher loads numpy and
+Arrow only when the program recorded something, and the trace is whole when the command returns."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from instrumentation import interpose
+from instrumentation.tracefile import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(interpose.library() is None, reason="the libhdf5 interposer was not built")
+
+
+def _run(tmp_path, output, *command, importtime=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run([sys.executable, *flags, "-m", "advisor", "run", "-o", output, "--", *command],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.mark.parametrize("output", ["t.parquet", "t.jsonl"])
+def test_a_program_that_records_nothing_costs_no_numpy_nor_arrow(tmp_path, output):
+    res = _run(tmp_path, output, "/bin/sh", "-c", "echo hello; exit 5", importtime=True)
+    assert res.returncode == 5 and res.stdout == "hello\n"
+    imported = {line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
+    assert "instrumentation.launch" in imported
+    assert not {"numpy", "pyarrow", "instrumentation.tracer", "advisor.api"} & imported
+    trace = load_trace(tmp_path / output)
+    assert trace.complete and not trace.accesses and not trace.datasets
+    assert interpose.CAPTURE_LEVEL in trace.header.capture and "child processes" in trace.header.capture
+    assert sorted(p.name for p in tmp_path.iterdir()) == [output]  # no parts directory left
+
+
+@pytest.mark.parametrize("output", ["t.parquet", "t.jsonl"])
+def test_a_followed_python_child_of_a_shell_script_is_merged(tmp_path, output):
+    child = tmp_path / "child.py"
+    child.write_text(textwrap.dedent(f"""
+        import h5py, numpy as np
+        with h5py.File({str(tmp_path / 'f.h5')!r}, "w") as f:
+            ds = f.create_dataset("x", (100, 4), "f4")
+            for i in range(10):
+                ds[i * 10:(i + 1) * 10] = np.ones((10, 4), "f4")
+            ds[0:5, 1:3]
+    """))
+    res = _run(tmp_path, output, "/bin/sh", "-c", f"{sys.executable} {child}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    trace = load_trace(tmp_path / output)
+    assert trace.complete and not trace.missed
+    assert [a.op for a in trace.accesses] == ["write"] * 10 + ["read"]
+    assert len(trace.header.processes) == 2 and trace.header.processes[1].accesses == 11
+    assert not list(tmp_path.glob("*.parts-*"))
