@@ -176,7 +176,8 @@ class NativeRun:
             self._failed = self._failed or f"{type(exc).__name__}: {exc}"
         if self._failed:
             self.missed.append(f"the program's libhdf5 records could not all be converted: {self._failed}")
-        self.missed += self._capture.lost()
+        # a program with libhdf5 linked in is named by `ioadvisor run` and by the interposer at its exit: once
+        self.missed += [m for m in self._capture.lost() if m not in self.missed]
         self._sink._writer.close(tuple(self.missed), self._capture.libraries())
         try:
             self.missed += follow.merge_parts(self.path, self._parts, ended)

@@ -1,4 +1,5 @@
 """Fixtures shared by the tests under tests/: the pydarshan wheel's example Darshan logs."""
+import os
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,19 @@ def scalar_log(tmp_path_factory, darshan_examples) -> Path:
     path = tmp_path_factory.mktemp("darshan") / "scalar.txt"
     path.write_text(text + "\n".join(extra) + "\n")
     return path
+
+
+_PLUGIN_PATH = os.environ.get("HDF5_PLUGIN_PATH")
+
+
+@pytest.fixture(autouse=True)
+def _plugin_path_as_it_was():
+    """``import netCDF4`` sets HDF5_PLUGIN_PATH to netCDF4's own filter plugins, built against its own libhdf5; the
+    ioadvisor processes that later tests start would inherit it and load those plugins into h5py's libhdf5
+    (HDF5-DIAG errors on stderr). Each test ends with the variable as the session found it."""
+    yield
+    if os.environ.get("HDF5_PLUGIN_PATH") != _PLUGIN_PATH:
+        if _PLUGIN_PATH is None:
+            del os.environ["HDF5_PLUGIN_PATH"]
+        else:
+            os.environ["HDF5_PLUGIN_PATH"] = _PLUGIN_PATH

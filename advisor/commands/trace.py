@@ -161,7 +161,7 @@ def register(sub) -> None:
     convert.set_defaults(func=run_convert)
     plot = actions.add_parser(
         "plot", help="draw the access map: bytes per chunk on the array, and positions read/written over time")
-    plot.add_argument("trace", metavar="TRACE")
+    plot.add_argument("trace", metavar="TRACE", help="trace to draw (columnar directory or JSON Lines file)")
     plot.add_argument("-o", "--output", required=True, metavar="IMAGE",
                       help="picture to write; the format follows the name (.png, .svg, .pdf)")
     plot.add_argument("--dataset", metavar="NAME",
