@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -47,6 +47,7 @@ def advise(
     min_share: float = MIN_SHARE,
     jobs: int | None = None,
     comm=None,
+    cache_budget: int | None = -1,
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
@@ -70,9 +71,13 @@ def advise(
     evaluated on ``jobs`` threads (default: the usable cores, ``IOADVISOR_JOBS``),
     or split over the ranks of ``comm`` (mpi4py) when it has several: every
     rank must call ``advise`` alike and every rank gets the same Advice.
+    ``cache_budget``: chunk-cache bytes one process may spend (default ``CACHE_BUDGET``, 64 MiB; None: no
+    budget), shared by the datasets the trace shows open at the same time (``advisor.budget``); a candidate
+    whose cache exceeds its dataset's share is not ranked.
     """
     from advisor.advice import Advice, MinorDataset, NotAdvised
-    from advisor.candidates import allowed_codecs
+    from advisor.budget import CacheShare, cache_shares
+    from advisor.candidates import CACHE_BUDGET, allowed_codecs
     from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
     from instrumentation.formats import untraced_inputs
@@ -95,8 +100,18 @@ def advise(
     from advisor.search import Objective
 
     goal = Objective(objective, max_seconds, max_bytes)
+    if cache_budget == -1:
+        cache_budget = CACHE_BUDGET
+    if cache_budget is not None and cache_budget <= 0:
+        raise ValueError(f"cache budget must be positive, got {cache_budget}")
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
     cols = trace.columns
+    shares = cache_shares(cols, cache_budget)
+    rewritten = _read_back(trace)
+    if goal.kind == "read" and cols.write.any():  # write once, read many: the reads alone are ranked
+        trace = Trace(trace.headers, trace.datasets, cols.take(~cols.write), trace.resizes, trace.complete,
+                      trace.source)
+        cols = trace.columns
     counts = np.bincount(cols.ds, weights=cols.rep, minlength=max(trace.datasets, default=-1) + 1)
     n_accesses = {i: int(counts[i]) for i in trace.datasets}
     traced = {i: traced_seconds(trace.columns_of(i)) for i, n in n_accesses.items() if n}
@@ -124,6 +139,8 @@ def advise(
                 raise
             uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
+    run = _run_seconds(cols)
+    run = max(run, total) if run is not None else None
     out, skipped, minor = [], [], []
     file_library: dict[str, tuple[str, str]] = {}  # file -> (library, path) of its dataset advised first
     for ds in targets:
@@ -141,13 +158,19 @@ def advise(
                     adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors,
                                       libraries if follows is None else (follows[0],), top,
                                       read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id], jobs, comm, works.get(ds.id), follows)
+                                      traced[ds.id], jobs, comm, works.get(ds.id), follows,
+                                      RunContext(CacheShare(shares.get(ds.id), cache_budget), run))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
                 reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
-                extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
+                said = [] if ds.id not in rewritten else [
+                    "the program wrote this array and then read it: ranked by the reads alone (--objective read)"
+                    if goal.kind == "read" else
+                    "the program wrote this array and then read it: ranked by its writes and reads (--objective "
+                    f"{goal.kind}); --objective read ranks by the reads alone (write once, read many)"]
+                extra = said + ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
                     + _warning_notes(caught)
                 out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
                 if adv.recommendation.library in libraries:
@@ -159,9 +182,41 @@ def advise(
     return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
                   {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
                    "compressors": None if compressors is None else list(compressors),
-                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
+                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries),
+                  "cache_budget": cache_budget},
                   tuple(skipped), minor=tuple(minor), traced_seconds=total,
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
+
+
+def _run_seconds(cols) -> float | None:
+    """The run as the trace sees it: the slowest process from its first traced call's start to its last one's
+    end (what happens before the first call, imports and opens, is not seen)."""
+    if not cols.rows:
+        return None
+    end = cols.t0 + np.where(cols.rep > 1, cols.t_step * (cols.rep - 1), 0.0) + cols.dt
+    spans = [float(end[cols.rank == r].max() - cols.t0[cols.rank == r].min()) for r in np.unique(cols.rank)]
+    return max(spans) if spans else None
+
+
+def _read_back(trace: Trace) -> set[int]:
+    """Datasets the traced program wrote and then read."""
+    cols = trace.columns
+    out = set()
+    for i in np.unique(cols.ds[cols.write]).tolist() if cols.rows else []:
+        mine = cols.ds == i
+        w, r = mine & cols.write, mine & ~cols.write
+        if r.any() and cols.t0[r].max() > cols.t0[w].min():
+            out.add(int(i))
+    return out
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one dataset's advice takes from the whole run: its chunk-cache share, the run's traced time."""
+
+    share: object = None
+    """``advisor.budget.CacheShare`` (None: no budget)."""
+    run_seconds: float | None = None
 
 
 WHATIF_ACCESSES = 200_000
@@ -183,12 +238,14 @@ def _warning_notes(caught) -> list[str]:
 
 def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
                 nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None,
-                follows: tuple[str, str] | None = None) -> "DatasetAdvice":
+                follows: tuple[str, str] | None = None, context: "RunContext | None" = None) -> "DatasetAdvice":
     """One dataset's advice. ``follows``: (library, path) recommended for the dataset of the same file or store
     with more traced time: one file holds one library (a coordinate never moves to another format than its data
-    variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too."""
+    variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too.
+    ``context``: the dataset's chunk-cache share and the run's traced time (``RunContext``)."""
+    share = None if context is None else context.share
     from advisor.advice import DatasetAdvice, explain
-    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
+    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable, within_budget
     from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
     from advisor.idiom import detect as detect_idiom
     from advisor.search import CostModel, DataSource, _with_facts, search
@@ -225,7 +282,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         base = {k: v for k, v in base.items() if k == "current" or v.library in libraries}
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
-                         blocks=None if blocking is None else blocking.shape)
+                         blocks=None if blocking is None else blocking.shape,
+                         cache_budget=None if share is None else share.bytes)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
         # each term the trace exercised at its fitted factor, the others as profiled (TraceCalibration.for_dataset);
@@ -243,16 +301,28 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                                     for lib, c in scaled.items()})
         current = result.baselines["current"]
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
-        # ranked again on the calibrated seconds (and a time budget is on them)
-        ranked = sorted(result.ranked, key=goal.key)
+        # ranked again on the calibrated seconds (and a time budget is on them); a cache above the dataset's share
+        # of the process's budget is not ranked (the recorded layout stays what the program has)
+        ranked = sorted((r for r in result.ranked if r.candidate == current.candidate
+                         or within_budget(r.candidate, None if share is None else share.bytes)), key=goal.key)
+        if share is not None and share.bytes is not None:
+            notes.append(share.describe())
         moves = follows is not None and follows[0] != ds.library
         feasible = goal.feasible if not moves else lambda r: goal.feasible(r) and r.candidate != current.candidate
-        if goal.kind == "time":
+        if goal.by_time:
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
                                        with_facts=lambda r: _with_facts(model, r), feasible=feasible,
                                        coefficient=profile.coefficient)
         else:
             best, tie_rule = next((r for r in ranked if feasible(r)), ranked[0]), None
+        if goal.by_time and best.candidate != current.candidate and not moves:
+            from advisor.robust import at_size
+            from advisor.search import FINALISTS
+
+            sized = at_size(model, best, [r for r in ranked[:FINALISTS] if feasible(r)])
+            if sized.replaced is not None:
+                best, tie_rule = sized.chosen, "robust at size"
+                notes.append(sized.line)
         change = best if best.candidate != current.candidate else next(
             (r for r in ranked if r.candidate != current.candidate), None)
         judged = verdict(current, best, traced if calibrated else None, tie_rule)
@@ -305,6 +375,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
         idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs, calibrated=calibrated,
+        run_seconds=context.run_seconds if context is not None and calibrated and traced > 0 else None,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

@@ -465,21 +465,27 @@ def _split(layouts: list[Layout], parts: int, max_parts: int, visits) -> list[li
 
 @dataclass(frozen=True)
 class Objective:
-    """``time`` (optionally under max_bytes) or ``size`` (under max_seconds)."""
+    """``time`` (optionally under max_bytes), ``read`` (the same on the reads alone: data written once and read
+    many times; the advisor replays only the trace's reads) or ``size`` (under max_seconds)."""
 
     kind: str = "time"
     max_seconds: float | None = None
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("time", "size"):
-            raise ValueError(f"objective must be 'time' or 'size', got {self.kind!r}")
+        if self.kind not in ("time", "size", "read"):
+            raise ValueError(f"objective must be 'time', 'read' or 'size', got {self.kind!r}")
         if self.kind == "size" and self.max_seconds is None:
             raise ValueError("objective 'size' needs --max-seconds (smallest stored size within that time)")
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ValueError(f"--max-seconds must be positive, got {self.max_seconds}")
         if self.max_bytes is not None and not self.max_bytes > 0:
             raise ValueError(f"--max-bytes must be positive, got {self.max_bytes}")
+
+    @property
+    def by_time(self) -> bool:
+        """Ranked by predicted seconds (``time`` and ``read``)."""
+        return self.kind != "size"
 
     def feasible(self, r: Recommendation) -> bool:
         return ((self.max_seconds is None or r.seconds <= self.max_seconds)
@@ -493,7 +499,7 @@ class Objective:
     def describe(self) -> str:
         if self.kind == "size":
             return f"smallest stored size within {self.max_seconds:g} s"
-        return "fastest" + (f" within {self.max_bytes} stored bytes" if self.max_bytes else "")
+        return ("fastest reads" if self.kind == "read" else "fastest") + (f" within {self.max_bytes} stored bytes" if self.max_bytes else "")
 
 
 # ---------------------------------------------------------------------------- the search
