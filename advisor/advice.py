@@ -279,8 +279,10 @@ class DatasetAdvice:
         if self.idiom is None:
             return None
         c = (rec or self.recommendation).candidate
+        cache = None if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None else (
+            c.cache_bytes, c.cache_slots or 8191)
         return xarray_code(self.idiom, c.library, c.chunks, c.shards, self.shape, self.blocking,
-                           bool(c.compressor))
+                           bool(c.compressor), cache, c.compressor)
 
     def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
         """Copy-paste Python that creates this array in the recommended (or given) layout."""

@@ -246,7 +246,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     share = None if context is None else context.share
     from advisor.advice import DatasetAdvice, explain
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable, within_budget
-    from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
+    from advisor.choice import choose, own_library, program_blocking, rewrite_seconds, verdict
+    from advisor.idiom import NETCDF4_CODECS, read_through_netcdf4
     from advisor.idiom import detect as detect_idiom
     from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
@@ -267,6 +268,13 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         codecs, codec_notes = allowed_codecs(ds.dtype, max_error=max_error, lossless_only=lossless_only,
                                              compressors=compressors)
         notes += codec_notes
+        trace_libs = [x for h in trace.headers for x in h.libraries]
+        if read_through_netcdf4(ds, trace_libs):  # the program's stack writes only its own compressors
+            dropped = [k.name for k in codecs if k.name not in NETCDF4_CODECS]
+            codecs = [k for k in codecs if k.name in NETCDF4_CODECS]
+            if dropped:
+                notes.append(f"read through netCDF4-python: {', '.join(dropped)} not tried (netCDF4-python writes "
+                             f"{', '.join(NETCDF4_CODECS)})")
         if codecs and data.array is None:
             notes.append(f"{data.problem}: compression not considered (no ratio can be justified without data)")
             codecs = []
@@ -315,6 +323,10 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                                        coefficient=profile.coefficient)
         else:
             best, tie_rule = next((r for r in ranked if feasible(r)), ranked[0]), None
+        if best.library != ds.library and ds.library in libraries and follows is None:
+            best, tie_rule = own_library(best, tie_rule, ds.library, ranked, notes, lambda rs: choose(
+                rs, current, resolution, shape, ds.itemsize, blocking, with_facts=lambda r: _with_facts(model, r),
+                feasible=feasible, coefficient=profile.coefficient)[:2] if goal.by_time else (rs[0], None))
         if goal.by_time and best.candidate != current.candidate and not moves:
             from advisor.robust import at_size
             from advisor.search import FINALISTS
@@ -374,7 +386,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
-        idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs, calibrated=calibrated,
+        idiom=detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None, whatifs=whatifs,
+        calibrated=calibrated,
         run_seconds=context.run_seconds if context is not None and calibrated and traced > 0 else None,
     )
     if trace.header.synthetic:

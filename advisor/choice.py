@@ -215,6 +215,27 @@ def tie_key(r: Recommendation, current: Candidate, shape: Sequence[int], itemsiz
             round(amplification / AMPLIFICATION_STEP))
 
 
+def own_library(best: Recommendation, tie_rule: str | None, library: str, ranked: Sequence[Recommendation],
+                notes: list, choose_among: Callable) -> tuple[Recommendation, str | None]:
+    """The program's own library (issue 30: netCDF4 stays netCDF4, zarr stays zarr) unless ``best``, in
+    another library, wins by more than its interval: the slow end of its 95% interval is still faster than the
+    best layout of ``library`` (chosen among them by ``choose_among``, which returns (chosen, tie rule)). A
+    note says which way it went."""
+    mine = [r for r in ranked if r.library == library]
+    if not mine:
+        return best, tie_rule
+    same, same_rule = choose_among(mine)
+    if best.seconds_ci[1] < same.seconds:
+        notes.append(f"changes library: {best.label} is predicted {same.seconds / best.seconds:.3g}x faster than the "
+                     f"best {library} layout ({same.label}, {same.seconds:.3g} s), more than its interval "
+                     f"({best.seconds_ci[0]:.3g}-{best.seconds_ci[1]:.3g} s)")
+        return best, tie_rule
+    notes.append(f"keeps the program's {library}: {best.label} is predicted {same.seconds / best.seconds:.3g}x "
+                 f"faster than {same.label}, within its interval ({best.seconds_ci[0]:.3g}-"
+                 f"{best.seconds_ci[1]:.3g} s)")
+    return same, same_rule or "the program's own library"
+
+
 def choose(ranked: Sequence[Recommendation], current: Recommendation, resolution: float, shape: Sequence[int],
            itemsize: int, blocking: Blocking | None = None,
            with_facts: Callable[[Recommendation], Recommendation] = lambda r: r,
