@@ -154,8 +154,8 @@ class DatasetAdvice:
     would mix the profile's error into the speed-up)."""
 
     run_seconds: float | None = None
-    """The run as the trace sees it (the slowest process from its first traced call's start to its last one's
-    end): the time around the modelled calls (the program's own indexing, opens, compute) stays in a claim about
+    """The run as the trace sees it (from the trace's origin, the program's start under ``ioadvisor run``, to the
+    end of its last traced call): the time around the modelled calls (the program's own indexing, opens, compute) stays in a claim about
     the run (``run_speedup``)."""
 
     def run_speedup(self, r: Recommendation | None = None, at: float | None = None) -> float | None:
@@ -461,7 +461,7 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         run = adv.run_speedup()
         if run is not None:
             lo, hi = adv.run_speedup(at=ci[1]), adv.run_speedup(at=ci[0])
-            out.append(f"For the run ({adv.run_seconds:.3g} s traced from its first call to its last, "
+            out.append(f"For the run ({adv.run_seconds:.3g} s traced from its start to its last call, "
                        f"{_pct(adv.run_seconds - adv.current_seconds, adv.run_seconds)} of it outside this array's "
                        f"calls, which no layout changes): {run:.3g}x (95% interval {lo:.3g}-{hi:.3g}x).")
         if adv.rewrite_seconds is not None:

@@ -189,13 +189,12 @@ def advise(
 
 
 def _run_seconds(cols) -> float | None:
-    """The run as the trace sees it: the slowest process from its first traced call's start to its last one's
-    end (what happens before the first call, imports and opens, is not seen)."""
+    """The run as the trace sees it: from the trace's clock origin (the tracer's start: the program's start under
+    ``ioadvisor run``, imports included) to the end of the last traced call; what follows it is not seen."""
     if not cols.rows:
         return None
     end = cols.t0 + np.where(cols.rep > 1, cols.t_step * (cols.rep - 1), 0.0) + cols.dt
-    spans = [float(end[cols.rank == r].max() - cols.t0[cols.rank == r].min()) for r in np.unique(cols.rank)]
-    return max(spans) if spans else None
+    return float(max(end.max(), 0.0)) or None
 
 
 def _read_back(trace: Trace) -> set[int]:

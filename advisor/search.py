@@ -67,6 +67,12 @@ ESTIMATE_CHUNK_BYTES = 1 << 20
 ratio and throughput per byte change little above it, and a 64 MiB chunk costs the estimator 5-20 s."""
 FULL_READ_BYTES = 512 << 20
 """Arrays up to this size are read into memory once and scanned whole for NaN/Inf/fill (else a 1% sample)."""
+SAMPLE_REGION_BYTES = 64 << 20
+"""A larger array is sampled for compression from one region of whole stored chunks of at most this size, read
+once (issue 30: blocks shaped like a candidate's pencil chunks, cut from map-chunked storage, read 1,460 stored
+chunks each, and one advise took 4 minutes)."""
+REGION_SAMPLE_CAP = 0.1
+"""Share of that region the estimator samples at most (1% of the whole array, up to this)."""
 
 BYTE_VARIABLES = ("s_rdisk", "s_cache", "x_cache", "s_wdisk")
 """Variables proportional to the stored (compressed) bytes (x_cache about so: copy time of the hits)."""
@@ -105,6 +111,7 @@ class DataSource:
         self._array = None
         self._handle = None
         self._safety = None
+        self._region: np.ndarray | None = None
         self._estimates: dict[tuple, object] = {}
         self.estimate_seconds = 0.0
         self.range_problem: str | None = None
@@ -148,6 +155,33 @@ class DataSource:
             self._handle.close()
             self._handle = None
             self._array = None
+            self._region = None
+
+    @property
+    def ds_nbytes(self) -> int:
+        return int(np.prod(self.array.shape, dtype=np.int64)) * np.dtype(self.array.dtype).itemsize
+
+    @property
+    def region(self) -> np.ndarray:
+        """A box of whole stored chunks around the array's centre, at most SAMPLE_REGION_BYTES, read once: what
+        a large array's compression is estimated on (the chunk grid doubled round robin over the axes)."""
+        if self._region is None:
+            arr = self.array
+            shape = [int(x) for x in arr.shape]
+            stored = getattr(arr, "chunks", None) or self.ds.chunks
+            unit = [max(1, min(int(c), n)) for c, n in zip(stored, shape)] if stored else [1] + shape[1:]
+            item = np.dtype(arr.dtype).itemsize
+            box = list(unit)
+            grown = True
+            while grown:
+                grown = False
+                for d in range(len(box)):
+                    bigger = min(shape[d], box[d] * 2)
+                    if bigger > box[d] and int(np.prod(box)) // box[d] * bigger * item <= SAMPLE_REGION_BYTES:
+                        box[d], grown = bigger, True
+            start = [((n - b) // 2) // u * u for n, b, u in zip(shape, box, unit)]
+            self._region = np.asarray(arr[tuple(slice(a, a + b) for a, b in zip(start, box))])
+        return self._region
 
     @property
     def safety(self):
@@ -161,8 +195,11 @@ class DataSource:
             fill = self.ds.fillvalue
             fill = float(fill) if isinstance(fill, (int, float)) and fill and math.isfinite(fill) else None
 
-            # fill detection on a sample (it sorts the values), exact counts and range over every value
-            sample = scan(list(sample_blocks(arr, 0.01, rng=0).blocks), fill_value=fill)
+            # fill detection on a sample (it sorts the values), exact counts and range over every value; a large
+            # array's sample is cut from its region of whole stored chunks
+            src = arr if isinstance(arr, np.ndarray) else self.region
+            sample = scan(list(sample_blocks(src, 0.01 if src is arr else REGION_SAMPLE_CAP, rng=0).blocks),
+                          fill_value=fill)
             try:
                 self._safety = field_safety(arr, sample.fill_value)
             except FieldTooLarge as exc:
@@ -181,9 +218,14 @@ class DataSource:
         if key not in self._estimates:
             from compression_model.estimate import estimate
 
+            data, fraction = self.array, 0.01
+            if not isinstance(data, np.ndarray):  # too large to hold: a region of whole stored chunks, read once
+                data = self.region
+                fraction = min(REGION_SAMPLE_CAP, 0.01 * self.ds_nbytes / max(data.nbytes, 1))
+                chunks = tuple(min(c, r) for c, r in zip(chunks, data.shape))
             try:
-                est = estimate(self.array, codec.name, codec.error_bound, chunks, target=library,
-                               data_range=self.safety.data_range, safety=self.safety)
+                est = estimate(data, codec.name, codec.error_bound, chunks, target=library,
+                               data_range=self.safety.data_range, safety=self.safety, sample_fraction=fraction)
                 self.estimate_seconds += est.cost_seconds
                 self._estimates[key] = est
             except Exception as exc:  # a codec that fails on this data is not a candidate; keep the reason
