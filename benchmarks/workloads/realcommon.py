@@ -90,6 +90,8 @@ def open_xarray(path, d):
             nc[v].set_var_chunk_cache(size=cache[0], nelems=cache[1], preemption=0.75)
         ds = xr.open_dataset(xr.backends.NetCDF4DataStore(nc), chunks=chunks)
     elif engine == "h5netcdf":
+        import hdf5plugin  # noqa: F401 - the recipe's filters
+
         kw = {} if not cache else {"driver_kwds": {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}}
         ds = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, **kw)
     elif engine == "zarr":
@@ -110,6 +112,7 @@ def open_array(path, name, d, library):
     library, path, name = s.get("library", library), s.get("path", path), s.get("name", name)
     if library == "hdf5":
         import h5py
+        import hdf5plugin  # noqa: F401 - the recipe's filters (blosc, bitshuffle, zstd) are read through it
 
         cache = s.get("cache")
         kw = {} if not cache else {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}
