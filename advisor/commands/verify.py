@@ -24,6 +24,12 @@ def register(sub) -> None:
                    help="stop a replay after this long (its time is then shown as a lower bound)")
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compression within this bound")
     p.add_argument("--lossless-only", action="store_true", help="consider lossless compressors only")
+    p.add_argument("--libraries", metavar="LIST", help="hdf5,zarr: the libraries the recommendations come from")
+    p.add_argument("--cache-budget", metavar="BYTES", help="chunk-cache budget per process of the advice "
+                   "(default 64MiB; 'none': no budget)")
+    p.add_argument("--layout", action="append", metavar="SPEC", default=[],
+                   help="also measure this layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N] "
+                        "| zarr:chunks=4096x64[,shards=65536x64] | hdf5:contiguous (as `ioadvisor predict --layout`)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -38,9 +44,17 @@ def run(args) -> int:
         constraints["max_error"] = args.max_error
     if args.lossless_only:
         constraints["lossless_only"] = True
+    if args.libraries:
+        constraints["libraries"] = [x.strip() for x in args.libraries.split(",") if x.strip()]
+    if args.cache_budget:
+        from iomodel.layout import parse_bytes
+
+        constraints["cache_budget"] = (None if args.cache_budget.strip().lower() == "none"
+                                       else parse_bytes(args.cache_budget, "--cache-budget"))
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
     result = verify(args.trace, top=args.top, profile=args.profile, dataset=args.dataset,
-                    workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, **constraints)
+                    workdir=args.workdir, repeat=args.repeat, deadline=args.deadline, layouts=args.layout,
+                    **constraints)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
