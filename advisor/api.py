@@ -108,9 +108,10 @@ def advise(
     cols = trace.columns
     shares = cache_shares(cols, cache_budget)
     rewritten = _read_back(trace)
-    if goal.kind == "read" and cols.write.any():  # write once, read many: the reads alone are ranked
-        trace = Trace(trace.headers, trace.datasets, cols.take(~cols.write), trace.resizes, trace.complete,
-                      trace.source)
+    if goal.kind == "read" and cols.write.any():  # write once, read many: the reads alone are ranked, of data
+        # that is on disk (not chunks the model would take for never written: fill values, no I/O)
+        trace = Trace(trace.headers, {i: replace(d, created=False) for i, d in trace.datasets.items()},
+                      cols.take(~cols.write), trace.resizes, trace.complete, trace.source)
         cols = trace.columns
     counts = np.bincount(cols.ds, weights=cols.rep, minlength=max(trace.datasets, default=-1) + 1)
     n_accesses = {i: int(counts[i]) for i in trace.datasets}
@@ -139,7 +140,7 @@ def advise(
                 raise
             uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
-    run = _run_seconds(cols)
+    run = _run_seconds(cols, from_first=goal.kind == "read")
     run = max(run, total) if run is not None else None
     out, skipped, minor = [], [], []
     file_library: dict[str, tuple[str, str]] = {}  # file -> (library, path) of its dataset advised first
@@ -188,13 +189,15 @@ def advise(
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
 
 
-def _run_seconds(cols) -> float | None:
+def _run_seconds(cols, from_first: bool = False) -> float | None:
     """The run as the trace sees it: from the trace's clock origin (the tracer's start: the program's start under
-    ``ioadvisor run``, imports included) to the end of the last traced call; what follows it is not seen."""
+    ``ioadvisor run``, imports included) to the end of the last traced call; what follows it is not seen.
+    ``from_first``: from the first traced call instead (``--objective read``: the reading part of the run)."""
     if not cols.rows:
         return None
     end = cols.t0 + np.where(cols.rep > 1, cols.t_step * (cols.rep - 1), 0.0) + cols.dt
-    return float(max(end.max(), 0.0)) or None
+    start = float(cols.t0.min()) if from_first else 0.0
+    return float(max(end.max() - start, 0.0)) or None
 
 
 def _read_back(trace: Trace) -> set[int]:
@@ -330,7 +333,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
             from advisor.robust import at_size
             from advisor.search import FINALISTS
 
-            sized = at_size(model, best, [r for r in ranked[:FINALISTS] if feasible(r)])
+            # within the chosen library: the program's own, unless another won beyond its interval
+            sized = at_size(model, best, [r for r in ranked if feasible(r) and r.library == best.library][:FINALISTS])
             if sized.replaced is not None:
                 best, tie_rule = sized.chosen, "robust at size"
                 notes.append(sized.line)

@@ -42,6 +42,8 @@ EXPERTS = {
             ("hdf5", "1000,128", None, 8 * MiB)],
     "r03": [("zarr", "N,8", "zstd", None), ("zarr", "4096,1", "zstd", "shards:N,64"), ("zarr", "N,1", None, None),
             ("hdf5", "N,8", None, 8 * MiB)],
+    "r05": [("hdf5", "N,4", None, 8 * MiB), ("hdf5", "65536,4", None, 8 * MiB), ("hdf5", None, None, None),
+            ("hdf5", "16384,16", None, 8 * MiB)],
     "r04": [("hdf5", "365,40,60", None, 8 * MiB), ("hdf5", "365,45,90", None, 32 * MiB),
             ("hdf5", "T,20,20", None, 8 * MiB)],
 }
@@ -76,7 +78,8 @@ def run_program(w: Path, data: Path, env: dict, traced: Path | None = None) -> f
         raise RuntimeError(f"{w.stem} failed on {data}: {tail[0][:300]}")
     if not re.search(r"RUN_SECONDS=([0-9.]+)", proc.stderr):
         raise RuntimeError(f"{w.stem} printed no RUN_SECONDS")
-    return wall
+    part = re.search(r"READ_SECONDS=([0-9.]+)", proc.stderr)  # a write-once read-many program: its reads
+    return float(part.group(1)) if part else wall
 
 
 def _source(entry, ds_record):
@@ -145,6 +148,23 @@ def rewrite(entry, rec, ds_record, arr, layout_dir: Path, base_open: dict, xr_so
     return settings
 
 
+def created(entry, rec, layout_dir: Path) -> None:
+    """For a program that creates its data: the recipe's create_dataset settings in ``open.json`` (chunks, the
+    filter as h5py keywords, the chunk cache), which the program applies when it writes and reads."""
+    from dataclasses import replace
+
+    layout_dir.mkdir(parents=True, exist_ok=True)
+    c = rec.candidate
+    s = {"chunks": None if c.chunks is None else list(c.chunks)}
+    if c.compressor:  # the recipe's create_dataset keywords, filter part
+        kw = replace(entry, recommendation=rec).h5py_kwargs()
+        s["filter"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kw.items()
+                       if k not in ("chunks", "rdcc_nbytes", "rdcc_nslots")}
+    if c.library == "hdf5" and c.chunks is not None and c.cache_bytes is not None:
+        s["cache"] = [int(c.cache_bytes), int(c.cache_slots or 8191)]
+    (layout_dir / "open.json").write_text(json.dumps(s))
+
+
 def expert_recs(key: str, entry, shape):
     """The expert layouts of workload ``key`` as Recommendations (predicted: None)."""
     from advisor.advice import Recommendation
@@ -180,12 +200,13 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
     trace_path = workdir / "trace.jsonl"
     traced_run = run_program(w, data, env, traced=trace_path)
     trace = load_trace(trace_path)
+    writer = any(d.created for d in trace.datasets.values())  # the program writes its data, then reads it
     t = time.perf_counter()
-    adv = advise(trace)
+    adv = advise(trace, objective="read" if writer else "time")
     advise_s = time.perf_counter() - t
     entry = adv.datasets[0]
     ds_record = trace.dataset_by_key(entry.name)
-    arr = _source(entry, ds_record)
+    arr = None if writer else _source(entry, ds_record)
     base_open = json.loads((data / "open.json").read_text()) if (data / "open.json").exists() else {}
     xr_source = Path(ds_record.file) if entry.idiom is not None else None
     layouts = {"current": data}
@@ -203,7 +224,10 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
         d = workdir / f"l{len(layouts)}"
         t = time.perf_counter()
         try:
-            rewrite(entry, rec, ds_record, arr, d, base_open, xr_source)
+            if writer:
+                created(entry, rec, d)
+            else:
+                rewrite(entry, rec, ds_record, arr, d, base_open, xr_source)
         except Exception as exc:  # a layout the stack cannot write is reported, the others measured
             print(f"  {w.stem}: {label} not written ({type(exc).__name__}: {exc})", file=sys.stderr)
             shutil.rmtree(d, ignore_errors=True)
