@@ -325,6 +325,10 @@ def main(only=None, scale: float = 1.0, repeat: int = 3, workdir: str = "/tmp/io
             shutil.rmtree(wd, ignore_errors=True)  # 2-10 GB per workload
         r["wall_seconds"] = time.perf_counter() - t
         results.append(r)
+        path = Path(out) if out else HERE / "results" / f"realsize-{time.strftime('%Y%m%dT%H%M%S')}.json"
+        path.parent.mkdir(exist_ok=True)  # after every workload: a long run stopped early keeps what it measured
+        path.write_text(json.dumps({"scale": scale, "repeat": repeat, "results": results}, indent=1, default=str))
+        out = str(path)
         print(f"{w.stem}: " + (r.get("error") or f"regret {r['regret']:.2f}, measured {r['measured_speedup']:.3g}x, "
                                 f"claimed {r['claimed_run_speedup'] or r['claimed_io_speedup']:.3g}x")
               + f" ({r['wall_seconds']:.0f} s)", file=sys.stderr, flush=True)

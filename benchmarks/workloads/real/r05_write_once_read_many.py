@@ -28,7 +28,8 @@ def run(d):
     path = os.path.join(d, "table.h5")
     chunks = tuple(s["chunks"]) if s.get("chunks") else (None if "chunks" in s else (2000, F))
     with h5py.File(path, "w") as f:
-        x = f.create_dataset("x", shape=(N, F), dtype="f4", chunks=chunks, **s.get("filter", {}))
+        filt = {k: tuple(v) if isinstance(v, list) else v for k, v in s.get("filter", {}).items()}  # from JSON
+        x = f.create_dataset("x", shape=(N, F), dtype="f4", chunks=chunks, **filt)
         for lo in range(0, N, 2000):
             x[lo:lo + 2000] = smooth_slab((N, F), lo, lo + 2000, 51)
     cache = s.get("cache")
