@@ -216,3 +216,12 @@ def test_objective_read_ranks_the_reads_of_data_on_disk_and_says_so():
     v = only.current.variables
     assert v.get("s_rdisk", 0) + v.get("s_cache", 0) > 0  # the written chunks are read, not filled
     assert only.objective == "fastest reads" and only.n_accesses == len(reads)
+
+
+def test_a_chunk_clipped_to_the_sampled_region_keeps_its_size():
+    from advisor.search import fit_region
+
+    for chunks, region in (((2920, 1, 2), (256, 180, 360)), ((16384, 1), (4096, 4096)), ((64, 64), (512, 512))):
+        c = fit_region(chunks, region)
+        assert all(1 <= a <= r for a, r in zip(c, region))
+        assert np.prod(c) >= min(np.prod(chunks), np.prod(region))
