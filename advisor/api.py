@@ -167,7 +167,9 @@ def advise(
                 reason = f"the models failed on it ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
                 said = [] if ds.id not in rewritten else [
-                    "the program wrote this array and then read it: ranked by the reads alone (--objective read)"
+                    "the program wrote this array and then read it: ranked by the reads alone (--objective read); "
+                    "write it as now and copy it into the recommended layout afterwards (the rewrite cost above): "
+                    "the program's own writes into it were not priced (--objective time prices them)"
                     if goal.kind == "read" else
                     "the program wrote this array and then read it: ranked by its writes and reads (--objective "
                     f"{goal.kind}); --objective read ranks by the reads alone (write once, read many)"]
