@@ -256,7 +256,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
-    from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION
+    from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION, PRIOR_SPREAD
 
     accesses = trace.columns_of(ds.id)
     pattern = classify(accesses, shape)
@@ -330,7 +330,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         if best.library != ds.library and ds.library in libraries and follows is None:
             best, tie_rule = own_library(best, tie_rule, ds.library, ranked, notes, lambda rs: choose(
                 rs, current, resolution, shape, ds.itemsize, blocking, with_facts=lambda r: _with_facts(model, r),
-                feasible=feasible, coefficient=profile.coefficient)[:2] if goal.by_time else (rs[0], None))
+                feasible=feasible, coefficient=profile.coefficient)[:2] if goal.by_time else (rs[0], None),
+                lambda lib, k: scaled[lib].term_sd(k) if scaled else PRIOR_SPREAD, resolution)
         if goal.by_time and best.candidate != current.candidate and not moves:
             from advisor.robust import at_size
             from advisor.search import FINALISTS

@@ -214,6 +214,12 @@ class TraceCalibration:
         half = math.hypot(math.log(hi / lo) / 2, Z95 * moved)
         return math.exp(-half), math.exp(half)
 
+    def term_sd(self, term: str) -> float:
+        """Standard deviation of log(factor) of one term's calibrated seconds: what the fit left of a fitted
+        term's (``spread``), else the profile's own (``prior``; PRIOR_SPREAD when the profile has no band)."""
+        prior = self.prior or PRIOR_SPREAD
+        return min(self.spread.get(term, prior), prior)
+
     def borrow(self, library: str) -> "TraceCalibration":
         """The calibration another library gets from this one: the device and page-cache terms only."""
         shared = {k: v for k, v in self.factors.items() if k in SHARED_TERMS}
