@@ -153,6 +153,21 @@ class DatasetAdvice:
     time, else against the predicted current time (comparing a measured time with uncalibrated predictions
     would mix the profile's error into the speed-up)."""
 
+    run_seconds: float | None = None
+    """The run as the trace sees it (from the trace's origin, the program's start under ``ioadvisor run``, to the
+    end of its last traced call): the time around the modelled calls (the program's own indexing, opens, compute) stays in a claim about
+    the run (``run_speedup``)."""
+
+    def run_speedup(self, r: Recommendation | None = None, at: float | None = None) -> float | None:
+        """Speed-up of the run (Amdahl: the time outside this array's calls unchanged) when ``r`` (default the
+        recommendation) replaces the current layout; ``at``: ``r``'s seconds (an end of its interval)."""
+        r = r or self.recommendation
+        if not self.run_seconds:
+            return None
+        cur = self.current_seconds
+        new = self.run_seconds - cur + (r.seconds if at is None else at)
+        return self.run_seconds / new if new > 0 else float("inf")
+
     def speedup(self, other: Recommendation) -> float:
         return other.seconds / self.recommendation.seconds if self.recommendation.seconds > 0 else float("inf")
 
@@ -227,6 +242,8 @@ class DatasetAdvice:
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "xarray_code": self.xarray_code(),
             "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
+            "run_seconds": self.run_seconds, "run_speedup": self.run_speedup(),
+            "best_change_run_speedup": None if self.best_change is None else self.run_speedup(self.best_change),
             "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
             "candidates": [r.to_json_obj() for r in self.candidates],
@@ -249,6 +266,7 @@ class DatasetAdvice:
             "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
+            "run_seconds": self.run_seconds,
         }
 
     @classmethod
@@ -264,6 +282,7 @@ class DatasetAdvice:
             c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
             None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
             tuple(WhatIf.from_config(w) for w in c.get("what_if", ())), bool(c.get("calibrated", True)),
+            c.get("run_seconds"),
         )
 
     # ---- code to apply it -------------------------------------------------------------
@@ -298,8 +317,10 @@ class DatasetAdvice:
         if self.idiom is None:
             return None
         c = (rec or self.recommendation).candidate
+        cache = None if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None else (
+            c.cache_bytes, c.cache_slots or 8191)
         return xarray_code(self.idiom, c.library, c.chunks, c.shards, self.shape, self.blocking,
-                           bool(c.compressor))
+                           bool(c.compressor), cache, c.compressor)
 
     def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
         """Copy-paste Python that creates this array in the recommended (or given) layout."""
@@ -476,6 +497,12 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         for k, d in adv.defaults.items():
             cmp.append(f"{adv.speedup(d):.3g}x vs {k}'s default {d.label} ({d.seconds:.3g} s)")
         out.append(head + ": " + "; ".join(cmp) + ".")
+        run = adv.run_speedup()
+        if run is not None:
+            lo, hi = adv.run_speedup(at=ci[1]), adv.run_speedup(at=ci[0])
+            out.append(f"For the run ({adv.run_seconds:.3g} s traced from its start to its last call, "
+                       f"{_pct(adv.run_seconds - adv.current_seconds, adv.run_seconds)} of it outside this array's "
+                       f"calls, which no layout changes): {run:.3g}x (95% interval {lo:.3g}-{hi:.3g}x).")
         if adv.rewrite_seconds is not None:
             out.append(f"Rewriting the array into it costs about {adv.rewrite_seconds:.3g} s (read in the current "
                        "layout, write in the new one); it pays off after "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -49,6 +49,7 @@ def advise(
     min_share: float = MIN_SHARE,
     jobs: int | None = None,
     comm=None,
+    cache_budget: int | None = -1,
 ) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
@@ -74,9 +75,13 @@ def advise(
     evaluated on ``jobs`` threads (default: the usable cores, ``IOADVISOR_JOBS``),
     or split over the ranks of ``comm`` (mpi4py) when it has several: every
     rank must call ``advise`` alike and every rank gets the same Advice.
+    ``cache_budget``: chunk-cache bytes one process may spend (default ``CACHE_BUDGET``, 64 MiB; None: no
+    budget), shared by the datasets the trace shows open at the same time (``advisor.budget``); a candidate
+    whose cache exceeds its dataset's share is not ranked.
     """
     from advisor.advice import Advice, MinorDataset, NotAdvised
-    from advisor.candidates import allowed_codecs
+    from advisor.budget import CacheShare, cache_shares
+    from advisor.candidates import CACHE_BUDGET, allowed_codecs
     from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
     from instrumentation.formats import untraced_inputs
@@ -109,8 +114,19 @@ def advise(
     from advisor.search import Objective
 
     goal = Objective(objective, max_seconds, max_bytes)
+    if cache_budget == -1:
+        cache_budget = CACHE_BUDGET
+    if cache_budget is not None and cache_budget <= 0:
+        raise ValueError(f"cache budget must be positive, got {cache_budget}")
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
     cols = trace.columns
+    shares = cache_shares(cols, cache_budget)
+    rewritten = _read_back(trace)
+    if goal.kind == "read" and cols.write.any():  # write once, read many: the reads alone are ranked, of data
+        # that is on disk (not chunks the model would take for never written: fill values, no I/O)
+        trace = Trace(trace.headers, {i: replace(d, created=False) for i, d in trace.datasets.items()},
+                      cols.take(~cols.write), trace.resizes, trace.complete, trace.source)
+        cols = trace.columns
     counts = np.bincount(cols.ds, weights=cols.rep, minlength=max(trace.datasets, default=-1) + 1)
     n_accesses = {i: int(counts[i]) for i in trace.datasets}
     traced = {i: traced_seconds(trace.columns_of(i)) for i, n in n_accesses.items() if n}
@@ -139,6 +155,8 @@ def advise(
                 raise
             uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
+    run = _run_seconds(cols, from_first=goal.kind == "read")
+    run = max(run, total) if run is not None else None
     out, skipped, minor = [], [], []
     file_library: dict[str, tuple[str, str]] = {}  # file -> (library, path) of its dataset advised first
     for ds in targets:
@@ -157,13 +175,21 @@ def advise(
                     adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors,
                                       libraries if follows is None else (follows[0],), top,
                                       read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id], jobs, comm, works.get(ds.id), follows)
+                                      traced[ds.id], jobs, comm, works.get(ds.id), follows,
+                                      RunContext(CacheShare(shares.get(ds.id), cache_budget), run))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
                 reason = f"{MODELS_FAILED} ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:
-                extra = ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
+                said = [] if ds.id not in rewritten else [
+                    "the program wrote this array and then read it: ranked by the reads alone (--objective read); "
+                    "write it as now and copy it into the recommended layout afterwards (the rewrite cost above): "
+                    "the program's own writes into it were not priced (--objective time prices them)"
+                    if goal.kind == "read" else
+                    "the program wrote this array and then read it: ranked by its writes and reads (--objective "
+                    f"{goal.kind}); --objective read ranks by the reads alone (write once, read many)"]
+                extra = said + ([no_codec] if no_codec else []) + ([uncalibrated] if uncalibrated else []) \
                     + ([machine_note] if machine_note and not out else []) + _warning_notes(caught)
                 out.append(replace(adv, notes=adv.notes + tuple(extra)) if extra else adv)
                 if adv.recommendation.library in libraries:
@@ -175,9 +201,42 @@ def advise(
     return Advice(tuple(out), trace.source, goal.describe(), time.perf_counter() - t0,
                   {"max_error": None if max_error is None else str(max_error), "lossless_only": lossless_only,
                    "compressors": None if compressors is None else list(compressors),
-                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries)},
+                   "max_seconds": max_seconds, "max_bytes": max_bytes, "libraries": list(libraries),
+                  "cache_budget": cache_budget},
                   tuple(skipped), minor=tuple(minor), traced_seconds=total,
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
+
+
+def _run_seconds(cols, from_first: bool = False) -> float | None:
+    """The run as the trace sees it: from the trace's clock origin (the tracer's start: the program's start under
+    ``ioadvisor run``, imports included) to the end of the last traced call; what follows it is not seen.
+    ``from_first``: from the first traced call instead (``--objective read``: the reading part of the run)."""
+    if not cols.rows:
+        return None
+    end = cols.t0 + np.where(cols.rep > 1, cols.t_step * (cols.rep - 1), 0.0) + cols.dt
+    start = float(cols.t0.min()) if from_first else 0.0
+    return float(max(end.max() - start, 0.0)) or None
+
+
+def _read_back(trace: Trace) -> set[int]:
+    """Datasets the traced program wrote and then read."""
+    cols = trace.columns
+    out = set()
+    for i in np.unique(cols.ds[cols.write]).tolist() if cols.rows else []:
+        mine = cols.ds == i
+        w, r = mine & cols.write, mine & ~cols.write
+        if r.any() and cols.t0[r].max() > cols.t0[w].min():
+            out.add(int(i))
+    return out
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one dataset's advice takes from the whole run: its chunk-cache share, the run's traced time."""
+
+    share: object = None
+    """``advisor.budget.CacheShare`` (None: no budget)."""
+    run_seconds: float | None = None
 
 
 WHATIF_ACCESSES = 200_000
@@ -199,18 +258,21 @@ def _warning_notes(caught) -> list[str]:
 
 def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
                 nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None,
-                follows: tuple[str, str] | None = None) -> "DatasetAdvice":
+                follows: tuple[str, str] | None = None, context: "RunContext | None" = None) -> "DatasetAdvice":
     """One dataset's advice. ``follows``: (library, path) recommended for the dataset of the same file or store
     with more traced time: one file holds one library (a coordinate never moves to another format than its data
-    variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too."""
+    variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too.
+    ``context``: the dataset's chunk-cache share and the run's traced time (``RunContext``)."""
+    share = None if context is None else context.share
     from advisor.advice import DatasetAdvice, explain
-    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable
-    from advisor.choice import choose, program_blocking, rewrite_seconds, verdict
+    from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable, within_budget
+    from advisor.choice import choose, own_library, program_blocking, rewrite_seconds, verdict
+    from advisor.idiom import NETCDF4_CODECS, read_through_netcdf4
     from advisor.idiom import detect as detect_idiom
     from advisor.search import CostModel, DataSource, _with_facts, search
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
-    from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION
+    from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION, PRIOR_SPREAD
 
     accesses = trace.columns_of(ds.id)
     pattern = classify(accesses, shape)
@@ -226,6 +288,13 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         codecs, codec_notes = allowed_codecs(ds.dtype, max_error=max_error, lossless_only=lossless_only,
                                              compressors=compressors)
         notes += codec_notes
+        trace_libs = [x for h in trace.headers for x in h.libraries]
+        if read_through_netcdf4(ds, trace_libs):  # the program's stack writes only its own compressors
+            dropped = [k.name for k in codecs if k.name not in NETCDF4_CODECS]
+            codecs = [k for k in codecs if k.name in NETCDF4_CODECS]
+            if dropped:
+                notes.append(f"read through netCDF4-python: {', '.join(dropped)} not tried (netCDF4-python writes "
+                             f"{', '.join(NETCDF4_CODECS)})")
         if codecs and data.array is None:
             notes.append(f"{data.problem}: compression not considered (no ratio can be justified without data)")
             codecs = []
@@ -241,7 +310,8 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         base = {k: v for k, v in base.items() if k == "current" or v.library in libraries}
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
-                         blocks=None if blocking is None else blocking.shape)
+                         blocks=None if blocking is None else blocking.shape,
+                         cache_budget=None if share is None else share.bytes)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
         # each term the trace exercised at its fitted factor, the others as profiled (TraceCalibration.for_dataset);
@@ -259,16 +329,34 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
                                     for lib, c in scaled.items()})
         current = result.baselines["current"]
         resolution = cal.resolution if calibrated else MIN_RESOLUTION
-        # ranked again on the calibrated seconds (and a time budget is on them)
-        ranked = sorted(result.ranked, key=goal.key)
+        # ranked again on the calibrated seconds (and a time budget is on them); a cache above the dataset's share
+        # of the process's budget is not ranked (the recorded layout stays what the program has)
+        ranked = sorted((r for r in result.ranked if r.candidate == current.candidate
+                         or within_budget(r.candidate, None if share is None else share.bytes)), key=goal.key)
+        if share is not None and share.bytes is not None:
+            notes.append(share.describe())
         moves = follows is not None and follows[0] != ds.library
         feasible = goal.feasible if not moves else lambda r: goal.feasible(r) and r.candidate != current.candidate
-        if goal.kind == "time":
+        if goal.by_time:
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
                                        with_facts=lambda r: _with_facts(model, r), feasible=feasible,
                                        coefficient=profile.coefficient)
         else:
             best, tie_rule = next((r for r in ranked if feasible(r)), ranked[0]), None
+        if best.library != ds.library and ds.library in libraries and follows is None:
+            best, tie_rule = own_library(best, tie_rule, ds.library, ranked, notes, lambda rs: choose(
+                rs, current, resolution, shape, ds.itemsize, blocking, with_facts=lambda r: _with_facts(model, r),
+                feasible=feasible, coefficient=profile.coefficient)[:2] if goal.by_time else (rs[0], None),
+                lambda lib, k: scaled[lib].term_sd(k) if scaled else PRIOR_SPREAD, resolution)
+        if goal.by_time and best.candidate != current.candidate and not moves:
+            from advisor.robust import at_size
+            from advisor.search import FINALISTS
+
+            # within the chosen library: the program's own, unless another won beyond its interval
+            sized = at_size(model, best, [r for r in ranked if feasible(r) and r.library == best.library][:FINALISTS])
+            if sized.replaced is not None:
+                best, tie_rule = sized.chosen, "robust at size"
+                notes.append(sized.line)
         change = best if best.candidate != current.candidate else next(
             (r for r in ranked if r.candidate != current.candidate), None)
         judged = verdict(current, best, traced if calibrated else None, tie_rule)
@@ -320,7 +408,9 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
-        idiom=detect_idiom(ds) if read_data else None, whatifs=whatifs, calibrated=calibrated,
+        idiom=detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None, whatifs=whatifs,
+        calibrated=calibrated,
+        run_seconds=context.run_seconds if context is not None and calibrated and traced > 0 else None,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

@@ -37,7 +37,15 @@ MAX_CLASSES = 3
 """Most classes whose aligned shapes are generated (most frequent first)."""
 
 CACHE_CAP = 1 * GiB
-"""Largest HDF5 chunk cache recommended: memory the user's process must spare."""
+"""Largest HDF5 chunk cache recommended when no budget is given: memory the user's process must spare."""
+
+CACHE_BUDGET = 64 * MiB
+"""Chunk-cache memory per process a careful expert would give (``--cache-budget``), shared by the datasets the
+trace shows open at the same time: issue 30's advice asked for 128 MiB-1 GiB caches that held the whole array, so
+its speed-ups vanished at the data's real size."""
+
+MIN_CACHE_SHARE = 1 * MiB
+"""Smallest share of the budget one dataset is given (HDF5's own default before 1.14 was 1 MiB)."""
 
 SHARD_MIN_CHUNKS = 1000
 """Zarr arrays with at least this many chunk files get sharded variants."""
@@ -283,19 +291,28 @@ def working_set(pattern: AccessPattern, chunks: Sequence[int], shape: Sequence[i
 
 
 def hdf5_caches(pattern: AccessPattern, chunks: Sequence[int] | None, shape: Sequence[int],
-                itemsize: int) -> list[tuple[int, int, str]]:
-    """(rdcc_nbytes, rdcc_nslots, why) variants for an HDF5 chunk shape."""
+                itemsize: int, budget: int | None = None) -> list[tuple[int, int, str]]:
+    """(rdcc_nbytes, rdcc_nslots, why) variants for an HDF5 chunk shape, none above ``budget`` bytes (this
+    dataset's share of the process's chunk-cache budget; None: up to CACHE_CAP). Under a budget below HDF5's
+    8 MiB default the default variant becomes a cache of the budget (the recipe sets it)."""
     if chunks is None:
         return [(HDF5_DEFAULT_CACHE[0], HDF5_DEFAULT_CACHE[1], "contiguous")]
-    out = [(HDF5_DEFAULT_CACHE[0], HDF5_DEFAULT_CACHE[1], "default cache")]
+    cap = CACHE_CAP if budget is None else max(int(budget), 0)
+    if HDF5_DEFAULT_CACHE[0] <= cap:
+        out = [(HDF5_DEFAULT_CACHE[0], HDF5_DEFAULT_CACHE[1], "default cache")]
+    else:
+        out = [(cap, HDF5_DEFAULT_CACHE[1], f"cache of the {format_bytes(cap)} budget")] if cap > 0 else []
     cb = _nbytes(chunks, itemsize)
     ws = working_set(pattern, chunks, shape, itemsize)
     need = max(ws, cb) * 5 // 4
     if need > HDF5_DEFAULT_CACHE[0]:
-        size = min(1 << math.ceil(math.log2(need)), CACHE_CAP, max(1 << math.ceil(math.log2(
-            _nbytes(shape, itemsize) + 1)), HDF5_DEFAULT_CACHE[0]))
+        size = min(1 << math.ceil(math.log2(need)), 1 << int(math.log2(max(cap, 1))), max(1 << math.ceil(
+            math.log2(_nbytes(shape, itemsize) + 1)), HDF5_DEFAULT_CACHE[0]))
         if size > HDF5_DEFAULT_CACHE[0]:
-            out.append((size, cache_slots(size, cb), f"cache for the {format_bytes(ws)} working set"))
+            why = f"cache for the {format_bytes(ws)} working set"
+            if size < need:
+                why = f"the {format_bytes(size)} cache the budget allows (the working set is {format_bytes(ws)})"
+            out.append((size, cache_slots(size, cb), why))
     # piecewise (direct) I/O pays off when accesses take a small part of each chunk
     if any(touched_chunks(class_shape(c), chunks, shape) * cb > 2 * max(c.nbytes // max(c.n, 1), 1)
            for c in significant_classes(pattern)):
@@ -430,13 +447,20 @@ def baselines(ds: DatasetRecord, shape: Sequence[int], resizable: bool) -> dict[
     return out
 
 
+def within_budget(c: Candidate, budget: int | None) -> bool:
+    """The candidate's chunk cache fits ``budget`` bytes (Zarr and contiguous HDF5 hold none)."""
+    return budget is None or c.library != "hdf5" or c.chunks is None or (c.cache_bytes or 0) <= budget
+
+
 def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
              codecs: Sequence[CodecChoice] = (), libraries: Sequence[str] = ("hdf5", "zarr"),
-             resizable: bool = False, blocks: Sequence[int] | None = None) -> list[Candidate]:
+             resizable: bool = False, blocks: Sequence[int] | None = None,
+             cache_budget: int | None = None) -> list[Candidate]:
     """Every candidate for one array, baselines first; codec variants of every layout last.
 
     ``blocks``: the program's own block shape (dask chunks) when it reads block by block: that shape is a
-    candidate too, so a layout aligned with the program can win."""
+    candidate too, so a layout aligned with the program can win. ``cache_budget``: the chunk-cache bytes this
+    dataset may hold (its share of the process's budget): no candidate above it (the baselines as they are)."""
     itemsize = ds.itemsize
     base = baselines(ds, shape, resizable)
     shapes = dict(chunk_shapes(pattern, shape, itemsize))
@@ -450,7 +474,7 @@ def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
         layouts.append(Candidate("hdf5", None, origin=("contiguous",)))
     for ch, why in shapes.items():
         if "hdf5" in libraries:
-            for nbytes, slots, cwhy in hdf5_caches(pattern, ch, shape, itemsize):
+            for nbytes, slots, cwhy in hdf5_caches(pattern, ch, shape, itemsize, cache_budget):
                 layouts.append(Candidate("hdf5", ch, None, nbytes, slots, origin=(why, cwhy)))
         if "zarr" in libraries:
             for shards, swhy in zarr_shards(pattern, ch, shape, itemsize):
@@ -465,7 +489,9 @@ def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
 
 
 __all__ = [
-    "CHUNK_TARGETS", "Candidate", "CodecChoice", "allowed_codecs", "baselines", "cache_slots", "chunk_shapes",
+    "CACHE_BUDGET", "CHUNK_TARGETS", "Candidate", "CodecChoice", "allowed_codecs", "baselines", "cache_slots",
+    "chunk_shapes",
     "generate", "grow_aligned", "h5py_default_chunks", "hdf5_caches", "needs_resizable",
-    "recorded_compressor", "touched_chunks", "working_set", "zarr_default_chunks", "zarr_shards",
+    "recorded_compressor", "touched_chunks", "within_budget", "working_set", "zarr_default_chunks",
+    "zarr_shards",
 ]

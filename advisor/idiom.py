@@ -18,28 +18,54 @@ from typing import Sequence
 from instrumentation.records import DatasetRecord
 
 
+NETCDF4_CODECS = {"gzip": "zlib", "zstd": "zstd", "blosc-zstd": "blosc_zstd", "blosc-lz4": "blosc_lz4"}
+"""The compressors netCDF4-python writes itself (``createVariable(compression=...)``, ``to_netcdf`` encoding):
+a program on netCDF4-python keeps its library only with these."""
+
+
 @dataclass(frozen=True)
 class Idiom:
-    """How the array was written: ``netcdf4`` (HDF5) or ``xarray-zarr``, with its variable and dimensions."""
+    """How the array was written: ``netcdf4`` (HDF5) or ``xarray-zarr``, with its variable and dimensions;
+    ``engine``: the library the program read it with (``netcdf4``: netCDF4-python, the default engine of
+    xarray; ``h5netcdf``: through h5py; ``zarr``); ``dask``: the program read it in dask blocks."""
 
     kind: str
     variable: str
     dims: tuple[str, ...]
+    engine: str = ""
+    dask: bool = True
 
     def get_config(self) -> dict:
-        return {"kind": self.kind, "variable": self.variable, "dims": list(self.dims)}
+        return {"kind": self.kind, "variable": self.variable, "dims": list(self.dims), "engine": self.engine,
+                "dask": self.dask}
 
     @classmethod
     def from_config(cls, c: dict) -> "Idiom":
-        return cls(c["kind"], c["variable"], tuple(c["dims"]))
+        return cls(c["kind"], c["variable"], tuple(c["dims"]), c.get("engine", ""), bool(c.get("dask", True)))
+
+
+def read_through_netcdf4(ds: DatasetRecord, libraries: Sequence[str]) -> bool:
+    """The program reached this HDF5 dataset through netCDF4-python's own libhdf5 (the interposer names the copy
+    it recorded each call through: ``TraceHeader.libraries``)."""
+    lib = ds.library_version.rsplit("(", 1)[-1].rstrip(")").strip() if "(" in ds.library_version else ""
+    return ds.library == "hdf5" and any("netcdf4" in p.lower() and (not lib or lib in p) for p in libraries)
 
 
 def _name(x) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-def detect(ds: DatasetRecord) -> Idiom | None:
-    """The idiom of a traced array, from its metadata (None when plain h5py/zarr or unreadable)."""
+def detect(ds: DatasetRecord, libraries: Sequence[str] = (), dask: bool = True) -> Idiom | None:
+    """The idiom of a traced array, from its metadata (None when plain h5py/zarr or unreadable); ``libraries``:
+    the trace's libhdf5 copies (netCDF4-python's means the default engine), ``dask``: read in dask blocks."""
+    idiom = _detect(ds)
+    if idiom is None:
+        return None
+    engine = "zarr" if ds.library == "zarr" else "netcdf4" if read_through_netcdf4(ds, libraries) else "h5netcdf"
+    return Idiom(idiom.kind, idiom.variable, idiom.dims, engine, dask)
+
+
+def _detect(ds: DatasetRecord) -> Idiom | None:
     if ds.file.startswith(("memory://", "<")) or not os.path.exists(ds.file):
         return None
     variable = ds.path.strip("/").split("/")[-1] or "data"
@@ -78,25 +104,46 @@ def dask_chunks(chunks: Sequence[int] | None, shape: Sequence[int], blocking: Se
 
 
 def xarray_code(idiom: Idiom, library: str, chunks: Sequence[int] | None, shards: Sequence[int] | None,
-                shape: Sequence[int], blocking: Sequence[int] | None, compressed: bool) -> str:
-    """``ds.to_netcdf``/``ds.to_zarr`` with the recommended encoding, and the matching ``open_dataset``."""
+                shape: Sequence[int], blocking: Sequence[int] | None, compressed: bool,
+                cache: tuple[int, int] | None = None, compressor: str | None = None) -> str:
+    """``ds.to_netcdf``/``ds.to_zarr`` with the recommended encoding, and the matching ``open_dataset`` in the
+    program's own stack: its engine (netCDF4-python stays the default engine), the chunk cache set with that
+    engine's API (``cache``: rdcc bytes and slots, None: the library's default), dask chunks only when the
+    program read in dask blocks (``idiom.dask``)."""
     v = idiom.variable
     dims = idiom.dims if len(idiom.dims) == len(shape) else tuple(f"dim_{i}" for i in range(len(shape)))
     dask = dict(zip(dims, dask_chunks(chunks, shape, blocking)))
+    chunk_kw = f", chunks={dask!r}" if idiom.dask else ""
     lines = ["import xarray as xr"]
-    if library == "hdf5":
+    if library == "hdf5" and idiom.engine == "netcdf4":  # netCDF4-python, xarray's default engine
+        enc = {"chunksizes": tuple(chunks)} if chunks is not None else {"contiguous": True}
+        if compressor in NETCDF4_CODECS:
+            enc["compression"] = NETCDF4_CODECS[compressor]
+            compressed = False
+        lines.append(f"ds.to_netcdf(\"out.nc\", encoding={{{v!r}: {enc!r}}})")
+        if cache is not None and chunks is not None:
+            lines += ["import netCDF4",
+                      "nc = netCDF4.Dataset(\"out.nc\")",
+                      f"nc[{v!r}].set_var_chunk_cache(size={cache[0]}, nelems={cache[1]}, preemption=0.75)",
+                      f"ds = xr.open_dataset(xr.backends.NetCDF4DataStore(nc){chunk_kw})"]
+        else:
+            lines.append(f"ds = xr.open_dataset(\"out.nc\"{chunk_kw})")
+    elif library == "hdf5":
         enc = {"chunksizes": tuple(chunks)} if chunks is not None else {"contiguous": True}
         lines.append(f"ds.to_netcdf(\"out.nc\", engine=\"h5netcdf\", encoding={{{v!r}: {enc!r}}})")
-        lines.append(f"ds = xr.open_dataset(\"out.nc\", engine=\"h5netcdf\", chunks={dask!r})")
+        cache_kw = ""
+        if cache is not None and chunks is not None:
+            cache_kw = f", driver_kwds={{'rdcc_nbytes': {cache[0]}, 'rdcc_nslots': {cache[1]}}}"
+        lines.append(f"ds = xr.open_dataset(\"out.nc\", engine=\"h5netcdf\"{chunk_kw}{cache_kw})")
     else:
         enc = {"chunks": tuple(chunks)}
         if shards is not None:
             enc["shards"] = tuple(shards)
         lines.append(f"ds.to_zarr(\"out.zarr\", encoding={{{v!r}: {enc!r}}}, zarr_format=3)")
-        lines.append(f"ds = xr.open_dataset(\"out.zarr\", engine=\"zarr\", chunks={dask!r})")
+        lines.append(f"ds = xr.open_dataset(\"out.zarr\", engine=\"zarr\"{chunk_kw})")
     if compressed:
         lines.append("# the compressor: add the codec arguments of the h5py/zarr form above to the encoding")
     return "\n".join(lines)
 
 
-__all__ = ["Idiom", "dask_chunks", "detect", "xarray_code"]
+__all__ = ["Idiom", "NETCDF4_CODECS", "dask_chunks", "detect", "read_through_netcdf4", "xarray_code"]

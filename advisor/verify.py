@@ -624,6 +624,26 @@ def whatif_choices(advice, trace: Trace, ds: DatasetRecord) -> list[tuple[Trace,
             for w in entry.whatifs if w.kind in found]
 
 
+def given_choices(trace: Trace, ds: DatasetRecord, specs: Sequence[str], profile=None) -> list[Choice]:
+    """The layouts the user named (``--layout`` specs), predicted by ``iomodel.predict`` (uncalibrated)."""
+    from iomodel import load_profile, parse_layout, predict
+
+    out = []
+    prof = None
+    for k, spec in enumerate(specs, 1):
+        lay = parse_layout(spec, ds)
+        if spec.strip() == "current":
+            continue
+        shape = trace.extent(ds.id)
+        if lay.shape != tuple(shape):
+            lay = replace(lay, shape=tuple(shape))
+        prof = prof or (profile if profile is not None and not isinstance(profile, (str, os.PathLike))
+                        else load_profile(profile))
+        seconds = predict(trace, lay, prof, dataset=ds).seconds
+        out.append(Choice(f"layout {k}", lay, seconds))
+    return out
+
+
 # ---- the API ---------------------------------------------------------------------------------------
 
 
@@ -668,7 +688,7 @@ def _filters_name(filters: Sequence[Filter]) -> str | None:
 def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=None, dataset: str | None = None,
            workdir: str | os.PathLike | None = None, repeat: int = 1, budget: float | None = None,
            deadline: float | None = None, max_bytes: int = MAX_BYTES,
-           advice=None, defaults: bool = False, **constraints) -> VerifyResult:
+           advice=None, defaults: bool = False, layouts: Sequence[str] = (), **constraints) -> VerifyResult:
     """Rebuild each traced dataset in its current and top-``top`` recommended layouts and replay it for real.
 
     ``advice``: an ``advisor.advise`` result to verify (default: advise the trace
@@ -678,7 +698,8 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
     (the median is reported); ``budget``: seconds after which a layout's
     replays stop repeating; ``deadline``: seconds after which a replay is
     stopped (its time is then a lower bound). ``defaults``: also measure h5py's and zarr's
-    default layouts.
+    default layouts. ``layouts``: more layouts to measure, as ``ioadvisor predict --layout`` specs
+    (``iomodel.parse_layout``), each predicted by ``iomodel.predict``.
     """
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(trace_or_path)
     if top < 0:
@@ -711,6 +732,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
             choices = (choices_from_advice(advice, trace, ds, top, defaults=defaults) if advice is not None
                        else [current_choice(ds)])
             bar.describe(f"replaying {dataset_name(ds)}")
+            choices += given_choices(trace, ds, layouts, profile)
             rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
                                    max_bytes=max_bytes)
             for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):
@@ -724,4 +746,5 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
 
 __all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyResult", "VerifyRow",
            "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name",
+           "given_choices",
            "load_data", "measure_all", "synthetic", "verify", "verify_choices", "whatif_choices"]

@@ -298,7 +298,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="raw results JSON (default benchmarks/results/regret-<date>.json)")
     ap.add_argument("--keep-traces", metavar="DIR", help="copy each workload's trace to DIR/<workload>.jsonl")
     ap.add_argument("--show", metavar="JSON", help="print the tables of an earlier run's raw results and exit")
+    ap.add_argument("--real", action="store_true",
+                    help="the realistic-size workloads (benchmarks/workloads/real/, benchmarks/realsize.py): the "
+                         "printed recipe applied and the unchanged program timed cold")
     args = ap.parse_args(argv)
+    if args.real:
+        from realsize import main as real_main
+
+        return real_main(args.only, scale=args.scale or 1.0, repeat=args.repeat or 3,
+                         workdir=args.workdir.rstrip("/") + "-real", out=args.out)
     if args.show:
         report = json.loads(Path(args.show).read_text())
         for r in report["results"]:  # runs from before the floor was recorded: their replays give it

@@ -72,6 +72,13 @@ PRIOR_SPREAD = math.log(2.0)
 far apart the model's terms can plausibly be wrong. With a band (``SystemProfile.band``: how far the profile's
 predictions stray on this machine) that band's standard deviation is the prior; a fitted factor is shrunk
 toward the common one by its standard error against it."""
+TERM_PRIOR = {"t_codec": math.log(8.0)}
+"""Prior standard deviation of log(term factor) of terms priced more crudely than the profile's band says: the
+I/O model's t_codec has one coefficient for every filter, and gzip decodes 5-20x slower than lz4 (regret's r02:
+3000 small reads of gzip'd chunks, t_codec 26x under the traced time). When the segments cannot tell terms apart
+the traced time is shared out by these priors, not as one factor on every term (which put x24 on r02's per-call
+cost and ranked every HDF5 layout behind Zarr)."""
+
 MIN_FACTOR = 0.05
 """A term factor the non-negative fit sets to (near) zero counts as this share of the common factor."""
 MIN_RESOLUTION = 0.10
@@ -208,6 +215,12 @@ class TraceCalibration:
         half = math.hypot(math.log(hi / lo) / 2, Z95 * moved)
         return math.exp(-half), math.exp(half)
 
+    def term_sd(self, term: str) -> float:
+        """Standard deviation of log(factor) of one term's calibrated seconds: what the fit left of a fitted
+        term's (``spread``), else the profile's own (``prior``; PRIOR_SPREAD when the profile has no band)."""
+        prior = self.prior or PRIOR_SPREAD
+        return min(self.spread.get(term, prior), prior)
+
     def borrow(self, library: str) -> "TraceCalibration":
         """The calibration another library gets from this one: the device and page-cache terms only."""
         shared = {k: v for k, v in self.factors.items() if k in SHARED_TERMS}
@@ -305,6 +318,9 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
                 told += w >= 0.5
             if told:
                 method = "per-term"
+    if method == "one factor" and len(big) >= 2 and scalar > 0 and any(names[k] in TERM_PRIOR for k in big):
+        factors = _by_prior([names[k] for k in big], share[big], scalar, prior)
+        method = "one mix, shared by the terms' priors"
     # the whole trace's calibrated prediction equals its traced time
     fitted = sum(factors.get(n, 1.0) * whole_terms[i] for i, n in enumerate(names))
     fixed = sum(whole_terms[i] for i, n in enumerate(names) if n not in factors)
@@ -330,6 +346,33 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
         band = (1.0, 1.0)
     return TraceCalibration(library, method, factors, band, whole_traced, whole_pred, len(traced),
                             common=scalar * c, spread=spread)
+
+
+def _by_prior(names: Sequence[str], shares: np.ndarray, scalar: float, prior: float) -> dict[str, float]:
+    """Factors of terms that come in one mix (shares of the prediction), their product with the mix ``scalar``
+    times the prediction: the log factors of least prior-weighted size (``TERM_PRIOR``, else ``prior``), to first
+    order x_k = lam * sd_k^2 * share_k, with lam found by bisection."""
+    sd2 = np.array([TERM_PRIOR.get(n, prior) ** 2 for n in names])
+    w = np.asarray(shares, float) / max(float(np.sum(shares)), 1e-300)
+    target = scalar  # sum_k w_k exp(x_k) = scalar
+
+    def total(lam):
+        return float(np.sum(w * np.exp(np.clip(lam * sd2 * w, -50, 50))))
+
+    lo, hi = (0.0, 1.0) if target >= 1 else (-1.0, 0.0)
+    while (total(hi) < target if target >= 1 else total(lo) > target) and abs(hi - lo) < 1e6:
+        if target >= 1:
+            hi *= 2
+        else:
+            lo *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if total(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    lam = (lo + hi) / 2
+    return {n: float(math.exp(lam * s2 * wk)) for n, s2, wk in zip(names, sd2, w)}
 
 
 def _sd(band: tuple[float, float]) -> float:

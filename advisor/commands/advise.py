@@ -12,8 +12,9 @@ def register(sub) -> None:
     add_profile_option(p)
     p.add_argument("--dataset", metavar="NAME", help="only this dataset (id, path or file::path)")
     p.add_argument("--top", type=int, default=5, metavar="K", help="candidates listed per dataset (default 5)")
-    p.add_argument("--objective", choices=("time", "size"), default="time",
-                   help="time (default; with --max-bytes) or size (needs --max-seconds)")
+    p.add_argument("--objective", choices=("time", "read", "size"), default="time",
+                   help="time (default; with --max-bytes), read (the reads alone: write once, read many) or size "
+                        "(needs --max-seconds)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="time budget for --objective size")
     p.add_argument("--max-bytes", metavar="BYTES", help="stored-size budget, e.g. 2GiB")
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compressors with this point-wise bound")
@@ -22,6 +23,9 @@ def register(sub) -> None:
                    help="comma-separated compressors to try (default: blosc-zstd,bitshuffle-lz4,zstd, "
                         "plus sz3,zfp with --max-error); 'none' = no compression")
     p.add_argument("--libraries", default="hdf5,zarr", metavar="LIST", help="hdf5,zarr (default both)")
+    p.add_argument("--cache-budget", default="64MiB", metavar="BYTES",
+                   help="chunk-cache memory per process, shared by the datasets open together (default 64MiB; "
+                        "'none': no budget); a layout whose cache exceeds it is not recommended")
     p.add_argument("--procs", type=int, metavar="P", help="processes for the parallel model (default: trace's)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="threads evaluating candidates (default: the usable cores); under mpiexec the "
@@ -81,6 +85,8 @@ def run(args) -> int:
                 libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
                 allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
                 calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
+                cache_budget=None if args.cache_budget.strip().lower() == "none"
+                else parse_bytes(args.cache_budget, "--cache-budget"),
             )
     if comm is not None and comm.Get_rank() != 0:
         return 0  # every rank holds the same advice; rank 0 reports it

@@ -26,6 +26,12 @@ def register(sub) -> None:
                    help="stop a replay after this long (its time is then shown as a lower bound)")
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="allow lossy compression within this bound")
     p.add_argument("--lossless-only", action="store_true", help="consider lossless compressors only")
+    p.add_argument("--libraries", metavar="LIST", help="hdf5,zarr: the libraries the recommendations come from")
+    p.add_argument("--cache-budget", metavar="BYTES", help="chunk-cache budget per process of the advice "
+                   "(default 64MiB; 'none': no budget)")
+    p.add_argument("--layout", action="append", metavar="SPEC", default=[],
+                   help="also measure this layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N] "
+                        "| zarr:chunks=4096x64[,shards=65536x64] | hdf5:contiguous (as `ioadvisor predict --layout`)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--html", metavar="FILE",
                    help="also write the HTML report of the advice with the measured times marked on its charts")
@@ -44,6 +50,13 @@ def run(args) -> int:
         constraints["max_error"] = args.max_error
     if args.lossless_only:
         constraints["lossless_only"] = True
+    if args.libraries:
+        constraints["libraries"] = [x.strip() for x in args.libraries.split(",") if x.strip()]
+    if args.cache_budget:
+        from iomodel.layout import parse_bytes
+
+        constraints["cache_budget"] = (None if args.cache_budget.strip().lower() == "none"
+                                       else parse_bytes(args.cache_budget, "--cache-budget"))
     # every argument is checked before the long work is announced
     from compression_model.error_bound import ErrorBound
     from iomodel import load_profile, pick_dataset
@@ -67,7 +80,8 @@ def run(args) -> int:
             with progress.task("advise"):
                 advice = advise(trace, profile=args.profile, dataset=args.dataset, top=args.top, **constraints)
         result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset, workdir=args.workdir,
-                        repeat=args.repeat, deadline=args.deadline, advice=advice, **constraints)
+                        repeat=args.repeat, deadline=args.deadline, advice=advice, layouts=args.layout,
+                        **constraints)
     if args.html and advice is None:
         print(f"ioadvisor verify: {args.html} not written: --top 0 measures the current layout only, no advice",
               file=sys.stderr)

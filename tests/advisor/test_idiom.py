@@ -102,3 +102,46 @@ def test_xarray_code_writes_every_layout_form(tmp_path, library, chunks, shards)
     shape, blocking = (60, 36, 72), (12, 36, 72)
     code = xarray_code(Idiom(kind, "tas", ("time", "lat", "lon")), library, chunks, shards, shape, blocking, False)
     _written_as_advised(code, Candidate(library, chunks, shards), dask_chunks(chunks, shape, blocking), tmp_path)
+
+
+def test_netcdf4_users_get_the_default_engine_their_cache_and_no_dask(tmp_path):
+    pytest.importorskip("netCDF4")
+    idiom = Idiom("netcdf4", "tas", ("time", "lat", "lon"), engine="netcdf4", dask=False)
+    code = xarray_code(idiom, "hdf5", (60, 4, 8), None, (60, 36, 72), None, True, (4 << 20, 1009), "zstd")
+    assert "h5netcdf" not in code and "chunks=" not in code and "set_var_chunk_cache(size=4194304" in code
+    scope = {"ds": _dataset()}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(code, scope)
+        enc = scope["ds"].tas.encoding
+        assert tuple(enc["chunksizes"]) == (60, 4, 8) and enc.get("zstd") or enc.get("compression") == "zstd"
+        assert scope["nc"]["tas"].get_var_chunk_cache()[0] == 4 << 20
+        scope["ds"].close()
+    finally:
+        os.chdir(cwd)
+
+
+def test_the_program_keeps_its_library_unless_the_other_wins_beyond_the_ratios_uncertainty():
+    from advisor.advice import Recommendation
+    from advisor.candidates import Candidate
+    from advisor.choice import own_library
+
+    def rec(lib, s, ci, terms):
+        return Recommendation(Candidate(lib, (10, 10)), s, ci, terms, 0, 1.0, (1.0, 1.0), {})
+
+    # mostly each library's own work (independent errors): 1.3x is within the uncertainty of the ratio
+    h5 = rec("hdf5", 1.0, (0.5, 1.5), {"t_rdisk": 0.3, "t_call": 0.7})
+    zr = rec("zarr", 1.3, (1.0, 1.6), {"t_rdisk": 0.3, "t_chunk": 1.0})
+    notes = []
+    chosen, rule = own_library(h5, None, "zarr", [h5, zr], notes, lambda rs: (rs[0], None))
+    assert chosen is zr and rule == "the program's own library" and "keeps the program's zarr" in notes[0]
+    far = rec("hdf5", 0.1, (0.05, 0.2), {"t_rdisk": 0.03, "t_call": 0.07})
+    assert own_library(far, None, "zarr", [far, zr], [], lambda rs: (rs[0], None))[0] is far
+    # both almost all device reads (one factor for both libraries): its error cancels in the ratio, so a 1.7x
+    # faster layout changes library although its own interval reaches past the other's prediction
+    h5 = rec("hdf5", 0.015, (0.011, 0.028), {"t_rdisk": 0.0146, "t_call": 0.0002, "t_memcpy": 0.0002})
+    zr = rec("zarr", 0.026, (0.018, 0.037), {"t_rdisk": 0.018, "t_chunk": 0.006, "t_zopen": 0.002})
+    notes = []
+    assert own_library(h5, None, "zarr", [h5, zr], notes, lambda rs: (rs[0], None))[0] is h5
+    assert "changes library" in notes[0]

@@ -194,3 +194,34 @@ def test_advise_and_predict_price_the_recorded_layout_alike_on_a_two_array_trace
     assert advised.seconds == pytest.approx(predicted.seconds, rel=1e-12)
     # the second read of /a comes from the device again: /b's pages evicted it
     assert predicted.variables.s_rdisk >= 800_000
+
+
+def test_objective_read_ranks_the_reads_of_data_on_disk_and_says_so():
+    """Write once, read many (issue 30): ``objective="read"`` replays the reads alone, of chunks that are on
+    disk (not taken for never-written ones), and the note says which objective ranked an array the program
+    wrote and then read."""
+    import advisor
+
+    shape = (20000, 64)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/w.h5", "/x", shape, "float32", chunks=(1000, 64), created=True)
+    writes = [AccessRecord(0, "write", Selection.box((i, 0), (1000, 64)), 64000, 256000, 0.001 * k, 0.001)
+              for k, i in enumerate(range(0, 20000, 1000))]
+    reads = [AccessRecord(0, "read", Selection.box((0, j), (20000, 2)), 40000, 160000, 1.0 + 0.01 * k, 0.01)
+             for k, j in enumerate(range(0, 64, 8))]
+    trace = make_trace(ds, writes + reads)
+    both = advisor.advise(trace, profile=profile(), read_data=False, jobs=1).datasets[0]
+    only = advisor.advise(trace, profile=profile(), read_data=False, jobs=1, objective="read").datasets[0]
+    assert any("--objective read ranks by the reads alone" in n for n in both.notes)
+    assert any("ranked by the reads alone (--objective read)" in n for n in only.notes)
+    v = only.current.variables
+    assert v.get("s_rdisk", 0) + v.get("s_cache", 0) > 0  # the written chunks are read, not filled
+    assert only.objective == "fastest reads" and only.n_accesses == len(reads)
+
+
+def test_a_chunk_clipped_to_the_sampled_region_keeps_its_size():
+    from advisor.search import fit_region
+
+    for chunks, region in (((2920, 1, 2), (256, 180, 360)), ((16384, 1), (4096, 4096)), ((64, 64), (512, 512))):
+        c = fit_region(chunks, region)
+        assert all(1 <= a <= r for a, r in zip(c, region))
+        assert np.prod(c) >= min(np.prod(chunks), np.prod(region))

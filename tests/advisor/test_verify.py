@@ -198,3 +198,25 @@ def test_read_only_layouts_are_built_first_and_replayed_in_changing_orders(tmp_p
     assert all(sorted(r) == sorted(rounds[0]) for r in rounds)  # each round replays every layout once
     for name in rounds[0]:
         assert len({r.index(name) for r in rounds}) > 1, (name, rounds)
+
+
+def test_verify_measures_the_layouts_the_user_names(tmp_path):
+    """``ioadvisor verify --layout SPEC``: the named layout is rebuilt, predicted and replayed too."""
+    import h5py
+
+    import advisor
+    from advisor.verify import verify
+
+    path = tmp_path / "d.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(64 * 4096, dtype="f4").reshape(4096, 64), chunks=(512, 64))
+    with advisor.trace(tmp_path / "t.jsonl"):
+        with h5py.File(path, "r") as f:
+            for i in range(0, 4096, 256):
+                f["x"][i:i + 16]
+    res = verify(tmp_path / "t.jsonl", top=0, layouts=["hdf5:chunks=16x64", "zarr:chunks=256x64"],
+                 workdir=tmp_path / "w")
+    rows = {r.label: r for r in res.rows}
+    assert {"current", "layout 1", "layout 2"} <= set(rows)
+    assert rows["layout 1"].chunks == (16, 64) and rows["layout 2"].library == "zarr"
+    assert rows["layout 1"].predicted_seconds > 0 and rows["layout 1"].measured_seconds > 0

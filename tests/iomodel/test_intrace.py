@@ -180,3 +180,19 @@ def test_the_codec_estimate_alone_meets_the_fitted_time_of_a_compressed_recorded
                                dataset_seconds={0: 1.2 * 0.5 + 0.3})
     f, f_codec = untimed.dataset_factors(0, {"t_chunk": 0.48, "t_rdisk": 0.12, "t_decompress": 0.2})
     assert f == f_codec == pytest.approx((0.9 - 0.2) / 0.6)
+
+
+def test_one_mix_is_shared_out_by_the_terms_priors_not_as_one_factor():
+    """r02 (issue 30): many small reads of gzip'd chunks, the codec 26x under the traced time in every segment
+    alike; one factor on every term also multiplied the per-call cost 24x and ranked every HDF5 layout last."""
+    import numpy as np
+
+    from iomodel.intrace import fit
+
+    g = 12
+    terms = np.column_stack([np.full(g, 0.9), np.full(g, 0.1)]) * np.linspace(1, 2, g)[:, None]  # codec, call
+    traced = terms[:, 0] * 26 + terms[:, 1] * 1.0
+    cal = fit("hdf5", terms, traced, ["t_codec", "t_call"], terms.sum(0), float(traced.sum()), prior=0.2)
+    assert cal.factors["t_call"] < 1.5 and cal.factors["t_codec"] > 20
+    total = sum(cal.factors[n] * t for n, t in zip(["t_codec", "t_call"], terms.sum(0)))
+    assert abs(total - traced.sum()) < 1e-6 * traced.sum()

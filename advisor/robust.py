@@ -1,0 +1,134 @@
+"""Robust at size (issue 30): the finalists replayed on the same pattern over an array GROWTH times larger.
+
+A layout that wins only because the traced array fits in its chunk cache (or in
+one chunk) loses that edge when the data grows, as real data does. The pattern is
+grown along the axes it scans: the axes a single access covers most of (a time
+series' time axis, a column read's rows), else the axes its accesses are spread
+over (random mini-batches' rows; a covered axis counts only as the selection's long side). On a grown axis a selection that spans the
+whole extent spans the new one, and every other start moves with the axis (so
+the accesses stay spread over it the same way); the other axes are unchanged.
+The finalists are then counted on the grown trace by the same (calibrated) model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from instrumentation.columns import SLAB, AccessColumns
+
+GROWTH = 16
+"""How much larger the array is made."""
+
+ROBUST_LOSS = 1.25
+"""A winner that is this much slower than another finalist on the grown array gives way to it."""
+
+NEAR = 1.25
+"""... when that finalist is predicted within this factor of the winner at the traced size."""
+
+SPAN = 0.5
+"""An axis is scanned when accesses cover (or spread over) at least this share of it."""
+
+
+def growth_factors(cols: AccessColumns, shape: Sequence[int], growth: int = GROWTH) -> tuple[int, ...]:
+    """Per axis the whole factor it grows by (their product about ``growth``)."""
+    nd = len(shape)
+    slabs = cols.take(cols.kind == SLAB) if (cols.kind != SLAB).any() else cols
+    if not slabs.rows or nd == 0:
+        return tuple(1 for _ in shape)
+    w = slabs.widen(nd) if slabs.width < nd else slabs
+    ext = ((w.count[:, :nd] - 1) * w.stride[:, :nd] + w.block[:, :nd])
+    shp = np.maximum(np.asarray(shape, np.int64), 1)
+    # covered: one access spans most of the axis, and that is its long side (a time series' time axis, not
+    # the 32 columns of a row read)
+    longest = np.median(ext.max(axis=1))
+    covered = (np.median(ext / shp, axis=0) >= SPAN) & (np.median(ext, axis=0) >= longest)
+    lo = w.start[:, :nd].min(axis=0)
+    hi = (w.start[:, :nd] + w.step[:, :nd] * (w.rep[:, None] - 1)).max(axis=0)
+    spread = ((hi - lo) / shp >= SPAN) & (np.asarray(shape) > 1)  # the starts move over most of the axis
+    axes = [d for d in range(nd) if covered[d] and shape[d] > 1] or [d for d in range(nd) if spread[d]]
+    if not axes:
+        axes = [int(np.argmax(shape))]
+    f = [1] * nd
+    k, i = growth, 0
+    while k > 1:  # doubling round robin: 16 over one axis, 4x4 over two, 4x2x2 over three
+        f[axes[i % len(axes)]] *= 2
+        k //= 2
+        i += 1
+    return tuple(f)
+
+
+def grown(cols: AccessColumns, shape: Sequence[int], factors: Sequence[int]) -> tuple[AccessColumns, tuple[int, ...]]:
+    """The accesses over an array ``factors`` times larger per axis (module docstring); irregular rows unchanged."""
+    nd = len(shape)
+    new_shape = tuple(int(s) * int(g) for s, g in zip(shape, factors))
+    w = cols.widen(nd) if cols.width < nd else cols
+    start, count, block, step = w.start.copy(), w.count.copy(), w.block.copy(), w.step.copy()
+    slab = (w.kind == SLAB) & (w.ndim == nd)
+    for d, g in enumerate(factors):
+        if g == 1:
+            continue
+        ext = (count[:, d] - 1) * w.stride[:, d] + block[:, d]
+        full = slab & (start[:, d] == 0) & (ext >= shape[d])
+        part = slab & ~full
+        start[part, d] *= g
+        step[part, d] *= g
+        one = full & (count[:, d] == 1)
+        block[one, d] *= g
+        many = full & (count[:, d] > 1)
+        count[many, d] *= g
+    n = np.where(slab, np.prod(count[:, :nd] * block[:, :nd], axis=1), w.n)
+    itemsize = np.where(w.n > 0, w.nbytes // np.maximum(w.n, 1), 0)
+    out = w._with(start=start, count=count, block=block, step=step, n=n.astype(np.int64),
+                  nbytes=(n * itemsize).astype(np.int64))
+    return out, new_shape
+
+
+@dataclass(frozen=True)
+class AtSize:
+    """The finalists' predicted seconds on the grown array, and the layout that gave way (if one did)."""
+
+    factors: tuple[int, ...]
+    shape: tuple[int, ...]
+    seconds: dict
+    """Candidate -> predicted seconds on the grown array."""
+    replaced: object = None
+    """The winner's Candidate when it gave way, else None."""
+    chosen: object = None
+    line: str = ""
+
+    def get_config(self) -> dict:
+        return {"factors": list(self.factors), "shape": list(self.shape), "line": self.line,
+                "seconds": {c.label: s for c, s in self.seconds.items()}}
+
+
+def at_size(model, winner, finalists: Sequence, growth: int = GROWTH) -> AtSize:
+    """Replay ``finalists`` (Recommendations, the winner among them) on the grown array through ``model``'s
+    profile and calibration; the winner gives way when it is ROBUST_LOSS slower there than a finalist predicted
+    within NEAR of it at the traced size (the fastest of those on the grown array)."""
+    from advisor.search import CostModel
+
+    work = model.work
+    factors = growth_factors(work.columns, work.shape, growth)
+    cols, shape = grown(work.columns, work.shape, factors)
+    big = CostModel(model.ds, cols, shape, model.profile, procs=model.procs, warm=model.warm,
+                    calibration=model.calibration, jobs=model.jobs)
+    pool = [r for r in finalists if r.candidate.compressor is None or r is winner]
+    pool = [winner] + [r for r in pool if r.candidate != winner.candidate]
+    big.prefetch([big.layout(r.candidate) for r in pool])
+    seconds = {r.candidate: big.evaluate(r.candidate.with_codec(None, None)).seconds for r in pool}
+    near = [r for r in pool if r.seconds <= NEAR * winner.seconds]
+    best = min(near, key=lambda r: seconds[r.candidate])
+    ws, bs = seconds[winner.candidate], seconds[best.candidate]
+    if best.candidate != winner.candidate and ws > ROBUST_LOSS * bs:
+        why = ("relies on the array fitting in its chunk cache" if winner.library == "hdf5"
+               and (winner.candidate.cache_bytes or 0) > 8 << 20 else "does not hold up at size")
+        line = (f"robust at size: {winner.label} {why}: on the same pattern over a {growth}x larger array it is "
+                f"predicted {ws / bs:.2f}x slower than {best.label} ({ws:.3g} s against {bs:.3g} s), "
+                "which is recommended instead")
+        return AtSize(factors, shape, seconds, winner.candidate, best, line)
+    return AtSize(factors, shape, seconds, None, winner, "")
+
+
+__all__ = ["AtSize", "GROWTH", "ROBUST_LOSS", "at_size", "growth_factors", "grown"]

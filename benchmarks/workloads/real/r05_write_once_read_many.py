@@ -1,0 +1,48 @@
+"""Write once, read many: h5py writes a (1_000_000, 256) float32 feature table (1 GB) in 2000-row blocks, in
+(2000, 256) row chunks, closes it, then reads 60 strips of 4 whole columns (the analysis it is kept for).
+The layout it creates (chunks, compression, chunk cache) comes from ``open.json`` when the benchmark applies a
+recipe. Prints READ_SECONDS: the reads, the part a write-once read-many advice is about."""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from realcommon import main, scaled, smooth_slab  # noqa: E402
+
+N, F = scaled(1_000_000, 2000), 256
+
+
+def prepare(d):
+    pass  # the program writes its own data
+
+
+def run(d):
+    import h5py
+    import hdf5plugin  # noqa: F401 - the recipe's filters
+
+    p = os.path.join(d, "open.json")
+    s = json.load(open(p)) if os.path.exists(p) else {}
+    path = os.path.join(d, "table.h5")
+    chunks = tuple(s["chunks"]) if s.get("chunks") else (None if "chunks" in s else (2000, F))
+    with h5py.File(path, "w") as f:
+        filt = {k: tuple(v) if isinstance(v, list) else v for k, v in s.get("filter", {}).items()}  # from JSON
+        x = f.create_dataset("x", shape=(N, F), dtype="f4", chunks=chunks, **filt)
+        for lo in range(0, N, 2000):
+            x[lo:lo + 2000] = smooth_slab((N, F), lo, lo + 2000, 51)
+    cache = s.get("cache")
+    kw = {} if not cache else {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}
+    t = time.perf_counter()
+    rng = np.random.default_rng(6)
+    with h5py.File(path, "r", **kw) as f:
+        total = 0.0
+        for j in rng.integers(0, F - 4, 60):
+            total += float(f["x"][:, int(j):int(j) + 4].sum())
+    print(f"READ_SECONDS={time.perf_counter() - t:.6f}", file=sys.stderr)
+    print(total)
+
+
+if __name__ == "__main__":
+    main(prepare, run)

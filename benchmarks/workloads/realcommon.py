@@ -1,0 +1,137 @@
+"""Shared bits of the realistic-size workloads (benchmarks/workloads/real/, issue 30).
+
+Each is an ordinary program, ``python rNN.py prepare DIR`` (untraced: writes a
+1-2 GB input) and ``python rNN.py run DIR`` (the program). The program opens its
+data the way its own stack does; the benchmark rewrites the data in a layout
+and puts the recipe's opening settings in ``DIR/open.json`` (chunk cache, the
+engine, dask chunks, the library the array now lives in), which the helpers
+below apply with that stack's own API, as the printed recipe does. The program
+prints the seconds its run took after its imports (``RUN_SECONDS=...`` on
+stderr): that is the user's run the speed-ups are claimed for.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+SCALE = float(os.environ.get("WORKLOAD_SCALE", "1.0"))
+
+
+def scaled(n: int, multiple: int = 1) -> int:
+    return max(multiple, int(n * SCALE) // multiple * multiple)
+
+
+def smooth_slab(shape, lo: int, hi: int, seed: int) -> np.ndarray:
+    """Rows lo..hi of a smooth separable field of ``shape`` plus a little noise (like simulation output)."""
+    rng = np.random.default_rng(seed)
+    out = np.zeros((hi - lo,) + tuple(shape[1:]), np.float32)
+    for _ in range(3):
+        term = np.ones((1,) * len(shape), np.float32)
+        for d, n in enumerate(shape):
+            k, phase = rng.uniform(0.5, 4.0), rng.uniform(0, 2 * np.pi)
+            idx = np.arange(lo, hi) if d == 0 else np.arange(n)
+            axis = np.cos(2 * np.pi * k * idx.astype(np.float32) / max(n, 1) + phase).astype(np.float32)
+            term = term * axis.reshape((1,) * d + (len(idx),) + (1,) * (len(shape) - d - 1))
+        out += term
+    noise = np.random.default_rng(seed * 7919 + lo).standard_normal(out.shape, dtype=np.float32)
+    out += noise * np.float32(0.01)
+    return out * np.float32(10) + np.float32(280)
+
+
+def smooth_slabs(shape, seed: int, rows: int | None = None):
+    """(lo, hi, slab) over the first axis, about 64 MiB each."""
+    per_row = int(np.prod(shape[1:])) * 4
+    rows = rows or max(1, (64 << 20) // max(per_row, 1))
+    for lo in range(0, shape[0], rows):
+        hi = min(shape[0], lo + rows)
+        yield lo, hi, smooth_slab(shape, lo, hi, seed)
+
+
+def write_netcdf(path, var, shape, chunks, slabs, zlib=False):
+    """A netCDF-4 file written by netCDF4-python (time, lat, lon + coordinates); ``chunks`` None: contiguous."""
+    import netCDF4
+
+    dims = ("time", "lat", "lon")[: len(shape)] if len(shape) == 3 else tuple(f"dim_{i}" for i in range(len(shape)))
+    with netCDF4.Dataset(path, "w") as nc:
+        for d, n in zip(dims, shape):
+            nc.createDimension(d, n)
+            c = nc.createVariable(d, "f8", (d,))
+            c[:] = np.arange(n, dtype="f8")
+        kw = dict(contiguous=True) if chunks is None else dict(chunksizes=tuple(chunks), zlib=zlib)
+        v = nc.createVariable(var, "f4", dims, **kw)
+        for lo, hi, slab in slabs:
+            v[lo:hi] = slab
+
+
+def settings(d) -> dict:
+    p = os.path.join(d, "open.json")
+    return json.load(open(p)) if os.path.exists(p) else {}
+
+
+@contextmanager
+def open_xarray(path, d):
+    """``xr.open_dataset`` as the recipe says: the program's engine (netCDF4-python by default), the chunk cache
+    set with that engine's API, dask chunks only when the program used them (``open.json``)."""
+    import xarray as xr
+
+    s = settings(d)
+    path = s.get("path_netcdf", path)
+    engine, cache, chunks = s.get("engine", "netcdf4"), s.get("cache"), s.get("chunks")
+    if engine == "netcdf4" and cache:
+        import netCDF4
+
+        nc = netCDF4.Dataset(path, "r")
+        for v in s.get("cache_variables", list(nc.variables)):
+            nc[v].set_var_chunk_cache(size=cache[0], nelems=cache[1], preemption=0.75)
+        ds = xr.open_dataset(xr.backends.NetCDF4DataStore(nc), chunks=chunks)
+    elif engine == "h5netcdf":
+        import hdf5plugin  # noqa: F401 - the recipe's filters
+
+        kw = {} if not cache else {"driver_kwds": {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}}
+        ds = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, **kw)
+    elif engine == "zarr":
+        ds = xr.open_dataset(path, engine="zarr", chunks=chunks)
+    else:
+        ds = xr.open_dataset(path, engine=engine, chunks=chunks)
+    try:
+        yield ds
+    finally:
+        ds.close()
+
+
+@contextmanager
+def open_array(path, name, d, library):
+    """The array in the library the data now lives in (``open.json``: library, path, cache), opened with that
+    library's API: h5py with rdcc_nbytes/rdcc_nslots, zarr as it is."""
+    s = settings(d)
+    library, path, name = s.get("library", library), s.get("path", path), s.get("name", name)
+    if library == "hdf5":
+        import h5py
+        import hdf5plugin  # noqa: F401 - the recipe's filters (blosc, bitshuffle, zstd) are read through it
+
+        cache = s.get("cache")
+        kw = {} if not cache else {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}
+        with h5py.File(path, "r", **kw) as f:
+            yield f[name]
+    else:
+        import zarr
+
+        yield zarr.open_array(path, path=name if name.strip("/") else None, mode="r")
+
+
+def main(prepare, run) -> None:
+    if len(sys.argv) != 3 or sys.argv[1] not in ("prepare", "run"):
+        sys.exit(f"usage: {sys.argv[0]} prepare|run DIR")
+    step, directory = sys.argv[1], sys.argv[2]
+    os.makedirs(directory, exist_ok=True)
+    if step == "prepare":
+        prepare(directory)
+    else:
+        t = time.perf_counter()
+        run(directory)
+        print(f"RUN_SECONDS={time.perf_counter() - t:.6f}", file=sys.stderr)

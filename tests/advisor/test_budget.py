@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+
+from advisor.api import advise
+from advisor.budget import cache_shares
+from advisor.candidates import hdf5_caches
+from instrumentation.columns import AccessColumns
+from instrumentation.patterns import classify
+from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
+from instrumentation.tracefile import Trace
+
+MiB = 1 << 20
+
+
+def acc(ds, start, shape, t, rank=0, op="read", dt=1e-3):
+    s = Selection.box(start, shape)
+    return AccessRecord(ds, op, s, s.nelements, s.nelements * 4, t, dt, rank)
+
+
+def test_the_budget_is_shared_by_the_datasets_open_together_in_one_process():
+    a = [acc(0, (i, 0), (1, 8), 0.1 * i) for i in range(10)]           # open 0-0.9 s
+    b = [acc(1, (i, 0), (1, 8), 0.5 + 0.1 * i) for i in range(10)]     # 0.5-1.4 s: overlaps a
+    c = [acc(2, (i, 0), (1, 8), 5.0 + 0.1 * i) for i in range(10)]     # later, alone
+    d = [acc(3, (i, 0), (1, 8), 0.1 * i, rank=1) for i in range(10)]   # another process: its own budget
+    shares = cache_shares(AccessColumns.from_records(a + b + c + d), 64 * MiB)
+    assert shares == {0: 32 * MiB, 1: 32 * MiB, 2: 64 * MiB, 3: 64 * MiB}
+    assert cache_shares(AccessColumns.from_records(a), None) == {}
+
+
+def test_no_cache_variant_exceeds_the_budget():
+    shape = (4000, 4000)
+    pat = classify([acc(0, (0, j), (4000, 1), 0.0) for j in range(0, 4000, 97)], shape)
+    free = hdf5_caches(pat, (4000, 500), shape, 4)
+    assert max(c[0] for c in free) > 8 * MiB  # the working set (8 MB chunks) asks for more than the default
+    for budget in (64 * MiB, 4 * MiB):
+        caches = hdf5_caches(pat, (4000, 500), shape, 4, budget)
+        assert caches and all(c[0] <= budget for c in caches)
+    small = hdf5_caches(pat, (4000, 500), shape, 4, 4 * MiB)
+    assert (4 * MiB) in [c[0] for c in small]  # the default 8 MiB becomes the budget
+
+
+@pytest.mark.parametrize("budget", [2 * MiB, 16 * MiB])
+def test_advise_never_recommends_a_cache_above_the_budget(budget):
+    shape = (20000, 256)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/x.h5", "/x", shape, "float32", chunks=(20000, 1))
+    rng = np.random.default_rng(0)
+    accs = [acc(0, (int(r), 0), (64, 256), 0.01 * k) for k, r in enumerate(rng.integers(0, 19900, 300))]
+    trace = Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {0: ds}, accs)
+    adv = advise(trace, cache_budget=budget, read_data=False, jobs=1).datasets[0]
+    for r in (adv.recommendation,) + adv.candidates:
+        if r.library == "hdf5" and r.candidate.chunks is not None and r.candidate != adv.current.candidate:
+            assert (r.candidate.cache_bytes or 0) <= budget, r.label
+    assert any("--cache-budget" in n for n in adv.notes)
+
+
+def test_a_time_series_grows_along_its_time_axis():
+    from advisor.robust import growth_factors, grown
+
+    shape = (365, 180, 360)
+    cols = AccessColumns.from_records([acc(0, (0, i, j), (365, 1, 1), 0.01 * i) for i, j in ((3, 5), (90, 200))])
+    f = growth_factors(cols, shape)
+    assert f == (16, 1, 1)
+    big, new_shape = grown(cols, shape, f)
+    assert new_shape == (5840, 180, 360)
+    assert (big.block[:, 0] * big.count[:, 0] == 5840).all() and (big.nbytes == 5840 * 4).all()
+    rows = AccessColumns.from_records([acc(0, (r, 0), (64, 32), 0.0) for r in (0, 5000, 9000)])
+    f = growth_factors(rows, (10000, 32))
+    assert f == (16, 1)
+    big, _ = grown(rows, (10000, 32), f)
+    assert big.start[:, 0].tolist() == [0, 80000, 144000] and (big.count[:, 0] * big.block[:, 0] == 64).all()
+
+
+def test_a_winner_that_holds_the_whole_array_in_its_cache_gives_way_at_size():
+    from advisor.candidates import Candidate
+    from advisor.robust import at_size
+    from advisor.search import CostModel
+    from iomodel import load_profile
+
+    shape = (365, 180, 360)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/x.h5", "/t", shape, "float32")
+    rng = np.random.default_rng(1)
+    accs = [acc(0, (0, int(i), int(j)), (365, 1, 1), 0.01 * k)
+            for k, (i, j) in enumerate(zip(rng.integers(0, 180, 40), rng.integers(0, 360, 40)))]
+    model = CostModel(ds, accs, shape, load_profile(), jobs=1)
+    whole = model.evaluate(Candidate("hdf5", (365, 90, 180), cache_bytes=128 * MiB, cache_slots=8191))
+    pencil = model.evaluate(Candidate("hdf5", (365, 10, 10), cache_bytes=8 * MiB, cache_slots=8191))
+    sized = at_size(model, whole, [whole, pencil])
+    assert sized.replaced == whole.candidate and sized.chosen.candidate == pencil.candidate
+    assert "16x larger" in sized.line
+    assert at_size(model, pencil, [pencil, whole]).replaced is None
