@@ -215,7 +215,7 @@ def test_objective_read_ranks_the_reads_of_data_on_disk_and_says_so():
     assert any("ranked by the reads alone (--objective read)" in n for n in only.notes)
     v = only.current.variables
     assert v.get("s_rdisk", 0) + v.get("s_cache", 0) > 0  # the written chunks are read, not filled
-    assert only.objective == "fastest reads" and only.n_accesses == len(reads)
+    assert only.objective == "read (the fastest reads)" and only.n_accesses == len(reads)
 
 
 def test_a_chunk_clipped_to_the_sampled_region_keeps_its_size():
