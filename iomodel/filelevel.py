@@ -33,7 +33,7 @@ class FileTerms:
     t_seek: float
     """Requests not starting where the previous one ended (n_rseek/s_rseek, n_wseek)."""
     t_partial: float
-    """Read-modify-write: a page a write covers in part, inside data already written, is read first."""
+    """Read-modify-write: a page the written extents cover in part, holding data, is read first (once)."""
     requests: int = 0
     nbytes: int = 0
 
@@ -105,12 +105,15 @@ def predict_requests(offset, length, write, profile: SystemProfile) -> FileTerms
     window = profile.readahead_bytes or profile.device_request_bytes or PAGE
     t_seek = (c("n_rseek") * int((seek & rd).sum()) + c("s_rseek") * float(np.minimum(run_bytes, window).sum())
               + c("n_wseek") * int((seek & w).sum()))
-    # read-modify-write: an end inside a page, where earlier writes already put data
-    written = np.maximum.accumulate(np.where(w, end, 0))
-    before = np.concatenate([[0], written[:-1]])
-    partial = w & ((off % PAGE) != 0) & (p_lo < before)
-    partial_hi = w & ((end % PAGE) != 0) & (p_hi - PAGE < before)
-    n_rmw = int(partial.sum() + partial_hi.sum())
+    # read-modify-write: each end of the written extents (the writes' union) inside a page that holds data
+    # (below the furthest byte the sequence touches) is read once first; the union does not depend on the order
+    # or the sizes the bytes were written in, so a fix that only reorders or merges keeps this term
+    n_rmw = 0
+    if w.any():
+        ext_off, ext_len, _ = coalesce(off[w], ln[w], True, 1 << 62)
+        ext_end, furthest = ext_off + ext_len, int(end.max())
+        n_rmw = int(((ext_off % PAGE != 0) & (ext_off // PAGE * PAGE + PAGE <= furthest)).sum()
+                    + ((ext_end % PAGE != 0) & (-(-ext_end // PAGE) * PAGE < furthest)).sum())
     t_partial = n_rmw * (c("n_rdisk") + c("n_rseek") + PAGE * (c("s_rdisk") + c("s_rseek")))
     return FileTerms(float(t_call), float(t_copy), float(t_device), float(t_seek), float(t_partial), n,
                      int(ln.sum()))
@@ -137,6 +140,7 @@ def coalesce(offset, length, write, block: int):
         ends = np.maximum.reduceat(e, np.flatnonzero(new))
         # cut each extent at block boundaries: first piece up to the next boundary, then whole blocks
         first_cut = np.minimum((starts // block + 1) * block, ends)
+        first_cut = np.where(ends - starts <= block, ends, first_cut)  # an extent within a block stays whole
         counts = 1 + np.maximum(-(-(ends - first_cut) // block), 0)
         idx = np.repeat(np.arange(len(starts)), counts)
         k = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
