@@ -12,7 +12,9 @@ Seconds at stake are wall-clock seconds the pattern may cost the run, an upper b
 affected operations (from DXT's own segment times where DXT recorded the file; else the module's time
 counter times the affected share of its operations), summed over ranks and divided by the ranks that did
 them (they ran in parallel), and never more than the run time (operations of one rank can overlap: threads,
-several files at once). Imbalance findings give the slowest rank's excess over the mean.
+several files at once). Imbalance findings give the slowest rank's excess over the mean. Where DXT recorded
+the offsets, P05/P06/P08/P11/P13 also give ``modelled``: the seconds ``iomodel.filelevel`` predicts the fix
+saves (the requests replayed as recorded and coalesced into stripe-aligned requests) on this machine's profile.
 """
 from __future__ import annotations
 
