@@ -21,6 +21,9 @@ from iomodel.filelevel import predict_requests
 from iomodel.profile import load_profile
 
 SIZES = (4096, 65536, 1 << 20, 4 << 20)
+WRITES = (("write", 4096, "random"), ("write", 1 << 20, "sequential"), ("write", 10_000, "random"))
+"""Overwrites of the cold file (pwrite, timed without the fsync that follows): 10,000 B requests end inside
+pages that hold data (read-modify-write)."""
 
 
 def make_file(path: str, nbytes: int) -> None:
@@ -46,11 +49,16 @@ def cold(fd: int) -> None:
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def timed(fd: int, offsets: np.ndarray, size: int) -> float:
+def timed(fd: int, offsets: np.ndarray, size: int, op: str = "read") -> float:
     cold(fd)
+    buf = b"\x5a" * size
     t0 = time.perf_counter()
-    for off in offsets.tolist():
-        os.pread(fd, size, off)
+    if op == "read":
+        for off in offsets.tolist():
+            os.pread(fd, size, off)
+    else:
+        for off in offsets.tolist():
+            os.pwrite(fd, buf, off)
     return time.perf_counter() - t0
 
 
@@ -63,28 +71,33 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     profile = load_profile()
     file_bytes, case_bytes = a.file_mib << 20, a.case_mib << 20
-    cases = [(s, o) for s in SIZES for o in ("sequential", "random")]
+    cases = [("read", s, o) for s in SIZES for o in ("sequential", "random")] + list(WRITES)
     with tempfile.TemporaryDirectory(dir=a.dir) as d:
         path = os.path.join(d, "data.bin")
         make_file(path, file_bytes)
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDWR)
         try:
             times: dict = {c: [] for c in cases}
             for r in range(a.repeats):
                 for c in cases:  # interleaved: every case once per repeat
-                    times[c].append(timed(fd, requests(*c, file_bytes, case_bytes, seed=r), c[0]))
+                    times[c].append(timed(fd, requests(*c[1:], file_bytes, case_bytes, seed=r), c[1], c[0]))
         finally:
             os.close(fd)
     errors = []
-    print("| request | order | requests | measured s (median) | predicted s | error |")
-    print("|---|---|---|---|---|---|")
-    for size, order in cases:
+    print("| op | request | order | requests | measured s (median) | predicted s | error |")
+    print("|---|---|---|---|---|---|---|")
+    for op, size, order in cases:
         offs = requests(size, order, file_bytes, case_bytes, seed=0)
-        pred = predict_requests(offs, np.full(len(offs), size), False, profile).total
-        meas = statistics.median(times[(size, order)])
+        # the file holds data past every overwrite: a read of its last page tells the model so
+        lead = [file_bytes - 4096] if op == "write" else []
+        terms = predict_requests(np.concatenate([lead, offs]).astype(np.int64),
+                                 np.concatenate([[4096] * len(lead), np.full(len(offs), size)]),
+                                 np.concatenate([[False] * len(lead), np.full(len(offs), op == "write")]), profile)
+        pred = terms.total
+        meas = statistics.median(times[(op, size, order)])
         err = pred / meas - 1
         errors.append(abs(err))
-        print(f"| {size // 1024} KiB | {order} | {len(offs)} | {meas:.4f} | {pred:.4f} | {100 * err:+.0f}% |")
+        print(f"| {op} | {size / 1024:g} KiB | {order} | {len(offs)} | {meas:.4f} | {pred:.4f} | {100 * err:+.0f}% |")
     print(f"\nmedian |error| {100 * statistics.median(errors):.0f}% over {len(cases)} cases "
           f"({a.repeats} repeats, {a.case_mib} MiB per case, {a.file_mib} MiB file)")
     return 0

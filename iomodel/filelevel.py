@@ -25,7 +25,7 @@ class FileTerms:
     """Predicted seconds of one request sequence, by term."""
 
     t_call: float
-    """Per-request call cost: the page-cache curve's floor (one small pread), plus n_wcalls for writes."""
+    """Per-request call cost: the page-cache curve's floor (one small pread, measured by calibrate)."""
     t_copy: float
     """Copy between the page cache and the user's buffer: the profile's page-cache curve above its floor."""
     t_device: float
@@ -82,10 +82,11 @@ def predict_requests(offset, length, write, profile: SystemProfile) -> FileTerms
     miss[first] = True
     rd, w = ~wr & miss, wr
     # a POSIX call's own cost is the page-cache curve's floor (a pread of its smallest size, measured);
-    # the profile's n_calls prices a library call (H5Dread), far more than one pread
+    # the profile's n_calls/n_wcalls price a library call (H5Dread/H5Dwrite), far more than one pread/pwrite
+    # (benchmarks/filelevel_validation.py); a pwrite is priced as a pread, the profile measures no bare pwrite
     sizes, secs = profile.page_cache_curve.arrays()
     floor = float(secs[0]) if len(secs) else c("n_calls")
-    t_call = floor * n + c("n_wcalls") * int(w.sum())
+    t_call = floor * n
     t_copy = float((np.interp(ln, sizes, secs) - floor).clip(0).sum()) if len(sizes) else 0.0
     span = p_hi - p_lo
     unit = profile.device_request_bytes or 0
