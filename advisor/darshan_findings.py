@@ -12,13 +12,19 @@ Seconds at stake are wall-clock seconds the pattern may cost the run, an upper b
 affected operations (from DXT's own segment times where DXT recorded the file; else the module's time
 counter times the affected share of its operations), summed over ranks and divided by the ranks that did
 them (they ran in parallel), and never more than the run time (operations of one rank can overlap: threads,
-several files at once). Imbalance findings give the slowest rank's excess over the mean.
+several files at once). Imbalance findings give the slowest rank's excess over the mean. Where DXT recorded
+the offsets, P05/P06/P08/P11/P13 also give ``modelled``: the seconds ``iomodel.filelevel`` predicts the fix
+saves (the requests replayed as recorded and coalesced into stripe-aligned requests) on this machine's profile.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from instrumentation.darshan_files import SMALL_BUCKETS, TINY_BUCKETS, FileIO, InterfaceIO, LogFiles
+from iomodel.filelevel import replay
+from iomodel.profile import load_profile
 
 THRESHOLDS = {
     "small_share": 0.1, "small_count": 1000,
@@ -52,6 +58,11 @@ class Finding:
     threshold: str
     files: tuple[str, ...] = ()
     advice: tuple[str, ...] = ()
+    modelled: float | None = None
+    """Seconds the fix saves by the file-level model (``iomodel.filelevel``) replaying DXT's requests as
+    recorded and as the fix issues them (coalesced, sorted, stripe-aligned); None without DXT offsets."""
+    replayed: float | None = None
+    """Modelled seconds of the recorded requests replayed (the whole of which ``modelled`` is a part)."""
 
     def get_config(self) -> dict:
         return {**asdict(self), "files": list(self.files), "advice": list(self.advice)}
@@ -103,19 +114,54 @@ def _collect(files, nprocs: int, op: str, affected, dxt_key: str | None = None):
     return n_aff, n_all, seconds, " + ".join(sorted(hows)), tuple(n for _, n in per_file[:MAX_FILES])
 
 
-def find(log: LogFiles) -> tuple[Finding, ...]:
-    """Every finding over its threshold, most seconds at stake first."""
+MODELLED_OPS = {"P05": ("read",), "P06": ("write",), "P11": ("read",), "P13": ("write",),
+                 "P08": ("read", "write")}
+"""Findings whose fix the file-level model replays (small, random, misaligned requests), and the ops it moves."""
+
+
+def modelled_seconds(files, ops: tuple[str, ...], profile) -> tuple[float, float] | None:
+    """(seconds saved, seconds replayed) of ``ops`` on the files DXT recorded, per rank then in parallel.
+
+    Each rank's requests on a file are replayed as recorded and coalesced into stripe-size aligned requests
+    (``iomodel.filelevel.replay``); a file's seconds are summed over its ranks and divided by their number
+    (they ran in parallel), as the log's own seconds at stake are. None when no file has DXT offsets.
+    """
+    saved = whole = 0.0
+    seen = False
+    for f in files:
+        if f.dxt is None or not f.dxt.requests:
+            continue
+        by_rank: dict[int, list] = {}
+        for rank, op, off, ln in f.dxt.requests:
+            if op in ops:
+                by_rank.setdefault(rank, []).append((off, ln, np.full(len(off), op == "write")))
+        for parts in by_rank.values():
+            r = replay(*(np.concatenate(x) for x in zip(*parts)), profile)
+            saved += r.at_stake / len(by_rank)
+            whole += r.recorded.total / len(by_rank)
+            seen = True
+    return (saved, whole) if seen else None
+
+
+def find(log: LogFiles, profile=None) -> tuple[Finding, ...]:
+    """Every finding over its threshold, most seconds at stake first (``profile``: iomodel's, for DXT replay)."""
     t = THRESHOLDS
     out: list[Finding] = []
     files = [f for f in log.files if not f.name.startswith("<")]  # <STDIN>/<STDOUT>/<STDERR> kept for S01 only
     hdf5 = {f.name for f in files if f.is_hdf5}
+    if profile is None and any(f.dxt is not None and f.dxt.requests for f in files):
+        profile = load_profile()
 
     def add(code, title, detail, seconds, how, threshold, names, advice=()):
         if log.run_time > 0 and seconds > log.run_time:  # overlapping operations (threads, several files)
             seconds, how = log.run_time, how + ", capped at the run time"
         level = "high" if seconds >= max(t["minor_share"] * log.run_time, t["minor_seconds"]) else "minor"
+        model = None
+        if code in MODELLED_OPS and profile is not None:
+            model = modelled_seconds([f for f in files if f.name in set(names)], MODELLED_OPS[code], profile)
         out.append(Finding(code, level, title, detail, float(seconds), how, threshold,
-                           names, tuple(advice) + tuple(_hdf5_advice(code, names, hdf5, log))))
+                           names, tuple(advice) + tuple(_hdf5_advice(code, names, hdf5, log)),
+                           *(model if model else (None, None))))
 
     for op, code in (("read", "P05"), ("write", "P06")):
         sizes = "read_sizes" if op == "read" else "write_sizes"

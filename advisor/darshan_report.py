@@ -115,7 +115,7 @@ class LogReport:
         out.append(f"findings: {len(self.findings)}" + ("" if self.findings else " (no threshold crossed)"))
         for x in self.findings:
             out.append(f"  [{x.code}]{' (minor)' if x.level == 'minor' else ''} {x.title}: {x.detail}")
-            out.append(f"      at stake: {x.seconds:.3g} s ({x.seconds_from}); threshold {x.threshold}")
+            out.append(f"      at stake: {x.seconds:.3g} s ({x.seconds_from}){_modelled(x)}; threshold {x.threshold}")
             for name in x.files[:3]:
                 out.append(f"      file: {name}")
             out += [f"      - {a}" for a in x.advice]
@@ -133,7 +133,7 @@ class LogReport:
                        for f in self.files)
         finds = "".join(
             f"<h3>{e(x.code)} {e(x.title)}</h3><p>{e(x.detail)}</p><p>at stake: {x.seconds:.3g} s "
-            f"({e(x.seconds_from)}); threshold {e(x.threshold)}</p><ul>"
+            f"({e(x.seconds_from)}){e(_modelled(x))}; threshold {e(x.threshold)}</p><ul>"
             + "".join(f"<li>{e(a)}</li>" for a in x.advice) + "</ul>"
             + ("<p>files: " + ", ".join(e(n) for n in x.files) + "</p>" if x.files else "")
             for x in self.findings) or "<p>No threshold crossed.</p>"
@@ -156,6 +156,13 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"
+
+
+def _modelled(x) -> str:
+    """The file-level model's seconds next to the log's: '; modelled: Y s of Z s replayed'."""
+    if x.modelled is None:
+        return ""
+    return f"; modelled: {x.modelled:.3g} s of {x.replayed:.3g} s replayed"
 
 
 def read_any(path: str | os.PathLike, *, dxt: bool = True) -> RawLog:

@@ -97,6 +97,8 @@ class DxtFile:
     backward: dict[str, tuple[int, float]]
     """op -> (requests starting before the previous one's end on the same rank, their seconds)."""
     rank_seconds: dict[int, float]
+    requests: tuple = field(default=(), compare=False, repr=False)
+    """(rank, op, offset array, length array) of each recorded segment list, in time order."""
 
 
 @dataclass(frozen=True)
@@ -311,8 +313,10 @@ def _dxt_file(module: str, segs: list[RawDxt]) -> DxtFile:
         n, t = backward.get(s.op, (0, 0.0))
         backward[s.op] = (n + int(back.sum()), t + float(dur[order][back].sum()))
         rank_seconds[s.rank] = rank_seconds.get(s.rank, 0.0) + float(dur.sum())
+    requests = tuple((s.rank, s.op, s.offset[o], s.length[o])
+                     for s in segs for o in [np.argsort(s.start, kind="stable")])
     return DxtFile(module, tuple(sorted(rank_seconds)), counts["read"], counts["write"], small, large, backward,
-                   rank_seconds)
+                   rank_seconds, requests)
 
 
 __all__ = ["DxtFile", "FileIO", "InterfaceIO", "LogFiles", "SIZE_BUCKETS", "SMALL_BUCKETS", "TINY_BUCKETS",

@@ -94,3 +94,20 @@ def test_corrupt_logs_exit_with_one_line_never_a_crash(darshan_examples, tmp_pat
             lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
             assert len(lines) == 1 and str(log) in lines[0], p.stderr
     assert not list(tmp_path.glob("core*"))
+
+
+def test_dxt_offsets_replayed_through_the_file_level_model(darshan_examples, capsys):
+    log = darshan_examples / "dxt.darshan"  # DXT_POSIX segments: every read's and write's offset and length
+    assert main(["report", str(log), "--no-files", "--json"]) == 0
+    rep = LogReport.from_config(json.loads(capsys.readouterr().out))
+    modelled = [f for f in rep.findings if f.modelled is not None]
+    assert {f.code for f in modelled} >= {"P05", "P06"}
+    for f in modelled:
+        assert 0 <= f.modelled <= f.replayed and f.replayed > 0
+    # findings the model does not replay keep the log's time only
+    assert all(f.modelled is None for f in rep.findings if f.code not in ("P05", "P06", "P08", "P11", "P13"))
+    assert main(["report", str(log), "--no-files"]) == 0
+    out = capsys.readouterr().out
+    p05 = next(f for f in modelled if f.code == "P05")
+    assert (f"at stake: {p05.seconds:.3g} s (DXT segment times); modelled: {p05.modelled:.3g} s of "
+            f"{p05.replayed:.3g} s replayed") in out
