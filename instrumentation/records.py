@@ -46,9 +46,11 @@ def _opt_ints(value: Any, name: str) -> tuple[int, ...] | None:
     return None if value is None else _ints(value, name)
 
 
-def _positive(value: tuple[int, ...] | None, name: str) -> tuple[int, ...] | None:
-    if value is not None and any(v < 1 for v in value):
-        raise RecordError(f"field '{name}' must hold integers >= 1, got {list(value)}")
+def _positive(value: tuple[int, ...] | None, name: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A chunk or shard grid: integers >= 1, or 0 along an axis of extent 0 (zarr allows that grid)."""
+    if value is not None and any(v < 0 or (v == 0 and (i >= len(shape) or shape[i] != 0))
+                                 for i, v in enumerate(value)):
+        raise RecordError(f"field '{name}' must hold integers >= 1 (0 only along an empty axis), got {list(value)}")
     return value
 
 
@@ -418,17 +420,18 @@ class DatasetRecord:
         tclass = config.get("type_class")
         if tclass is not None and tclass not in TYPE_CLASSES:
             raise RecordError(f"field 'type_class' must be one of {', '.join(TYPE_CLASSES)}, got {tclass!r:.40}")
+        shape = _ints(config["shape"], "shape")
         return cls(
             id=_typed(config["id"], int, "id"),
             library=lib,
             library_version=_typed(config["library_version"], str, "library_version"),
             file=_typed(config["file"], str, "file"),
             path=_typed(config["path"], str, "path"),
-            shape=_ints(config["shape"], "shape"),
+            shape=shape,
             dtype=config["dtype"],
             maxshape=maxshape,
-            chunks=_positive(_opt_ints(config.get("chunks"), "chunks"), "chunks"),
-            shards=_positive(_opt_ints(config.get("shards"), "shards"), "shards"),
+            chunks=_positive(_opt_ints(config.get("chunks"), "chunks"), "chunks", shape),
+            shards=_positive(_opt_ints(config.get("shards"), "shards"), "shards", shape),
             filters=tuple(Filter.from_config(f) for f in filters),
             fillvalue=config.get("fillvalue"),
             cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),

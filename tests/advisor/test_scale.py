@@ -35,6 +35,18 @@ def _rounded(x):
     return x
 
 
+def close(a, b, rel: float = 1e-5) -> bool:
+    """The same advice up to the last digit of a time (the run's traced seconds, computed from integer
+    nanoseconds in a columnar trace, may round the other way at the sixth digit)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=rel)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(u, v, rel) for u, v in zip(a, b))
+    return a == b
+
+
 def comparable(adv) -> dict:
     """The advice as JSON without the wall time it took, numbers to 6 digits (a columnar trace keeps the
     traced times in integer nanoseconds, which the in-trace calibration reads)."""
@@ -70,8 +82,10 @@ def test_recommendations_unchanged_by_the_columnar_trace(workload_traces, name, 
     assert columnar.n_access == jsonl.n_access
     kw = dict(profile=profile(), read_data=False)
     ref = comparable(advise(jsonl, jobs=1, **kw))
-    assert comparable(advise(tmp_path / "t.parquet", jobs=1, **kw)) == ref
-    assert comparable(advise(columnar, jobs=2, **kw)) == ref
+    got = comparable(advise(tmp_path / "t.parquet", jobs=1, **kw))
+    assert close(got, ref), (got, ref)
+    got = comparable(advise(columnar, jobs=2, **kw))
+    assert close(got, ref), (got, ref)
     if name.startswith("w07"):  # appends: a regular run, stored as few rows
         assert columnar.columns.rows < jsonl.n_access / 10
 

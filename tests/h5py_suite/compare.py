@@ -88,6 +88,8 @@ def report(plain: dict[str, str], traced: dict[str, str], stdout: str) -> int:
         ok = False
     if not stats or int(stats["record_errors"]) or int(stats["bad_traces"]) or not int(stats["accesses"]):
         print("  tracing did not record cleanly")
+        for line in re.findall(r"^ioadvisor tracing: trace not loaded: .*$", stdout, re.M):
+            print("  " + line)
         ok = False
     # a module skipped at collection has a junit entry but runs no test
     if int(stats.get("tests", 0)) + int(stats.get("skipped_modules", 0)) != len(traced):

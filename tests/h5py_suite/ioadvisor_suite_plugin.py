@@ -24,6 +24,8 @@ from instrumentation.tracefile import TraceError, load_trace
 
 _STATS = {"tests": 0, "accesses": 0, "datasets": 0, "record_errors": 0, "bad_traces": 0, "skipped_modules": 0}
 _DIR: dict[str, Path] = {}
+_BAD: list[str] = []
+"""The tests whose trace did not load, with why (the first few are shown in the summary)."""
 SUMMARY_PREFIX = "ioadvisor tracing:"
 
 
@@ -47,8 +49,9 @@ def pytest_runtest_protocol(item, nextitem):
         trace = load_trace(path)
         _STATS["accesses"] += trace.n_access
         _STATS["datasets"] += len(trace.datasets)
-    except TraceError:
+    except TraceError as exc:
         _STATS["bad_traces"] += 1
+        _BAD.append(f"{item.nodeid}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     shutil.rmtree(path, ignore_errors=True)
     return result
 
@@ -60,3 +63,5 @@ def pytest_collectreport(report):
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(SUMMARY_PREFIX + " " + " ".join(f"{k}={v}" for k, v in _STATS.items()))
+    for line in _BAD[:5]:
+        terminalreporter.write_line(f"ioadvisor tracing: trace not loaded: {line}")

@@ -18,7 +18,7 @@ from instrumentation import (
     merge_traces,
     write_trace,
 )
-from instrumentation.records import SCHEMA_VERSION
+from instrumentation.records import SCHEMA_VERSION, RecordError
 
 
 def header(rank=0, size=1, t=1000.0):
@@ -176,3 +176,18 @@ def test_resize_lines_read_back_as_recorded(tmp_path, name):
     assert [(r.shape, r.t_start, r.rep) for r in got[2].expanded()] == [
         ((201, 8), 2.0, 1), ((203, 8), 2.25, 1), ((205, 8), 2.5, 1), ((207, 8), 2.75, 1)]
     assert got[2].last_shape == (207, 8)
+
+
+def test_a_zero_chunk_loads_only_along_an_empty_axis(tmp_path):
+    """zarr allows chunks of 0 along an axis of extent 0 (its own test_zero_sized_chunks): such a trace loads;
+    a 0 along a non-empty axis is refused, naming the field."""
+    zarr = pytest.importorskip("zarr")
+    import advisor
+
+    with advisor.trace(tmp_path / "t.parquet"):
+        a = zarr.create_array(store=str(tmp_path / "z.zarr"), shape=(0, 2, 3), chunks=(0, 2, 3), dtype="f4")
+        a[...]
+    (ds,) = load_trace(tmp_path / "t.parquet").datasets.values()
+    assert ds.shape == (0, 2, 3) and ds.chunks == (0, 2, 3)
+    with pytest.raises(RecordError, match="'chunks'"):
+        DatasetRecord.from_config({**ds.get_config(), "shape": [4, 2, 3]})
