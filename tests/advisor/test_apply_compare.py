@@ -90,3 +90,18 @@ def test_run_substitute_bad_pair_is_one_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_claim_is_the_run_level_speedup_of_the_copy_library(netcdf_case):
+    from advisor.api import advise
+    from advisor.apply.compare import claimed_speedup
+
+    _, trace, _ = netcdf_case
+    adv = advise(str(trace))
+    d = adv.datasets[0]
+    assert d.run_seconds and d.run_seconds >= d.current_seconds
+    for lib in ("hdf5", "zarr"):
+        claim = claimed_speedup(adv, lib)
+        assert claim == d.run_speedup(d.best_of(lib))
+        calls = d.speedup_vs_current(d.best_of(lib))
+        assert min(1.0, calls) - 1e-9 <= claim <= max(1.0, calls) + 1e-9  # the time outside the calls stays
