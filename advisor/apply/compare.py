@@ -40,11 +40,14 @@ def parse_substitutions(texts: Sequence[str]) -> dict[str, str]:
 
 
 def substitution_environment(substitutions: dict[str, str], env: dict) -> dict:
-    """``env`` for a Python program whose opens of each SRC are served from DEST: the start-up hook first on
-    PYTHONPATH and the pairs in ``IOADVISOR_SUBSTITUTE`` (empty: the hook loads, nothing is swapped)."""
+    """``env`` for a program whose opens of each SRC are served from DEST: the start-up hook first on PYTHONPATH
+    and the pairs in ``IOADVISOR_SUBSTITUTE`` (empty: the hook loads, nothing is swapped) for Python, and in
+    ``IOADVISOR_H5_SUBSTITUTE`` for the libhdf5 interposer's H5Fopen (netCDF-C, C programs)."""
     env = dict(env)
     env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["IOADVISOR_SUBSTITUTE"] = os.pathsep.join(f"{a}={b}" for a, b in substitutions.items())
+    # the libhdf5 interposer's H5Fopen (when preloaded: ioadvisor run) reads the same pairs, ':'-separated
+    env["IOADVISOR_H5_SUBSTITUTE"] = ":".join(f"{a}={b}" for a, b in substitutions.items())
     return env
 
 
