@@ -11,8 +11,8 @@ def register(sub) -> None:
     p.add_argument("--substitute", action="append", default=[], metavar="SRC=DEST", required=True,
                    help="serve opens of SRC from DEST (repeatable; same library)")
     p.add_argument("--runs", type=int, default=3, metavar="N", help="runs on each side (default 3)")
-    p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: its claimed speed-up of the whole run (Amdahl: time "
-                        "outside the traced calls unchanged), for the copy's library")
+    p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: its claimed speed-up of the whole run "
+                        "(Amdahl: time outside the traced calls unchanged), for the copy's library")
     p.add_argument("--claim", type=float, metavar="X", help="the claimed speed-up, if known")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("program", nargs="+", help="-- python app.py args...")

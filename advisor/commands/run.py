@@ -228,7 +228,8 @@ def register(sub) -> None:
         description="Trace an unmodified program, like python -m cProfile: a Python script, or any program "
                     "whose HDF5 calls go through a shared libhdf5 (C, C++, Fortran); under mpiexec each rank "
                     "writes TRACE with .rankNNNN before the suffix and rank 0 merges them into TRACE.",
-        usage="ioadvisor run [-o TRACE] [--force] [--substitute SRC=DEST] -- [python [-m]] script.py args... | ./program args...",
+        usage="ioadvisor run [-o TRACE] [--force] [--substitute SRC=DEST] -- [python [-m]] script.py args... "
+              "| ./program args...",
     )
     p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
                    help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")

@@ -273,8 +273,11 @@ def test_h5fopen_of_a_substituted_file_opens_its_copy(tmp_path):
     prog.write_text(SUBSTITUTED_PROGRAM)
     env = {**_env(), "LD_PRELOAD": str(interpose.library())}
     env.pop("IOADVISOR_SUBSTITUTE", None)
-    run = lambda e: subprocess.run([sys.executable, str(prog), str(tmp_path / "src.nc")], env=e, check=True,  # noqa: E731
-                                   capture_output=True, text=True).stdout.split()
+
+    def run(e):
+        return subprocess.run([sys.executable, str(prog), str(tmp_path / "src.nc")], env=e, check=True,
+                              capture_output=True, text=True).stdout.split()
+
     assert run(env) == ["1.0", "1.0"]
     pairs = f"{tmp_path / 'other.nc'}=/nonexistent:{(tmp_path / 'src.nc').resolve()}={tmp_path / 'dest.nc'}"
     assert run({**env, "IOADVISOR_H5_SUBSTITUTE": pairs}) == ["2.0", "2.0"]
