@@ -283,6 +283,21 @@ def test_h5fopen_of_a_substituted_file_opens_its_copy(tmp_path):
     assert run({**env, "IOADVISOR_H5_SUBSTITUTE": pairs}) == ["2.0", "2.0"]
 
 
+@pytest.mark.skipif(shutil.which("h5dump") is None, reason="h5dump (hdf5-tools) not installed")
+def test_run_substitute_serves_the_copy_to_a_c_program(tmp_path):
+    """``ioadvisor run --substitute`` with a C program linked with the shared libhdf5 (h5dump): it reads DEST."""
+    import h5py
+
+    for name, value in (("src.h5", 1.0), ("dest.h5", 2.0)):
+        with h5py.File(tmp_path / name, "w") as f:
+            f["v"] = np.full(3, value)
+    r = subprocess.run([str(IOADVISOR), "run", "--substitute", f"{tmp_path / 'src.h5'}={tmp_path / 'dest.h5'}",
+                        "-o", str(tmp_path / "t.jsonl"), "--", "h5dump", "-d", "/v", str(tmp_path / "src.h5")],
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "(0): 2, 2, 2" in r.stdout and "(0): 1, 1, 1" not in r.stdout
+
+
 KILLED_PROGRAM = textwrap.dedent("""
     import os, signal, sys, time
     import netCDF4, numpy as np
