@@ -1142,7 +1142,9 @@ herr_t HOOK(H5Dset_extent)(hid_t dset, const hsize_t size[]) {
 
 /* ---- path substitution (ioadvisor run --substitute): IOADVISOR_H5_SUBSTITUTE holds SRC=DEST pairs separated
  * by ':', SRC as realpath(3) gives it; an H5Fopen of SRC (by any name that resolves to it) opens DEST. Read
- * once; a program that never sets it pays one getenv. ---- */
+ * once; a program that never sets it pays one getenv. Preloaded library only: the link-time wrapper and the
+ * VOL connector do not hook H5Fopen. ---- */
+#if !defined(IOADV_WRAP) && !defined(IOADV_VOL)
 
 #define SUBST_MAX 16
 static struct { char *src, *dest; } substs[SUBST_MAX];
@@ -1178,18 +1180,17 @@ static const char *substituted(const char *name) {
 hid_t HOOK(H5Fopen)(const char *name, unsigned flags, hid_t fapl) {
     struct caller *c = caller_for(__builtin_return_address(0));
     hid_t (*real)(const char *, unsigned, hid_t) = c && c->lib->Fopen ? c->lib->Fopen : NULL;
-#if !defined(IOADV_WRAP) && !defined(IOADV_VOL)
     if (!real) { /* a caller whose libhdf5 is not found by its H5Dread: the next H5Fopen in global scope */
         void *next = dlsym(RTLD_NEXT, "H5Fopen");
         real = next && !is_self(next) ? (hid_t(*)(const char *, unsigned, hid_t))next : NULL;
     }
-#endif
     if (!real) {
         fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
         return -1;
     }
     return real(substituted(name), flags, fapl);
 }
+#endif
 
 /* ---- what changes a dataspace's selection ---- */
 
