@@ -9,6 +9,8 @@ Cases (sizes of the issue; ``--scale`` shrinks them for a quick look):
   against ``h5repack -f /x:NONE``;
 - shards: a 1 GB Zarr 3 array (zstd, chunks (64, 256, 256)) to chunks (16, 64, 64) in shards (64, 256, 256);
 - h5-zarr-h5: the gzip case's file to Zarr (chunks (16, 128, 128), zstd) and that store back to HDF5;
+- ``--real WORKLOAD``: a program of benchmarks/workloads/real/ traced, applied and compared
+  (``ioadvisor compare --trace``): the measured whole-program speed-up against the claimed run speed-up;
 - kill: ``--kills N`` runs of a smaller pencil case (512 MB, ``--max-memory 128MiB``) SIGKILLed at a random
   point, each followed by the same command again: the source's checksum unchanged, no DEST after the kill,
   DEST equal to the source after the rerun.
@@ -19,7 +21,7 @@ the child's ``ru_maxrss`` (os.wait4). Equal: every array compared block by block
 and xarray's view (variables, coordinates, attributes) identical where the file is netCDF/xarray data.
 
     python benchmarks/apply.py [--cases pencil,gzip,shards,h5-zarr-h5,kill] [--kills 10] [--scale 1.0]
-                               [--workdir DIR] [--repeat 1]
+                               [--workdir DIR] [--repeat 1] [--real r02_h5py_minibatch_gzip --runs 3]
 """
 from __future__ import annotations
 
@@ -382,11 +384,38 @@ def kill_case(workdir: Path, kills: int, scale: float, seed: int) -> dict:
             "of": kills}
 
 
+def real_compare_case(workdir: Path, workload: str, runs: int) -> dict:
+    """A realistic-size workload of benchmarks/workloads/real/ through the user's whole path: prepare its data,
+    ``ioadvisor run`` it (cold), ``ioadvisor apply TRACE --out DEST`` (the advice, in the program's library),
+    ``ioadvisor compare --substitute SRC=DEST --trace TRACE --runs N``: measured vs claimed run speed-up."""
+    from advisor.api import advise
+
+    prog = Path(__file__).parent / "workloads" / "real" / f"{workload}.py"
+    data, trace = workdir / workload, workdir / f"{workload}.trace"
+    subprocess.run([sys.executable, str(prog), "prepare", str(data)], check=True)
+    evict(data)
+    program = [sys.executable, str(prog), "run", str(data)]
+    subprocess.run([str(BIN / "ioadvisor"), "run", "--force", "-o", str(trace), "--", *program], check=True)
+    src = Path(advise(str(trace)).datasets[0].name.split("::")[0])
+    dest = workdir / f"{workload}-copy{src.suffix}"
+    t0 = time.perf_counter()
+    subprocess.run([str(BIN / "ioadvisor"), "apply", str(trace), "--out", str(dest)], check=True)
+    apply_s = time.perf_counter() - t0
+    out = subprocess.run([str(BIN / "ioadvisor"), "compare", "--substitute", f"{src}={dest}", "--trace", str(trace),
+                          "--runs", str(runs), "--json", "--", *program], check=True, capture_output=True, text=True)
+    r = json.loads(out.stdout)
+    print(f"compare {workload}: measured {r['speedup']:.3g}x, claimed {r['claimed_speedup']:.3g}x", flush=True)
+    _rm(dest)
+    return {"case": f"compare {workload}", "apply_seconds": apply_s, **r}
+
+
 def render(results: list[dict]) -> str:
     """The reference table of docs/apply.md (markdown) from the results."""
     lines = ["| case | tool | seconds | peak RSS (MB) | max memory | output equal |", "|---|---|---|---|---|---|"]
     for r in results:
         if r["case"] == "kill":
+            continue
+        if r["case"].startswith("compare "):
             continue
         for tool, m in r["median"].items():
             lines.append(f"| {r['case']} | {tool} | {m['seconds']:.1f} | {m['peak_rss_mb']:.0f} | {r['max_memory']} | "
@@ -394,6 +423,15 @@ def render(results: list[dict]) -> str:
         if "equal_to_original" in r:
             lines.append(f"| h5 -> zarr -> h5 | apply | | | | {'yes' if r['equal_to_original'] else 'NO'} "
                          "(to the original) |")
+    compared = [r for r in results if r["case"].startswith("compare ")]
+    if compared:
+        lines += ["", "| workload | runs each | original (s) | copy (s) | measured | claimed (run) "
+                      "| measured / claimed |", "|---|---|---|---|---|---|---|"]
+    for r in compared:
+        ratio = r["speedup"] / r["claimed_speedup"]
+        lines.append(f"| {r['case'][len('compare '):]} | {len(r['original_seconds'])} | {r['original_median']:.2f} | "
+                     f"{r['copy_median']:.2f} | {r['speedup']:.3g}x | {r['claimed_speedup']:.3g}x | {ratio:.2f} "
+                     f"({'within' if 1 / 1.5 <= ratio <= 1.5 else 'NOT within'} 1.5x) |")
     for r in results:
         if r["case"] == "kill":
             lines.append("")
@@ -424,6 +462,9 @@ def main(argv=None) -> int:
     ap.add_argument("--render", type=Path, nargs="+", help="only print the table of these result files")
     ap.add_argument("--rechunker-python", help="python of a venv with rechunker 0.5.4 and zarr<3 (see docs/apply.md)")
     ap.add_argument("--out", type=Path, default=RESULTS / "apply.json")
+    ap.add_argument("--real", default="", help="realistic-size workloads of benchmarks/workloads/real/ to run through "
+                                               "run/apply/compare, e.g. r02_h5py_minibatch_gzip")
+    ap.add_argument("--runs", type=int, default=3, help="compare's runs on each side (--real)")
     args = ap.parse_args(argv)
     if args.render:
         print(render([r for p in args.render for r in json.loads(p.read_text())]))
@@ -488,6 +529,8 @@ def main(argv=None) -> int:
             _rm(w / "shards-out.zarr")
         if "kill" in cases:
             results.append(kill_case(w, args.kills, s, args.seed))
+        for workload in filter(None, args.real.split(",")):
+            results.append(real_compare_case(w, workload, args.runs))
     finally:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

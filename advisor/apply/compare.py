@@ -39,6 +39,43 @@ def parse_substitutions(texts: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def substitution_environment(substitutions: dict[str, str], env: dict) -> dict:
+    """``env`` for a program whose opens of each SRC are served from DEST: the start-up hook first on PYTHONPATH
+    and the pairs in ``IOADVISOR_SUBSTITUTE`` (empty: the hook loads, nothing is swapped) for Python, and in
+    ``IOADVISOR_H5_SUBSTITUTE`` for the libhdf5 interposer's H5Fopen (netCDF-C, C programs)."""
+    env = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["IOADVISOR_SUBSTITUTE"] = os.pathsep.join(f"{a}={b}" for a, b in substitutions.items())
+    # the libhdf5 interposer's H5Fopen (when preloaded: ioadvisor run) reads the same pairs, ':'-separated
+    env["IOADVISOR_H5_SUBSTITUTE"] = ":".join(f"{a}={b}" for a, b in substitutions.items())
+    return env
+
+
+def substitute_here(substitutions: dict[str, str]) -> None:
+    """Serve opens of each SRC from DEST in this process (``ioadvisor run --substitute``: the program runs here)
+    and in the Python programs it starts (they inherit the environment)."""
+    import importlib.util
+
+    os.environ.update(substitution_environment(substitutions, os.environ))
+    spec = importlib.util.spec_from_file_location("ioadvisor_substitute", SITE / "sitecustomize.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # installs the redirection (IOADVISOR_SUBSTITUTE is set)
+
+
+def claimed_speedup(advice, library: str) -> float | None:
+    """The advice's claim for the program's run, for the copy's library: the run-level (Amdahl) speed-up of the
+    recommendation, or of the best candidate of ``library`` when the recommendation is of the other one (the
+    program opens one library), for the array with the most traced time; the traced-calls speed-up only when
+    the trace has no run time."""
+    datasets = [d for d in advice.datasets if d.best_of(library) is not None]
+    if not datasets:
+        return None
+    adv = max(datasets, key=lambda d: d.current_seconds)
+    r = adv.recommendation if adv.recommendation.library == library else adv.best_of(library)
+    run = adv.run_speedup(r)
+    return run if run is not None else adv.speedup_vs_current(r)
+
+
 def _evict(paths) -> None:
     for root in paths:
         p = Path(root)
@@ -97,11 +134,8 @@ def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3
     times: dict[str, list[float]] = {"original": [], "copy": []}
     for _ in range(runs):
         for side in ("original", "copy"):
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            env = substitution_environment({} if side == "original" else substitutions, os.environ)
             env["HDF5_PLUGIN_PATH"] = plugin_path
-            env["IOADVISOR_SUBSTITUTE"] = "" if side == "original" else os.pathsep.join(
-                f"{a}={b}" for a, b in substitutions.items())
             _evict(files)
             t0 = time.perf_counter()
             proc = subprocess.run(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -135,15 +135,21 @@ def layout_from_spec(spec: str, ds) -> ArrayLayout:
                        origin="--layout")
 
 
-def layout_from_advice(adv) -> ArrayLayout:
-    """The recommendation of a ``DatasetAdvice``, its error bound resolved with the measured data range."""
+def layout_from_advice(adv, library: str | None = None) -> ArrayLayout:
+    """The recommendation of a ``DatasetAdvice``, its error bound resolved with the measured data range; with
+    ``library`` (the one --out names) the best candidate of that library when the recommendation is of the
+    other (a program that opens Zarr reads a Zarr copy unchanged)."""
     from advisor.advice import resolved_bound
 
-    c = adv.recommendation.candidate
+    r = adv.recommendation
+    if library is not None and r.library != library:
+        r = adv.best_of(library) or r
+    c = r.candidate
     bound = None if c.error_bound is None else resolved_bound(c, adv)
     return ArrayLayout(c.library, None if c.chunks is None else tuple(c.chunks),
                        None if c.shards is None else tuple(c.shards), c.cache_bytes, c.cache_slots,
-                       c.compressor, None if c.error_bound is None else str(c.error_bound), bound, origin="advice")
+                       c.compressor, None if c.error_bound is None else str(c.error_bound), bound,
+                       origin="advice" if r is adv.recommendation else f"advice (best {library})")
 
 
 @dataclass(frozen=True)
@@ -196,7 +202,7 @@ def resolve_targets(trace, *, datasets: Sequence[str] = (), layouts: Sequence[st
             if not adv.datasets:
                 raise ApplyError(adv.nothing_line())
             for d in adv.datasets:
-                pairs.append((d.name.split("::")[0], d.path, layout_from_advice(d)))
+                pairs.append((d.name.split("::")[0], d.path, layout_from_advice(d, dest_library)))
     files = sorted({Path(f).resolve().as_posix() for f, _, _ in pairs})
     if len(files) != 1:
         raise ApplyError(f"the datasets to apply live in {len(files)} files ({', '.join(files)}): "

@@ -228,12 +228,16 @@ def register(sub) -> None:
         description="Trace an unmodified program, like python -m cProfile: a Python script, or any program "
                     "whose HDF5 calls go through a shared libhdf5 (C, C++, Fortran); under mpiexec each rank "
                     "writes TRACE with .rankNNNN before the suffix and rank 0 merges them into TRACE.",
-        usage="ioadvisor run [-o TRACE] [--force] -- [python [-m]] script.py args... | ./program args...",
+        usage="ioadvisor run [-o TRACE] [--force] [--substitute SRC=DEST] -- [python [-m]] script.py args... "
+              "| ./program args...",
     )
     p.add_argument("-o", "--output", default=DEFAULT_TRACE, metavar="TRACE",
                    help=f"trace file to write (default ./{DEFAULT_TRACE}); per-rank files under MPI")
     p.add_argument("--force", action="store_true",
                    help="replace an existing TRACE (or rank part); without it the run refuses before starting")
+    p.add_argument("--substitute", action="append", default=[], metavar="SRC=DEST",
+                   help="serve the program's opens of SRC from DEST (h5py, zarr, netCDF4; repeatable; e.g. a copy "
+                        "written by ioadvisor apply)")
     # not "command": the CLI's own subcommand name lives there (error messages use it)
     p.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
     p.set_defaults(func=run)
@@ -255,6 +259,10 @@ def _tracer(args, program: Program):
 
 def run(args) -> int:
     program = Program.parse(args.program)
+    if args.substitute:
+        from advisor.apply.compare import parse_substitutions, substitute_here
+
+        substitute_here(parse_substitutions(args.substitute))
     ending: BaseException | None = None
     tracer = None
     try:

@@ -141,6 +141,7 @@ struct h5lib {
     hid_t (*Iget_file_id)(hid_t);
     herr_t (*Fget_intent)(hid_t, unsigned *);
     herr_t (*Fclose)(hid_t);
+    hid_t (*Fopen)(const char *, unsigned, hid_t);
     hid_t (*Fget_access_plist)(hid_t);
     hid_t (*Pget_driver)(hid_t);
     hid_t (*FD_mpio_init)(void); /* parallel builds only */
@@ -582,6 +583,7 @@ static struct h5lib *lib_for_real(void *real_read) {
     BIND(Iget_file_id, "H5Iget_file_id");
     BIND(Fget_intent, "H5Fget_intent");
     BIND(Fclose, "H5Fclose");
+    BIND(Fopen, "H5Fopen");
     BIND(Fget_access_plist, "H5Fget_access_plist");
     BIND(Pget_driver, "H5Pget_driver");
     BIND(FD_mpio_init, "H5FD_mpio_init");
@@ -1137,6 +1139,58 @@ herr_t HOOK(H5Dset_extent)(hid_t dset, const hsize_t size[]) {
     if (status >= 0 && d && d->ndim > 0) extent_changed(d, size, d->ndim, t0);
     return status;
 }
+
+/* ---- path substitution (ioadvisor run --substitute): IOADVISOR_H5_SUBSTITUTE holds SRC=DEST pairs separated
+ * by ':', SRC as realpath(3) gives it; an H5Fopen of SRC (by any name that resolves to it) opens DEST. Read
+ * once; a program that never sets it pays one getenv. Preloaded library only: the link-time wrapper and the
+ * VOL connector do not hook H5Fopen. ---- */
+#if !defined(IOADV_WRAP) && !defined(IOADV_VOL)
+
+#define SUBST_MAX 16
+static struct { char *src, *dest; } substs[SUBST_MAX];
+static int n_substs;
+static pthread_once_t substs_once = PTHREAD_ONCE_INIT;
+
+static void substs_load(void) {
+    const char *env = getenv("IOADVISOR_H5_SUBSTITUTE");
+    char *copy = env && *env ? strdup(env) : NULL, *save = NULL;
+    for (char *pair = copy ? strtok_r(copy, ":", &save) : NULL; pair && n_substs < SUBST_MAX;
+         pair = strtok_r(NULL, ":", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq || eq == pair || !eq[1]) continue;
+        *eq = '\0';
+        substs[n_substs].src = pair;
+        substs[n_substs].dest = eq + 1;
+        n_substs++;
+    }
+}
+
+static const char *substituted(const char *name) {
+    pthread_once(&substs_once, substs_load);
+    if (!n_substs || !name) return name;
+    char *real = realpath(name, NULL);
+    if (!real) return name;
+    const char *out = name;
+    for (int i = 0; i < n_substs; i++)
+        if (strcmp(real, substs[i].src) == 0) out = substs[i].dest;
+    free(real);
+    return out;
+}
+
+hid_t HOOK(H5Fopen)(const char *name, unsigned flags, hid_t fapl) {
+    struct caller *c = caller_for(__builtin_return_address(0));
+    hid_t (*real)(const char *, unsigned, hid_t) = c && c->lib->Fopen ? c->lib->Fopen : NULL;
+    if (!real) { /* a caller whose libhdf5 is not found by its H5Dread: the next H5Fopen in global scope */
+        void *next = dlsym(RTLD_NEXT, "H5Fopen");
+        real = next && !is_self(next) ? (hid_t(*)(const char *, unsigned, hid_t))next : NULL;
+    }
+    if (!real) {
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
+        return -1;
+    }
+    return real(substituted(name), flags, fapl);
+}
+#endif
 
 /* ---- what changes a dataspace's selection ---- */
 

@@ -158,3 +158,19 @@ def test_without_layout_the_advice_is_applied(netcdf_case, tmp_path):
             got = f["tas"].chunks
     assert chunks == "contiguous" and got is None or "x".join(map(str, got)) == chunks
     assert_same_view(src, dest)
+
+
+def test_without_layout_the_best_candidate_of_the_out_library_is_applied(netcdf_case, tmp_path):
+    from advisor.api import advise
+
+    src, trace, _ = netcdf_case
+    adv = advise(str(trace), dataset="tas").datasets[0]
+    label = lambda c: "contiguous" if c.chunks is None else "x".join(map(str, c.chunks))  # noqa: E731
+    for lib, name in (("zarr", "advised.zarr"), ("hdf5", "advised.nc")):
+        r = apply_cli(trace, "--out", tmp_path / name, "--dataset", "tas", "--json", timeout=600)
+        assert r.returncode == 0, r.stderr
+        layout = json.loads(r.stdout)["arrays"][0]["layout"]
+        # one of that library's leading candidates (the advice's timings are measured: its order may differ by run)
+        assert layout.split()[0] == lib
+        assert layout.split()[1] in {label(c.candidate) for c in adv.candidates if c.library == lib}
+        assert_same_view(src, tmp_path / name)

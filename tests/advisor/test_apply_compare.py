@@ -37,3 +37,71 @@ def test_compare_refuses_a_copy_of_another_library(netcdf_case, tmp_path):
     r = subprocess.run([str(IOADVISOR), "compare", "--substitute", f"{src}={z}", "--", sys.executable, "-c", "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot read" in r.stderr
+
+
+RUN_APP = """
+import subprocess, sys, h5py, netCDF4, zarr
+h5, nc, z, out = sys.argv[1:5]
+with h5py.File(h5, "r") as f:
+    seen = [float(f["x"][0])]
+with netCDF4.Dataset(nc) as d:
+    seen.append(float(d["tas"][0, 0, 5]))
+seen.append(float(zarr.open_array(z, mode="r")[0]))
+# a Python program it starts is redirected too
+seen.append(float(subprocess.check_output([sys.executable, "-c",
+    "import sys, h5py; print(h5py.File(sys.argv[1], 'r')['x'][0])", h5])))
+open(out, "w").write(repr(seen))
+"""
+
+
+def test_run_substitute_serves_the_copy_to_the_unchanged_program(tmp_path):
+    import h5py
+    import numpy as np
+    import zarr
+
+    from tests.advisor.conftest import write_netcdf
+
+    pairs = []
+    for side, value in (("src", 1.0), ("dest", 2.0)):
+        with h5py.File(tmp_path / f"{side}.h5", "w") as f:
+            f["x"] = np.full(4, value)
+        zarr.create_array(tmp_path / f"{side}.zarr", shape=(4,), dtype="f8")[:] = value
+        write_netcdf(tmp_path / f"{side}.nc", nan=False)
+    with h5py.File(tmp_path / "dest.nc", "a") as f:  # the copy's values differ from the source's
+        f["tas"][...] = f["tas"][...] + 1000
+    with h5py.File(tmp_path / "src.nc", "r") as f:
+        expect_nc = float(f["tas"][0, 0, 5]) + 1000
+    for ext in ("h5", "nc", "zarr"):
+        pairs += ["--substitute", f"{tmp_path / f'src.{ext}'}={tmp_path / f'dest.{ext}'}"]
+    app, out, trace = tmp_path / "app.py", tmp_path / "seen.txt", tmp_path / "t.jsonl"
+    app.write_text(RUN_APP)
+    r = subprocess.run([str(IOADVISOR), "run", *pairs, "-o", str(trace), "--", sys.executable, str(app),
+                        *(str(tmp_path / f"src.{e}") for e in ("h5", "nc", "zarr")), str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    seen = eval(out.read_text())
+    assert seen[0] == 2.0 and abs(seen[1] - expect_nc) < 1e-3 and seen[2] == 2.0 and seen[3] == 2.0
+    assert "dest.h5" in trace.read_text()  # the trace records the file really read
+
+
+def test_run_substitute_bad_pair_is_one_line(tmp_path):
+    r = subprocess.run([str(IOADVISOR), "run", "--substitute", f"{tmp_path / 'no.h5'}={tmp_path / 'x.h5'}", "-o",
+                        str(tmp_path / "t.jsonl"), "--", sys.executable, "-c", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_claim_is_the_run_level_speedup_of_the_copy_library(netcdf_case):
+    from advisor.api import advise
+    from advisor.apply.compare import claimed_speedup
+
+    _, trace, _ = netcdf_case
+    adv = advise(str(trace))
+    d = adv.datasets[0]
+    assert d.run_seconds and d.run_seconds >= d.current_seconds
+    for lib in ("hdf5", "zarr"):
+        claim = claimed_speedup(adv, lib)
+        assert claim == d.run_speedup(d.best_of(lib))
+        calls = d.speedup_vs_current(d.best_of(lib))
+        assert min(1.0, calls) - 1e-9 <= claim <= max(1.0, calls) + 1e-9  # the time outside the calls stays

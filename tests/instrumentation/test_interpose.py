@@ -252,6 +252,52 @@ def test_netcdf4_reads_with_strides_and_integer_indices(tmp_path):
         assert sum(a.nelements for a in acc if a.op == "read") == len(line["elements"])  # nothing read twice
 
 
+SUBSTITUTED_PROGRAM = textwrap.dedent("""
+    import os, sys, h5py, netCDF4
+    os.chdir(os.path.dirname(sys.argv[1]))
+    name = os.path.basename(sys.argv[1])  # a relative name: substituted by what it resolves to
+    print(float(netCDF4.Dataset(name)["v"][0]), float(h5py.File(sys.argv[1], "r")["v"][0]))
+""")
+
+
+def test_h5fopen_of_a_substituted_file_opens_its_copy(tmp_path):
+    """ioadvisor run --substitute at the libhdf5 level: netCDF-C's and h5py's H5Fopen of SRC open DEST (no Python
+    hook loaded here: only the interposer's IOADVISOR_H5_SUBSTITUTE)."""
+    import netCDF4
+
+    for name, value in (("src.nc", 1.0), ("dest.nc", 2.0)):
+        with netCDF4.Dataset(tmp_path / name, "w") as nc:
+            nc.createDimension("x", 4)
+            nc.createVariable("v", "f8", ("x",))[:] = value
+    prog = tmp_path / "p.py"
+    prog.write_text(SUBSTITUTED_PROGRAM)
+    env = {**_env(), "LD_PRELOAD": str(interpose.library())}
+    env.pop("IOADVISOR_SUBSTITUTE", None)
+
+    def run(e):
+        return subprocess.run([sys.executable, str(prog), str(tmp_path / "src.nc")], env=e, check=True,
+                              capture_output=True, text=True).stdout.split()
+
+    assert run(env) == ["1.0", "1.0"]
+    pairs = f"{tmp_path / 'other.nc'}=/nonexistent:{(tmp_path / 'src.nc').resolve()}={tmp_path / 'dest.nc'}"
+    assert run({**env, "IOADVISOR_H5_SUBSTITUTE": pairs}) == ["2.0", "2.0"]
+
+
+@pytest.mark.skipif(shutil.which("h5dump") is None, reason="h5dump (hdf5-tools) not installed")
+def test_run_substitute_serves_the_copy_to_a_c_program(tmp_path):
+    """``ioadvisor run --substitute`` with a C program linked with the shared libhdf5 (h5dump): it reads DEST."""
+    import h5py
+
+    for name, value in (("src.h5", 1.0), ("dest.h5", 2.0)):
+        with h5py.File(tmp_path / name, "w") as f:
+            f["v"] = np.full(3, value)
+    r = subprocess.run([str(IOADVISOR), "run", "--substitute", f"{tmp_path / 'src.h5'}={tmp_path / 'dest.h5'}",
+                        "-o", str(tmp_path / "t.jsonl"), "--", "h5dump", "-d", "/v", str(tmp_path / "src.h5")],
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "(0): 2, 2, 2" in r.stdout and "(0): 1, 1, 1" not in r.stdout
+
+
 KILLED_PROGRAM = textwrap.dedent("""
     import os, signal, sys, time
     import netCDF4, numpy as np

@@ -1,4 +1,5 @@
-"""Loaded at start-up by a program that ``ioadvisor compare`` runs (this directory first on PYTHONPATH).
+"""Loaded at start-up by a program that ``ioadvisor compare`` runs (this directory first on PYTHONPATH); also
+loaded by ``ioadvisor run --substitute`` into the traced Python program's process (``install``).
 
 ``IOADVISOR_SUBSTITUTE`` holds ``SRC=DEST`` pairs (os.pathsep-separated): opens of SRC through h5py.File,
 zarr.open* and netCDF4.Dataset (so xarray's engines too) are served from DEST. The libraries are imported
@@ -7,7 +8,7 @@ here in both variants of a comparison (the map is empty for the original), so bo
 import os
 
 
-def _install() -> None:
+def install() -> None:
     pairs = [p.split("=", 1) for p in os.environ.get("IOADVISOR_SUBSTITUTE", "").split(os.pathsep) if "=" in p]
     table = {os.path.realpath(a): b for a, b in pairs}
 
@@ -54,4 +55,4 @@ def _install() -> None:
 
 
 if "IOADVISOR_SUBSTITUTE" in os.environ:
-    _install()
+    install()
