@@ -16,24 +16,10 @@ from typing import Any
 
 from advisor.candidates import Candidate
 from advisor.idiom import Idiom, xarray_code
+from advisor.terms import TERM_MEANING
 from advisor.whatif import CALL_DOMINATES, WhatIf
 from iomodel.layout import chunks_text, format_bytes
 from compression_model.error_bound import ErrorBound
-
-TERM_MEANING = {
-    "t_call": "per-call library overhead",
-    "t_memcpy": "copying between chunk buffers and your arrays",
-    "t_rdisk": "reading from the storage device (requests, seeks, bytes)",
-    "t_wdisk": "writing to the storage device",
-    "t_cache": "copying file data out of the OS page cache",
-    "t_chunk": "per-chunk library work (lookup, codec pipeline set-up)",
-    "t_zopen": "opening one file per chunk",
-    "t_codec": "the filter pipeline",
-    "t_alloc": "allocating (and filling) chunk buffers",
-    "t_compress": "compressing the chunks written",
-    "t_decompress": "decompressing the chunks read",
-}
-"""Plain-language meaning of each term of the joint cost (iomodel.cost.TERMS + compression)."""
 
 
 @dataclass(frozen=True)

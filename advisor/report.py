@@ -10,7 +10,12 @@ import html
 import os
 from dataclasses import replace
 
-from advisor.advice import TERM_MEANING, Advice, DatasetAdvice, Recommendation
+from typing import TYPE_CHECKING
+
+from advisor.terms import TERM_MEANING
+
+if TYPE_CHECKING:  # annotations only: Advice._repr_html_ imports this module
+    from advisor.advice import Advice, DatasetAdvice, Recommendation
 from iomodel.layout import chunks_text, format_bytes
 
 _CSS = """

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.advice import TERM_MEANING, DatasetAdvice, Recommendation
+from typing import TYPE_CHECKING
+
+from advisor.terms import TERM_MEANING
+
+if TYPE_CHECKING:  # annotations only: the results import this module's caller (advisor.report)
+    from advisor.advice import DatasetAdvice, Recommendation
 
 from .common import new_figure
 
