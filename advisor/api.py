@@ -23,7 +23,7 @@ MIN_SHARE = 0.01
 """Datasets with less than this share of the run's traced I/O time are summed up, not advised in full."""
 
 if TYPE_CHECKING:  # the models (numba) load on the first advise() call, not on `import advisor`
-    from advisor.advice import Advice, DatasetAdvice
+    from advisor.results import Advice, DatasetAdvice
     from compression_model.error_bound import ErrorBound
     from iomodel.profile import SystemProfile
 
@@ -79,7 +79,7 @@ def advise(
     budget), shared by the datasets the trace shows open at the same time (``advisor.budget``); a candidate
     whose cache exceeds its dataset's share is not ranked.
     """
-    from advisor.advice import Advice, MinorDataset, NotAdvised
+    from advisor.results import Advice, MinorDataset, NotAdvised
     from advisor.budget import CacheShare, cache_shares
     from advisor.candidates import CACHE_BUDGET, allowed_codecs
     from advisor.screening import compression_note, why_not_advised
@@ -264,12 +264,14 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
     variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too.
     ``context``: the dataset's chunk-cache share and the run's traced time (``RunContext``)."""
     share = None if context is None else context.share
-    from advisor.advice import DatasetAdvice, explain
+    from advisor.render.text import explain
+    from advisor.results import DatasetAdvice
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable, within_budget
     from advisor.choice import choose, own_library, program_blocking, rewrite_seconds, verdict
     from advisor.idiom import NETCDF4_CODECS, read_through_netcdf4
     from advisor.idiom import detect as detect_idiom
-    from advisor.search import CostModel, DataSource, _with_facts, search
+    from advisor.costmodel import CostModel, DataSource, with_facts
+    from advisor.search import search
     from advisor.whatif import predict_rewrites
     from instrumentation.patterns import classify
     from iomodel.intrace import CODEC_TERMS, MIN_RESOLUTION, PRIOR_SPREAD
@@ -339,13 +341,13 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         feasible = goal.feasible if not moves else lambda r: goal.feasible(r) and r.candidate != current.candidate
         if goal.by_time:
             best, tie_rule, _ = choose(ranked, current, resolution, shape, ds.itemsize, blocking,
-                                       with_facts=lambda r: _with_facts(model, r), feasible=feasible,
+                                       with_facts=lambda r: with_facts(model, r), feasible=feasible,
                                        coefficient=profile.coefficient)
         else:
             best, tie_rule = next((r for r in ranked if feasible(r)), ranked[0]), None
         if best.library != ds.library and ds.library in libraries and follows is None:
             best, tie_rule = own_library(best, tie_rule, ds.library, ranked, notes, lambda rs: choose(
-                rs, current, resolution, shape, ds.itemsize, blocking, with_facts=lambda r: _with_facts(model, r),
+                rs, current, resolution, shape, ds.itemsize, blocking, with_facts=lambda r: with_facts(model, r),
                 feasible=feasible, coefficient=profile.coefficient)[:2] if goal.by_time else (rs[0], None),
                 lambda lib, k: scaled[lib].term_sd(k) if scaled else PRIOR_SPREAD, resolution)
         if goal.by_time and best.candidate != current.candidate and not moves:

@@ -23,13 +23,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 from typing import Callable, Sequence
 
-from advisor.advice import Recommendation
+from advisor.results import Recommendation
 from advisor.candidates import Candidate
+from advisor.costmodel import CostModel, storage_path
 from instrumentation.columns import SLAB, as_columns
 from instrumentation.records import READ, WRITE, AccessRecord, DatasetRecord, Selection
 from iomodel.cost import TERMS
 from iomodel.intrace import MIN_RESOLUTION, PRIOR_SPREAD, SHARED_TERMS, Z95
-from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text
+from iomodel.layout import HDF5_DEFAULT_CACHE, chunks_text
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -161,19 +162,6 @@ def extra_cache(c: Candidate) -> int:
     if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None:
         return 0
     return max(0, c.cache_bytes - CACHE_ALLOWANCE)
-
-
-def storage_path(layout: Layout) -> tuple[str, str]:
-    """The library's code path a layout's calls take: HDF5 reads a contiguous dataset through its sieve buffer,
-    an unfiltered chunk larger than its chunk cache (no cache at all included) piecewise, one request per
-    selected run straight from the file, other chunks whole through the chunk cache (field notes: 28x apart
-    for aligned boxes); a trace of one path never timed the others' calls."""
-    if layout.library != "hdf5":
-        return layout.library, "chunks"
-    if layout.chunks is None:
-        return "hdf5", "contiguous"
-    fits = layout.rdcc_nslots > 0 and layout.chunk_nbytes <= layout.rdcc_nbytes
-    return "hdf5", "chunk cache" if layout.filtered or fits else "piecewise"
 
 
 def measured_share(r: Recommendation, current: Recommendation, coefficient: Callable[[str, str], float],
@@ -346,8 +334,6 @@ def copy_accesses(ds_id: int, shape: Sequence[int], itemsize: int, chunks_a: Seq
 def rewrite_seconds(ds: DatasetRecord, shape: Sequence[int], current: Recommendation, target: Recommendation,
                     profile, calibration=None, codec=None) -> float:
     """Predicted seconds to copy the array from its current layout into ``target`` (read + write)."""
-    from advisor.search import CostModel
-
     cur, new = current.candidate, target.candidate
     reads = copy_accesses(ds.id, shape, ds.itemsize, cur.chunks, new.chunks, READ)
     writes = copy_accesses(ds.id, shape, ds.itemsize, cur.chunks, new.chunks, WRITE)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -25,42 +25,8 @@ import numpy as np
 from instrumentation.records import READ, AccessRecord, Selection
 from instrumentation.tracefile import Trace
 
-BATCH = 64
-"""Samples per mini-batch assumed by the ``batched`` rewrite (PyTorch's common default order of size)."""
-CHUNK_MEMORY = 64 << 20
-"""Memory the ``whole-chunks`` rewrite holds chunks in."""
-SINGLE_INDEX_SHARE = 0.8
-"""``batched`` applies when at least this share of the reads select a single index on the first axis."""
-CALL_DOMINATES = 0.5
-"""Per-call overhead 'dominates' from this share of the current layout's time."""
-
-KINDS = {
-    "batched": f"one sorted fancy-index read per mini-batch of {BATCH} reads",
-    "whole-chunks": f"read whole chunks (kept in {CHUNK_MEMORY >> 20} MiB of memory) and slice them in memory",
-}
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    """One rewrite of the program's accesses and its predicted time on the current layout."""
-
-    kind: str
-    seconds: float
-    seconds_ci: tuple[float, float]
-    n_calls: int
-    terms: dict
-
-    @property
-    def description(self) -> str:
-        return KINDS[self.kind]
-
-    def get_config(self) -> dict:
-        return {"kind": self.kind, "description": self.description, "seconds": self.seconds,
-                "seconds_ci": list(self.seconds_ci), "n_calls": self.n_calls, "terms": dict(self.terms)}
-
-    @classmethod
-    def from_config(cls, c: dict) -> "WhatIf":
-        return cls(c["kind"], float(c["seconds"]), tuple(c["seconds_ci"]), int(c["n_calls"]), dict(c["terms"]))
+from advisor.results import KINDS, WhatIf
+from advisor.tuning import BATCH, CALL_DOMINATES, CHUNK_MEMORY, SINGLE_INDEX_SHARE
 
 
 def _single_index(sel: Selection) -> bool:
@@ -151,7 +117,7 @@ def rewritten_trace(trace: Trace, dataset_id: int, accesses: Sequence[AccessReco
 
 def predict_rewrites(ds, accesses, shape, profile, current, procs: int = 1, calibration=None) -> tuple[WhatIf, ...]:
     """Each applicable rewrite replayed through the cost model on the current layout."""
-    from advisor.search import CostModel
+    from advisor.costmodel import CostModel
 
     out = []
     for kind, accs in rewrites(accesses, current.candidate.chunks, shape, ds.itemsize).items():

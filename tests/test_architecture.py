@@ -36,10 +36,6 @@ ALLOWED_CYCLE_MODULES: set[str] = {
     "instrumentation.tracefile",
     "instrumentation.tracer",
     # advisor, iomodel, compression_model (branch redesign)
-    "advisor.advice",
-    "advisor.choice",
-    "advisor.search",
-    "advisor.whatif",
     "iomodel.profile",
     "iomodel.variables",
 }
@@ -59,7 +55,6 @@ ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = {
     ("instrumentation.follow", "instrumentation.tracefile._read_records"),
     ("instrumentation.hooks_h5py", "instrumentation.tracer._hotpath"),
     # advisor, iomodel, compression_model (branch redesign)
-    ("advisor.api", "advisor.search._with_facts"),
 }
 ALLOWED_LONG_MODULES: set[str] = {
     # instrumentation (branch fixed2)
@@ -71,8 +66,6 @@ ALLOWED_LONG_MODULES: set[str] = {
     "instrumentation.tracefile",
     "instrumentation.tracer",
     # advisor, iomodel, compression_model (branch redesign)
-    "advisor.advice",
-    "advisor.search",
     "advisor.verify",
     "iomodel.variables",
 }

@@ -5,7 +5,8 @@ import pytest
 
 from advisor.candidates import Candidate, CodecChoice, baselines, generate
 from compression_model.error_bound import ErrorBound
-from advisor.search import CostModel, DataSource, Objective, _split, estimate_chunks, search
+from advisor.costmodel import split_layouts as _split
+from advisor.search import CostModel, DataSource, Objective, estimate_chunks, search
 from instrumentation.patterns import classify
 from instrumentation.records import AccessRecord, DatasetRecord, Selection, TraceHeader
 from instrumentation.tracefile import Trace

@@ -56,7 +56,7 @@ def test_cli_resolves_rel_against_the_whole_field(hot, capsys):
 def test_api_and_advisor_resolve_the_same_way(hot, monkeypatch):
     import h5py
 
-    import advisor.search as search
+    import advisor.costmodel as search
     from instrumentation.tracefile import load_trace
 
     path, _, true_range = hot
