@@ -121,7 +121,7 @@ class SystemProfile:
     schema: int = IO_SCHEMA
 
     def __post_init__(self) -> None:
-        from .variables import FEATURES  # variables imports nothing from here; avoid a cycle at load
+        from .variables import FEATURES
 
         if self.schema != IO_SCHEMA:
             raise ProfileError(f"io profile schema {self.schema}: this ioadvisor reads {IO_SCHEMA} "

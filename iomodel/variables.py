@@ -25,7 +25,7 @@ the previous device read ended).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numba
 import numpy as np
@@ -37,7 +37,9 @@ from .cache import (PC_CAP, PC_INSERTED, SharedPageCache, cc_access, cc_hit, cc_
                     hash_slot, int64_dict, new_page_cache, pc_access, pc_cached)
 from .chunks import ChunkVisits, sieve_requests, trace_visits
 from .layout import Layout
-from .profile import PageCacheCurve
+
+if TYPE_CHECKING:  # the profile reads FEATURES from here; at run time the curve is only called
+    from .profile import PageCacheCurve
 
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
@@ -883,7 +885,8 @@ class Replay:
                  warm: bool = False, cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
                  readahead: int = 0, device_request: int = 0, page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
-        self._curve = (cache_curve or PageCacheCurve()).arrays()
+        empty = np.zeros(0, np.float64)
+        self._curve = cache_curve.arrays() if cache_curve is not None else (empty, empty)  # no curve measured
         self._zarr_overlap = float(zarr_overlap)
         # one file per zarr chunk: no stream runs from one chunk's file into the next
         readahead = 0 if layout.library == "zarr" else readahead

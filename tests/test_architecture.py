@@ -36,8 +36,6 @@ ALLOWED_CYCLE_MODULES: set[str] = {
     "instrumentation.tracefile",
     "instrumentation.tracer",
     # advisor, iomodel, compression_model (branch redesign)
-    "iomodel.profile",
-    "iomodel.variables",
 }
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = {
     # instrumentation (branch fixed2)
