@@ -8,11 +8,11 @@
 """
 from importlib import import_module
 
-_EXPORTS = {"advise": "advisor.api", "trace": "instrumentation.tracer"}
+_EXPORTS = {"AdviseOptions": "advisor.api", "advise": "advisor.api", "trace": "instrumentation.tracer"}
 """Public name -> its module, imported at first use (PEP 562): ``ioadvisor run`` of a C program imports this
 package but neither the models nor numpy (benchmarks/tracing_overhead.py, fixed cost)."""
 
-__all__ = ["advise", "trace"]
+__all__ = ["AdviseOptions", "advise", "trace"]
 
 
 def __getattr__(name: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -28,29 +28,52 @@ if TYPE_CHECKING:  # the models (numba) load on the first advise() call, not on 
     from iomodel.profile import SystemProfile
 
 
-def advise(
-    trace_or_path: Trace | str | os.PathLike,
-    *,
-    profile: "SystemProfile | str | os.PathLike | None" = None,
-    dataset: str | int | None = None,
-    objective: str = "time",
-    max_seconds: float | None = None,
-    max_bytes: int | None = None,
-    max_error: "ErrorBound | str | None" = None,
-    lossless_only: bool = False,
-    compressors: Sequence[str] | None = None,
-    libraries: Sequence[str] = ("hdf5", "zarr"),
-    top: int = 5,
-    allow_truncated: bool = False,
-    read_data: bool = True,
-    procs: int | None = None,
-    exhaustive: bool = False,
-    calibrate: bool = True,
-    min_share: float = MIN_SHARE,
-    jobs: int | None = None,
-    comm=None,
-    cache_budget: int | None = -1,
-) -> "Advice":
+@dataclass(frozen=True)
+class AdviseOptions:
+    """What ``advise`` is asked for (every field as ``advise``'s keyword of the same name documents it); a
+    frozen dataclass with a JSON round trip (``get_config``/``from_config``)."""
+
+    dataset: str | int | None = None
+    objective: str = "time"
+    max_seconds: float | None = None
+    max_bytes: int | None = None
+    max_error: "ErrorBound | str | None" = None
+    lossless_only: bool = False
+    compressors: Sequence[str] | None = None
+    libraries: Sequence[str] = ("hdf5", "zarr")
+    top: int = 5
+    allow_truncated: bool = False
+    read_data: bool = True
+    procs: int | None = None
+    exhaustive: bool = False
+    calibrate: bool = True
+    min_share: float = MIN_SHARE
+    jobs: int | None = None
+    cache_budget: int | None = -1
+    """-1: the default budget (``advisor.candidates.CACHE_BUDGET``); None: no budget."""
+
+    def get_config(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["max_error"] = None if self.max_error is None else str(self.max_error)
+        out["compressors"] = None if self.compressors is None else list(self.compressors)
+        out["libraries"] = list(self.libraries)
+        return out
+
+    @classmethod
+    def from_config(cls, c: dict) -> "AdviseOptions":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(c) - known)
+        if unknown:
+            raise ValueError(f"unknown advise option(s): {', '.join(unknown)}")
+        c = dict(c)
+        for k in ("compressors", "libraries"):
+            if c.get(k) is not None:
+                c[k] = tuple(c[k])
+        return cls(**c)
+
+
+def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | None = None, *,
+           profile: "SystemProfile | str | os.PathLike | None" = None, comm=None, **kwargs) -> "Advice":
     """Recommend a layout for each accessed dataset of a trace (or the named one).
 
     A dataset the models cannot advise (a scalar, variable-length strings, a
@@ -78,7 +101,18 @@ def advise(
     ``cache_budget``: chunk-cache bytes one process may spend (default ``CACHE_BUDGET``, 64 MiB; None: no
     budget), shared by the datasets the trace shows open at the same time (``advisor.budget``); a candidate
     whose cache exceeds its dataset's share is not ranked.
+
+    The options come as ``options`` (``AdviseOptions``) or as keyword arguments of the same names, not both.
     """
+    if options is None:
+        options = AdviseOptions(**kwargs)
+    elif kwargs:
+        raise TypeError(f"advise() takes options or keyword options, not both (got {', '.join(sorted(kwargs))})")
+    o = options
+    dataset, objective, max_seconds, max_bytes = o.dataset, o.objective, o.max_seconds, o.max_bytes
+    max_error, lossless_only, compressors, libraries = o.max_error, o.lossless_only, o.compressors, o.libraries
+    top, allow_truncated, read_data, procs, exhaustive = o.top, o.allow_truncated, o.read_data, o.procs, o.exhaustive
+    calibrate, min_share, jobs, cache_budget = o.calibrate, o.min_share, o.jobs, o.cache_budget
     from advisor.results import Advice, MinorDataset, NotAdvised
     from advisor.budget import CacheShare, cache_shares
     from advisor.candidates import CACHE_BUDGET, allowed_codecs
@@ -172,11 +206,12 @@ def advise(
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    adv = _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors,
-                                      libraries if follows is None else (follows[0],), top,
-                                      read_data and no_codec is None, nprocs, exhaustive, calibrations,
-                                      traced[ds.id], jobs, comm, works.get(ds.id), follows,
-                                      RunContext(CacheShare(shares.get(ds.id), cache_budget), run))
+                    mine = replace(options, max_error=max_error, top=top, exhaustive=exhaustive, jobs=jobs,
+                                   libraries=libraries if follows is None else (follows[0],),
+                                   read_data=read_data and no_codec is None, procs=nprocs)
+                    adv = _advise_one(trace, ds, shape, profile, mine, RunContext(
+                        CacheShare(shares.get(ds.id), cache_budget), run, goal, calibrations, traced[ds.id], comm,
+                        works.get(ds.id), follows))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -232,11 +267,24 @@ def _read_back(trace: Trace) -> set[int]:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What one dataset's advice takes from the whole run: its chunk-cache share, the run's traced time."""
+    """What one dataset's advice takes from the whole run: its chunk-cache share, the run's traced time, the
+    objective, the calibrations, and what the run already computed for it."""
 
     share: object = None
     """``advisor.budget.CacheShare`` (None: no budget)."""
     run_seconds: float | None = None
+    goal: object = None
+    """``advisor.search.Objective``."""
+    calibrations: dict = field(default_factory=dict)
+    """In-trace calibration per library (``iomodel.intrace.calibrate_in_trace``)."""
+    traced: float = 0.0
+    """The dataset's traced seconds."""
+    comm: object = None
+    """mpi4py communicator whose ranks share the candidates out (None: this process alone)."""
+    work: object = None
+    """The dataset's ``iomodel.predict.Workload``, already built (None: built by the cost model)."""
+    follows: tuple[str, str] | None = None
+    """(library, path) recommended for the dataset of the same file with more traced time (``_advise_one``)."""
 
 
 WHATIF_ACCESSES = 200_000
@@ -256,14 +304,17 @@ def _warning_notes(caught) -> list[str]:
     return [f"while modelling: {m}" for m in seen]
 
 
-def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compressors, libraries, top, read_data,
-                nprocs, exhaustive, calibrations, traced, jobs=None, comm=None, work=None,
-                follows: tuple[str, str] | None = None, context: "RunContext | None" = None) -> "DatasetAdvice":
-    """One dataset's advice. ``follows``: (library, path) recommended for the dataset of the same file or store
+def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunContext) -> "DatasetAdvice":
+    """One dataset's advice under ``options`` (its ``libraries``, ``read_data`` and ``procs`` already resolved for
+    it). ``context.follows``: (library, path) recommended for the dataset of the same file or store
     with more traced time: one file holds one library (a coordinate never moves to another format than its data
     variable), so ``libraries`` is that library alone, and when the file moves to it this dataset moves too.
-    ``context``: the dataset's chunk-cache share and the run's traced time (``RunContext``)."""
-    share = None if context is None else context.share
+    ``context``: the dataset's chunk-cache share, the run's traced time and the rest (``RunContext``)."""
+    share, goal, calibrations, traced = context.share, context.goal, context.calibrations, context.traced
+    comm, work, follows = context.comm, context.work, context.follows
+    max_error, lossless_only, compressors = options.max_error, options.lossless_only, options.compressors
+    libraries, top, read_data, nprocs = options.libraries, options.top, options.read_data, options.procs
+    exhaustive, jobs = options.exhaustive, options.jobs
     from advisor.render.text import explain
     from advisor.results import DatasetAdvice
     from advisor.candidates import CodecChoice, allowed_codecs, baselines, generate, needs_resizable, within_budget
@@ -412,7 +463,7 @@ def _advise_one(trace, ds, shape, profile, goal, max_error, lossless_only, compr
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
         idiom=detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None, whatifs=whatifs,
         calibrated=calibrated,
-        run_seconds=context.run_seconds if context is not None and calibrated and traced > 0 else None,
+        run_seconds=context.run_seconds if calibrated and traced > 0 else None,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

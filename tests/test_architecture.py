@@ -71,8 +71,6 @@ ALLOWED_LONG_FUNCTIONS: set[str] = {
     # instrumentation (branch fixed2)
     "instrumentation.columns:AccessColumns.slabs",
     # advisor, iomodel, compression_model (branch redesign)
-    "advisor.api:_advise_one",
-    "advisor.api:advise",
     "advisor.verify:verify",
     "iomodel.replay:replay",
     "iomodel.variables:_close",

@@ -63,7 +63,7 @@ def run(args) -> int:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     with progress.task("advise") as bar:  # from the start: the imports below take a second on a busy machine
         bar.describe("loading the models")
-        from advisor.api import MODELS_FAILED, advise
+        from advisor.api import MODELS_FAILED, AdviseOptions, advise
         from instrumentation.tracefile import load_trace
         from iomodel import load_profile
         from iomodel.probe import check_machine
@@ -77,17 +77,17 @@ def run(args) -> int:
             bar.describe("loading the trace")
             # the report's access map reads it too
             trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
-            adv = advise(
-                trace, profile=args.profile, dataset=args.dataset, objective=args.objective,
-                max_seconds=args.max_seconds,
+            options = AdviseOptions(
+                dataset=args.dataset, objective=args.objective, max_seconds=args.max_seconds,
                 max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes, "--max-bytes"),
                 max_error=args.max_error, lossless_only=args.lossless_only, compressors=compressors,
                 libraries=[x.strip() for x in args.libraries.split(",") if x.strip()], top=args.top,
                 allow_truncated=args.allow_truncated, read_data=not args.no_data, procs=args.procs,
-                calibrate=not args.no_calibrate, jobs=args.jobs, comm=comm,
+                calibrate=not args.no_calibrate, jobs=args.jobs,
                 cache_budget=None if args.cache_budget.strip().lower() == "none"
                 else parse_bytes(args.cache_budget, "--cache-budget"),
             )
+            adv = advise(trace, options, profile=args.profile, comm=comm)
     if comm is not None and comm.Get_rank() != 0:
         return 0  # every rank holds the same advice; rank 0 reports it
     if args.html:
