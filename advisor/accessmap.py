@@ -28,6 +28,7 @@ import numpy as np
 from instrumentation.columns import AccessColumns
 from instrumentation.records import DatasetRecord
 from instrumentation.tracefile import Trace
+from instrumentation.errors import InputError
 
 MAX_BINS = 160
 """Bins along each axis of the space map (groups of whole chunks above that many chunks)."""
@@ -98,12 +99,12 @@ def pick(trace: Trace, name: str | None = None) -> DatasetRecord:
             if name in (str(d.id), d.key, d.path, d.path.lstrip("/")):
                 return d
         names = ", ".join(sorted(d.path for d in trace.datasets.values())) or "none"
-        raise ValueError(f"{trace.source or 'trace'}: no dataset {name!r} (recorded: {names})")
+        raise InputError(f"{trace.source or 'trace'}: no dataset {name!r} (recorded: {names})")
     cols = trace.columns
     moved = np.bincount(cols.ds, weights=cols.nbytes * cols.rep, minlength=max(trace.datasets, default=0) + 1)
     arrays = [d for d in trace.datasets.values() if len(d.shape) and moved[d.id] > 0]
     if not arrays:
-        raise ValueError(f"{trace.source or 'trace'}: no access to an array of one or more dimensions recorded")
+        raise InputError(f"{trace.source or 'trace'}: no access to an array of one or more dimensions recorded")
     return max(arrays, key=lambda d: (moved[d.id], -d.id))
 
 
@@ -215,7 +216,7 @@ def access_map(trace: Trace, dataset: DatasetRecord | str | None = None, *,
     shape = tuple(int(s) for s in trace.extent(ds.id))
     ndim = len(shape)
     if not ndim or not math.prod(shape):
-        raise ValueError(f"{ds.key}: a scalar or empty array has no access map")
+        raise InputError(f"{ds.key}: a scalar or empty array has no access map")
     cols = trace.columns_of(ds.id)
     lo, hi, t, nbytes, write, k = _unrolled(cols, ndim)
     axes, projection = _choose_axes(lo, shape)

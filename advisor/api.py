@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from instrumentation.tracefile import Trace, load_trace
+from instrumentation.errors import InputError
 
 MODELS_FAILED = "the models failed on it"
 """The start of a ``NotAdvised.reason`` when the models raised on that dataset (the others are advised)."""
@@ -64,7 +65,7 @@ class AdviseOptions:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(c) - known)
         if unknown:
-            raise ValueError(f"unknown advise option(s): {', '.join(unknown)}")
+            raise InputError(f"unknown advise option(s): {', '.join(unknown)}")
         c = dict(c)
         for k in ("compressors", "libraries"):
             if c.get(k) is not None:
@@ -142,16 +143,16 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
         max_error = ErrorBound.parse(max_error)
     bad = [lib for lib in libraries if lib not in ("hdf5", "zarr")]
     if bad or not libraries:
-        raise ValueError(f"libraries must be hdf5 and/or zarr, got {list(libraries)!r}")
+        raise InputError(f"libraries must be hdf5 and/or zarr, got {list(libraries)!r}")
     if top < 1:
-        raise ValueError(f"top must be >= 1, got {top}")
+        raise InputError(f"top must be >= 1, got {top}")
     from advisor.search import Objective
 
     goal = Objective(objective, max_seconds, max_bytes)
     if cache_budget == -1:
         cache_budget = CACHE_BUDGET
     if cache_budget is not None and cache_budget <= 0:
-        raise ValueError(f"cache budget must be positive, got {cache_budget}")
+        raise InputError(f"cache budget must be positive, got {cache_budget}")
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
     cols = trace.columns
     shares = cache_shares(cols, cache_budget)

@@ -24,6 +24,7 @@ from compression_model.error_bound import ErrorBound
 from instrumentation.patterns import AccessPattern, PatternClass
 from instrumentation.records import DatasetRecord
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text, format_bytes, layout_text
+from instrumentation.errors import InputError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -371,7 +372,7 @@ def allowed_codecs(dtype: str, *, max_error: ErrorBound | str | None = None, los
         list(DEFAULT_LOSSY) if max_error is not None and not lossless_only else [])
     unknown = [n for n in names if n not in CODEC_NAMES and n != "none"]
     if unknown:
-        raise ValueError(f"unknown compressor {unknown[0]!r} in --compressors; known: {', '.join(CODEC_NAMES)}")
+        raise InputError(f"unknown compressor {unknown[0]!r} in --compressors; known: {', '.join(CODEC_NAMES)}")
     out = []
     kind = np.dtype(dtype).kind
     for n in names:
@@ -382,7 +383,7 @@ def allowed_codecs(dtype: str, *, max_error: ErrorBound | str | None = None, los
                 notes.append(f"{n} skipped: lossy and --lossless-only given")
                 continue
             if max_error is None:
-                raise ValueError(f"compressor {n!r} is lossy: give --max-error abs:X or rel:Y")
+                raise InputError(f"compressor {n!r} is lossy: give --max-error abs:X or rel:Y")
             if kind != "f" or np.dtype(dtype).itemsize not in (4, 8):
                 notes.append(f"{n} skipped: lossy codecs take float32/float64 data, not {dtype}")
                 continue

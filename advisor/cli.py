@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 
+from instrumentation.errors import IoadvisorError
+
 COMMANDS = {
     "run": "trace an unmodified script (python app.py ...), also under mpiexec",
     "link-flags": "print the link flags that make a statically linked HDF5 program traceable",
@@ -73,18 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         # `ioadvisor trace show T | head`: the reader left; not an error of ours
         sys.stderr.close()
         return 0
-    except (ValueError, OSError, KeyError) as exc:
-        # user-facing errors (bad trace, layout, path) are one line; IOADVISOR_DEBUG=1 shows the traceback
+    except (IoadvisorError, FileExistsError) as exc:
+        # bad input (trace, layout, profile, path, option) is one line; IOADVISOR_DEBUG=1 shows the traceback.
+        # Anything else is a bug and keeps its traceback. FileExistsError: the never-overwrite refusals that
+        # instrumentation (launch, tracer, darshan) still raise untyped; OutputExistsError once they use it.
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
         print(f"ioadvisor {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - a library below failed on input we did not foresee: still one line
-        if os.environ.get("IOADVISOR_DEBUG"):
-            raise
-        print(f"ioadvisor {args.command}: error: {type(exc).__name__}: {_one_line(exc)} "
-              "(an ioadvisor bug: IOADVISOR_DEBUG=1 shows where)", file=sys.stderr)
-        return 3
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from advisor.costmodel import (SAMPLE_BLOCKS, CodecCost, CostModel, DataSource, 
 from advisor.results import Recommendation
 from advisor.candidates import Candidate, CodecChoice
 from iomodel.layout import HDF5_DEFAULT_CACHE
+from instrumentation.errors import InputError
 
 SHAPES_KEPT = 3
 """Chunk shapes per library whose cache/shard variants are evaluated (stage 2)."""
@@ -63,13 +64,13 @@ class Objective:
 
     def __post_init__(self) -> None:
         if self.kind not in ("time", "size", "read"):
-            raise ValueError(f"objective must be 'time', 'read' or 'size', got {self.kind!r}")
+            raise InputError(f"objective must be 'time', 'read' or 'size', got {self.kind!r}")
         if self.kind == "size" and self.max_seconds is None:
-            raise ValueError("objective 'size' needs --max-seconds (smallest stored size within that time)")
+            raise InputError("objective 'size' needs --max-seconds (smallest stored size within that time)")
         if self.max_seconds is not None and not self.max_seconds > 0:
-            raise ValueError(f"--max-seconds must be positive, got {self.max_seconds}")
+            raise InputError(f"--max-seconds must be positive, got {self.max_seconds}")
         if self.max_bytes is not None and not self.max_bytes > 0:
-            raise ValueError(f"--max-bytes must be positive, got {self.max_bytes}")
+            raise InputError(f"--max-bytes must be positive, got {self.max_bytes}")
 
     @property
     def by_time(self) -> bool:

@@ -44,12 +44,13 @@ from iomodel.layout import Layout, layout_text
 from iomodel.predict import pick_dataset
 from iomodel.replay import (DATASET_NAME, LayoutSpec, ReplayError, build, data_path, evict, index_of, replay,
                             stored_bytes)
+from instrumentation.errors import IoadvisorError
 
 MAX_BYTES = 2 << 30
 """Largest array region verify rebuilds per layout (the user's data is held in memory once)."""
 
 
-class VerifyError(ValueError):
+class VerifyError(IoadvisorError, ValueError):
     """A dataset cannot be rebuilt or replayed; the message names the dataset and the reason."""
 
 

@@ -11,7 +11,13 @@ from typing import Callable
 
 import numpy as np
 
+from instrumentation.errors import IoadvisorError
+
 MODES = ("abs", "rel")
+
+
+class ErrorBoundError(IoadvisorError, ValueError):
+    """An error bound that cannot be read or met (one line naming it)."""
 
 
 @dataclass(frozen=True)
@@ -23,9 +29,9 @@ class ErrorBound:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ValueError(f"error bound mode must be abs or rel, not {self.mode!r}")
+            raise ErrorBoundError(f"error bound mode must be abs or rel, not {self.mode!r}")
         if not (isinstance(self.value, (int, float)) and math.isfinite(self.value) and self.value > 0):
-            raise ValueError(f"error bound value must be a positive finite number, not {self.value!r}")
+            raise ErrorBoundError(f"error bound value must be a positive finite number, not {self.value!r}")
         object.__setattr__(self, "value", float(self.value))
 
     @classmethod
@@ -37,7 +43,7 @@ class ErrorBound:
         except ValueError:
             number = None
         if not sep or mode not in MODES or number is None:
-            raise ValueError(f"bad error bound {text!r}: expected abs:VALUE or rel:VALUE, e.g. rel:1e-3")
+            raise ErrorBoundError(f"bad error bound {text!r}: expected abs:VALUE or rel:VALUE, e.g. rel:1e-3")
         return cls(mode, number)
 
     def absolute(self, data_range: float | None) -> float:
@@ -45,7 +51,7 @@ class ErrorBound:
         if self.mode == "abs":
             return self.value
         if data_range is None or not math.isfinite(data_range):
-            raise ValueError(f"relative bound {self} needs a finite data range, got {data_range!r}")
+            raise ErrorBoundError(f"relative bound {self} needs a finite data range, got {data_range!r}")
         # a constant field has range 0: any positive bound is exact enough, keep it strictly positive
         return self.value * data_range if data_range > 0 else self.value
 
@@ -130,7 +136,7 @@ def bound_for_target(
         return value >= target if increasing else value <= target
 
     if not meets(fn(ErrorBound(mode, hi))):
-        raise ValueError(f"target {target:g} not reachable with bounds up to {mode}:{hi:g}")
+        raise ErrorBoundError(f"target {target:g} not reachable with bounds up to {mode}:{hi:g}")
     if meets(fn(ErrorBound(mode, lo))):
         return ErrorBound(mode, lo)
     a, b = math.log(lo), math.log(hi)  # fn(a) misses, fn(b) meets

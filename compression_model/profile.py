@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import json
 from pathlib import Path
 
+from instrumentation.errors import InputError
+
 SCHEMA = 1
 DEFAULT_PATH = Path(__file__).parent / "profiles" / "default.json"
 
@@ -59,7 +61,7 @@ class CompressionProfile:
     def from_config(cls, config: dict) -> "CompressionProfile":
         unknown = set(config) - {"machine", "created", "quick", "ratio", "time"}
         if unknown:
-            raise ValueError(f"compression profile: unknown field(s) {sorted(unknown)}")
+            raise InputError(f"compression profile: unknown field(s) {sorted(unknown)}")
         return cls(**config)
 
 
@@ -82,11 +84,11 @@ def load_profile(path=None) -> CompressionProfile:
     try:
         doc = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{p}: cannot read compression profile: {e}") from None
+        raise InputError(f"{p}: cannot read compression profile: {e}") from None
     if doc.get("schema") != SCHEMA:
-        raise ValueError(f"{p}: unknown profile schema {doc.get('schema')!r} (expected {SCHEMA})")
+        raise InputError(f"{p}: unknown profile schema {doc.get('schema')!r} (expected {SCHEMA})")
     if "compression" not in doc:
-        raise ValueError(f"{p}: profile has no 'compression' section")
+        raise InputError(f"{p}: profile has no 'compression' section")
     return CompressionProfile.from_config(doc["compression"])
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compression_model.features import detect_fill
+from instrumentation.errors import IoadvisorError
 
 DETECT_POINTS = 65536
 """Values handed to fill detection (a strided subsample of the scanned values)."""
@@ -76,7 +77,7 @@ SCAN_SLAB_BYTES = 64 << 20
 """The streaming scan reads slabs of whole chunk rows of about this size."""
 
 
-class FieldTooLarge(ValueError):
+class FieldTooLarge(IoadvisorError, ValueError):
     """The field is larger than MAX_SCAN_BYTES: its range cannot be scanned, it must be given."""
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import IoadvisorError
+
 READ_TIMEOUT = 600.0
 """Seconds a child may take on one log (the 1.2 MB DXT log of darshan-logs takes a few; see docs/darshan.md)."""
 
@@ -33,7 +35,7 @@ NOT_USED = "not used by ioadvisor"
 """The reason given for a module left unread on purpose (LUSTRE, HEATMAP, APMPI, ...)."""
 
 
-class DarshanError(ValueError):
+class DarshanError(IoadvisorError, ValueError):
     """A log cannot be imported or reported; str() is one line naming the file."""
 
 

@@ -11,6 +11,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar
 
+from .errors import IoadvisorError
+
 # numpy is imported where it is used: a light launcher writes a trace's header without it (instrumentation/launch.py)
 
 SCHEMA_VERSION = 1
@@ -26,7 +28,7 @@ CAPTURE_CALLS = ("h5py calls", "zarr calls")
 """The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
 
-class RecordError(ValueError):
+class RecordError(IoadvisorError, ValueError):
     """A record does not match the schema; the message names the field."""
 
 

@@ -27,12 +27,13 @@ import operator
 import numpy as np
 
 from .records import Selection
+from .errors import IoadvisorError
 
 _INT_TYPES = (int, np.integer)
 _WHOLE = slice(None)
 
 
-class SelectionError(ValueError):
+class SelectionError(IoadvisorError, ValueError):
     """An index the normalizer does not understand (the library accepted it)."""
 
 

@@ -29,13 +29,14 @@ from .records import (
     ResizeRecord,
     TraceHeader,
 )
+from .errors import IoadvisorError
 
 FLUSH_EVERY = 256
 """Records buffered before a write; also flushed at least every FLUSH_SECONDS."""
 FLUSH_SECONDS = 0.5
 
 
-class TraceError(ValueError):
+class TraceError(IoadvisorError, ValueError):
     """A trace file cannot be read; str() is one line naming file and line."""
 
 

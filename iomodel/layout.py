@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from instrumentation.records import DatasetRecord
+from instrumentation.errors import IoadvisorError
 
 HDF5_DEFAULT_CACHE = (8 * 1024 * 1024, 8191, 0.75)
 """HDF5 2.0 default chunk cache (rdcc_nbytes, rdcc_nslots, rdcc_w0), see field notes."""
@@ -31,7 +32,7 @@ _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 1
           "mib": 1024**2, "g": 10**9, "gb": 10**9, "gib": 1024**3}
 
 
-class LayoutError(ValueError):
+class LayoutError(IoadvisorError, ValueError):
     """A layout is impossible or cannot be parsed; the message names the field."""
 
 

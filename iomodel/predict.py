@@ -17,22 +17,23 @@ from .parallel import contention_factor, mpio_uncached, parallel_terms
 from .prediction import Prediction
 from .profile import PageCacheCurve, SystemProfile
 from .variables import WINDOW_ACCESSES, Replay, Variables, count_variables, replay_key
+from instrumentation.errors import InputError
 
 
 def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecord:
     """The dataset to model: by id, key ('file::path') or path; default the most accessed array (a scalar or
     an empty one has nothing to chunk: such are picked only by name)."""
     if not trace.datasets:
-        raise ValueError(f"{trace.source or 'trace'}: no datasets recorded")
+        raise InputError(f"{trace.source or 'trace'}: no datasets recorded")
     if dataset is None:
         cols = trace.columns
         if not cols.rows:
-            raise ValueError(f"{trace.source or 'trace'}: no accesses recorded")
+            raise InputError(f"{trace.source or 'trace'}: no accesses recorded")
         counts = np.bincount(cols.ds, weights=cols.rep)
         order = np.argsort(-counts, kind="stable")  # most accessed first; ties: the lowest id
         arrays = [int(i) for i in order if counts[i] and (shape := trace.extent(int(i))) and math.prod(shape)]
         if not arrays:
-            raise ValueError(f"{trace.source or 'trace'}: only scalar or empty datasets accessed: nothing to chunk")
+            raise InputError(f"{trace.source or 'trace'}: only scalar or empty datasets accessed: nothing to chunk")
         return trace.datasets[arrays[0]]
     if isinstance(dataset, int) or (isinstance(dataset, str) and dataset.isdigit()):
         if int(dataset) in trace.datasets:
@@ -41,7 +42,7 @@ def pick_dataset(trace: Trace, dataset: int | str | None = None) -> DatasetRecor
         if dataset in (d.key, d.path, d.path.lstrip("/")):
             return d
     names = ", ".join(sorted(d.path for d in trace.datasets.values()))
-    raise ValueError(f"{trace.source or 'trace'}: no dataset {dataset!r} (recorded: {names})")
+    raise InputError(f"{trace.source or 'trace'}: no dataset {dataset!r} (recorded: {names})")
 
 
 def process_arrays(trace: Trace, dataset: DatasetRecord) -> tuple[AccessColumns, tuple[tuple[DatasetRecord, Layout], ...]]:
@@ -100,7 +101,7 @@ class Workload:
                  shape: Sequence[int] | None = None, procs: int = 1, warm: bool = False,
                  others: Sequence[tuple[DatasetRecord, Layout]] = (), resized: Sequence[Sequence[int]] = ()):
         if procs < 1:
-            raise ValueError(f"procs must be >= 1, got {procs}")
+            raise InputError(f"procs must be >= 1, got {procs}")
         self.dataset, self.warm = dataset, warm
         cols = as_columns(accesses)
         self.others = tuple(others)

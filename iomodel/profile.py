@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from instrumentation.errors import IoadvisorError
+
 PROFILE_SCHEMA = 1
 IO_SCHEMA = 2
 """Version of the ``"io"`` section: 2 added the page-cache curve, zarr's overlap, the allocation term
@@ -33,7 +35,7 @@ def default_profile_path() -> Path:
     return user if user.exists() else DEFAULT_PROFILE
 
 
-class ProfileError(ValueError):
+class ProfileError(IoadvisorError, ValueError):
     """A profile cannot be read or is inconsistent; one line naming file and field."""
 
 

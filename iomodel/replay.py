@@ -23,6 +23,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from instrumentation.records import READ, AccessRecord, Filter, ResizeRecord, Selection
+from instrumentation.errors import IoadvisorError
 
 DATASET_NAME = "data"
 """Name of the one dataset inside a replay file (HDF5) or store (zarr: the root array)."""
@@ -31,7 +32,7 @@ FILL_SLAB_BYTES = 64 << 20
 """Fill the array in slabs of about this size so memory stays bounded."""
 
 
-class ReplayError(ValueError):
+class ReplayError(IoadvisorError, ValueError):
     """The layout or a selection cannot be built or replayed; names the field."""
 
 

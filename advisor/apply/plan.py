@@ -27,6 +27,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from instrumentation.errors import InputError
+
 
 def consolidate_chunks(shape: Sequence[int], chunks: Sequence[int], itemsize: int, max_mem: int,
                        chunk_limits: Sequence[int | None] | None = None) -> tuple[int, ...]:
@@ -40,7 +42,7 @@ def consolidate_chunks(shape: Sequence[int], chunks: Sequence[int], itemsize: in
             per_axis[axis] = min(max(limit, chunks[axis]), shape[axis]) if limit != -1 else shape[axis]
     chunk_mem = itemsize * math.prod(chunks)
     if chunk_mem > max_mem:
-        raise ValueError(f"a chunk of {chunk_mem} bytes exceeds the block budget of {max_mem} bytes")
+        raise InputError(f"a chunk of {chunk_mem} bytes exceeds the block budget of {max_mem} bytes")
     headroom = max_mem / chunk_mem
     new = list(chunks)
     for axis in sorted(per_axis, reverse=True):
@@ -141,7 +143,7 @@ def plan_copy(shape: Sequence[int], itemsize: int, source_grid: Sequence[int] | 
     dst = full(target_grid if target_grid is not None else source_grid)
     for name, g in (("source chunk", src), ("target chunk (or shard)", dst)):
         if itemsize * math.prod(g) > budget:
-            raise ValueError(f"a {name} of {itemsize * math.prod(g)} bytes does not fit the block budget of "
+            raise InputError(f"a {name} of {itemsize * math.prod(g)} bytes does not fit the block budget of "
                              f"{budget} bytes: raise --max-memory")
     both = _lcm_clipped(src, dst, shape)
     if itemsize * math.prod(both) <= budget:

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from instrumentation.errors import IoadvisorError
+
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4", ".cdf")
 ZARR_SUFFIXES = (".zarr",)
 KEEP = "keep"
 """``ArrayLayout.compressor`` of a layout that keeps the source's own filters."""
 
 
-class ApplyError(ValueError):
+class ApplyError(IoadvisorError, ValueError):
     """A one-line reason ``apply`` cannot go on (bad input, mismatch, verification failure)."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from . import add_profile_option, add_quiet_option
+from instrumentation.errors import InputError
 
 
 def register(sub) -> None:
@@ -56,11 +57,11 @@ def run(args) -> int:
     from advisor import progress
 
     if args.top < 1:
-        raise ValueError(f"--top must be >= 1, got {args.top}")
+        raise InputError(f"--top must be >= 1, got {args.top}")
     if args.procs is not None and args.procs < 1:
-        raise ValueError(f"--procs must be >= 1, got {args.procs}")
+        raise InputError(f"--procs must be >= 1, got {args.procs}")
     if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
     with progress.task("advise") as bar:  # from the start: the imports below take a second on a busy machine
         bar.describe("loading the models")
         from advisor.api import MODELS_FAILED, AdviseOptions, advise

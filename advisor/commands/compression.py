@@ -28,6 +28,7 @@ from compression_model.sampling import sample_blocks
 from compression_model.sampling_estimator import codec_calls
 
 from . import add_quiet_option, with_progress
+from instrumentation.errors import InputError
 
 DEFAULT_BOUNDS = ("rel:1e-2", "rel:1e-3", "rel:1e-4")
 LOSSLESS_BASELINE = "blosc-zstd"
@@ -62,10 +63,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per (compressor, bound)")
     add_quiet_option(p)
     p.set_defaults(func=with_progress("compression estimates", run))
-
-
-class InputError(ValueError):
-    """A bad command line value (one line, names the value)."""
 
 
 def parse_chunks(text: str | None, ndim: int) -> tuple | None:
@@ -112,7 +109,7 @@ def open_dataset(target: str):
         store, _, inner = target.partition(".zarr")
         store += ".zarr"
         if not os.path.exists(store):
-            raise OSError(f"{store}: no such Zarr store")
+            raise InputError(f"{store}: no such Zarr store")
         import zarr
 
         name = inner.strip("/")
@@ -137,13 +134,13 @@ def open_dataset(target: str):
     if not sep:
         path, name = target, ""
     if not os.path.exists(path):
-        raise OSError(f"{path}: no such file")
+        raise InputError(f"{path}: no such file")
     import h5py
 
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
-        raise OSError(f"{path}: not a readable HDF5 file ({exc})") from None
+        raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
     if not name:
         names = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
+from instrumentation.errors import OutputExistsError
+
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="turn another tool's log into a (synthetic) trace: darshan")
@@ -31,7 +33,7 @@ def run(args) -> int:
     output = args.output or os.path.splitext(os.path.basename(args.log))[0] + ".jsonl"
     if os.path.exists(output) and not args.force:
         # said before reading the log, in the CLI's words (the API's error names its overwrite=True)
-        raise FileExistsError(f"{output} exists: not replacing an earlier trace (choose another path with -o, "
+        raise OutputExistsError(f"{output} exists: not replacing an earlier trace (choose another path with -o, "
                               "or --force to replace it)")
     summary = import_darshan(args.log, output, shapes=parse_shapes(args.shape), dxt=not args.no_dxt,
                              reach_files=not args.no_files, overwrite=args.force)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shlex
 
+from instrumentation.errors import InputError
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -25,7 +27,7 @@ def run(args) -> int:
 
     wrapper = linkage.wrapper_object()
     if wrapper is None:
-        raise FileNotFoundError("the link-time wrapper was not built (no C compiler when ioadvisor was installed): "
+        raise InputError("the link-time wrapper was not built (no C compiler when ioadvisor was installed): "
                                 "install ioadvisor again where `cc` works")
     print(" ".join(shlex.quote(flag) for flag in linkage.link_flags(wrapper)))
     return 0

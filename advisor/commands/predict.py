@@ -7,6 +7,7 @@ import sys
 from instrumentation.tracefile import load_trace
 
 from . import add_profile_option, add_quiet_option, with_progress
+from instrumentation.errors import InputError
 
 
 def register(sub) -> None:
@@ -75,9 +76,9 @@ def run(args) -> int:
     ds = pick_dataset(trace, args.dataset)
     profile, machine_note = fit_to_machine(load_profile(args.profile))
     if args.procs < 1:
-        raise ValueError(f"--procs must be >= 1, got {args.procs}")
+        raise InputError(f"--procs must be >= 1, got {args.procs}")
     if args.servers is not None and args.servers < 1:
-        raise ValueError(f"--servers must be >= 1, got {args.servers}")
+        raise InputError(f"--servers must be >= 1, got {args.servers}")
     layouts = [parse_layout(spec, ds) for spec in (args.layout or ["current"])]
     bar = progress.current()
     bar.add_total(len(layouts))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
+from instrumentation.errors import OutputExistsError
+
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="report on a Darshan log: files, findings with seconds at stake, HDF5 advice",
@@ -22,7 +24,7 @@ def run(args) -> int:
     from advisor.darshan_report import report_darshan, write_json
 
     if args.html and os.path.exists(args.html):
-        raise FileExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
+        raise OutputExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
     rep = report_darshan(args.log, reach_files=not args.no_files, dxt=not args.no_dxt)
     print(write_json(rep) if args.json else rep.text())
     if args.html:

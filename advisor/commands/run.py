@@ -29,6 +29,7 @@ from pathlib import Path
 from instrumentation import preload
 from instrumentation.mpi import FileSync, rank_path
 from instrumentation.tracedir import META, PART, PARTS
+from instrumentation.errors import InputError
 
 DEFAULT_TRACE = "ioadvisor-trace.parquet"
 
@@ -54,7 +55,7 @@ class Program:
         if cmd and cmd[0] == "--":
             cmd.pop(0)
         if not cmd:
-            raise ValueError("no program given: use ioadvisor run [-o TRACE] -- python script.py args...")
+            raise InputError("no program given: use ioadvisor run [-o TRACE] -- python script.py args...")
         unbuffered = False
         if _PYTHON.match(os.path.basename(cmd[0])):
             cmd.pop(0)
@@ -63,24 +64,24 @@ class Program:
                 cmd.pop(0)
             if cmd and cmd[0] == "-m":
                 if len(cmd) < 2:
-                    raise ValueError("python -m needs a module name")
+                    raise InputError("python -m needs a module name")
                 return cls(cmd[1], tuple(cmd[2:]), module=True, unbuffered=unbuffered)
             if cmd and cmd[0] == "-c":
                 if len(cmd) < 2:
-                    raise ValueError("python -c needs the code to run")
+                    raise InputError("python -c needs the code to run")
                 return cls(cmd[1], tuple(cmd[2:]), unbuffered=unbuffered, code=True)
             if cmd and cmd[0].startswith("-"):
-                raise ValueError(f"python option {cmd[0]} is not supported here: only -m, -c and -u")
+                raise InputError(f"python option {cmd[0]} is not supported here: only -m, -c and -u")
             if not cmd:
-                raise ValueError("python needs a script to run")
+                raise InputError("python needs a script to run")
             target = cmd[0]
             if not os.path.exists(target):
-                raise FileNotFoundError(f"{target}: no such script")
+                raise InputError(f"{target}: no such script")
             return cls(target, tuple(cmd[1:]), unbuffered=unbuffered)
         target = cmd[0]
         path = target if os.path.exists(target) else shutil.which(target)
         if path is None:
-            raise FileNotFoundError(f"{target}: no such program or script")
+            raise InputError(f"{target}: no such program or script")
         native = not _is_python(path)
         return cls(path if native else target, tuple(cmd[1:]), native=native)
 

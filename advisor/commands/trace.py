@@ -14,6 +14,7 @@ from instrumentation.records import ProcessInfo
 from instrumentation.tracefile import Trace, is_jsonl, load_trace, merge_traces, write_trace
 
 from . import add_quiet_option, with_progress
+from instrumentation.errors import InputError
 
 
 def _size(nbytes: float) -> str:
@@ -201,14 +202,14 @@ def run_plot(args) -> int:
         try:
             recommended = tuple(int(c) for c in args.chunks.split(","))
         except ValueError:
-            raise ValueError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
+            raise InputError(f"--chunks must be integers separated by commas, got {args.chunks!r}") from None
     bar = progress.current()
     bar.describe("loading rows")
     trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
     ds = pick(trace, args.dataset)
     bar.describe(f"mapping {trace.columns_of(ds.id).n_access} accesses")
     if recommended is not None and (len(recommended) != len(ds.shape) or min(recommended) < 1):
-        raise ValueError(f"--chunks {args.chunks}: {ds.key} has {len(ds.shape)} dimensions; "
+        raise InputError(f"--chunks {args.chunks}: {ds.key} has {len(ds.shape)} dimensions; "
                          "give one positive size per dimension")
     m = access_map(trace, ds, recommended=recommended)
     save_map(m, args.output)

@@ -12,6 +12,7 @@ import sys
 from instrumentation.tracefile import load_trace
 
 from . import add_profile_option, add_quiet_option
+from instrumentation.errors import InputError
 
 
 def register(sub) -> None:
@@ -44,7 +45,7 @@ def run(args) -> int:
     from advisor.verify import verify
 
     if args.top < 0 or args.repeat < 1:
-        raise ValueError("--top must be >= 0 and --repeat >= 1")
+        raise InputError("--top must be >= 0 and --repeat >= 1")
     constraints = {}
     if args.max_error:
         constraints["max_error"] = args.max_error
@@ -67,7 +68,7 @@ def run(args) -> int:
     if args.max_error:
         ErrorBound.parse(args.max_error)
     if args.deadline is not None and args.deadline <= 0:
-        raise ValueError(f"--deadline must be > 0, got {args.deadline}")
+        raise InputError(f"--deadline must be > 0, got {args.deadline}")
     load_profile(args.profile)  # readable; advise loads it again, rescaled to this machine (iomodel.probe)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)

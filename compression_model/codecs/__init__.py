@@ -11,6 +11,7 @@ from compression_model.codecs.sz3 import SZ3
 from compression_model.codecs.zfp import ZFP
 from compression_model.codecs.zstd import Zstd
 from compression_model.error_bound import ErrorBound
+from instrumentation.errors import InputError
 
 _REGISTRY: dict[str, tuple[type[Codec], dict]] = {
     "sz3": (SZ3, {}),
@@ -31,12 +32,12 @@ LOSSLESS_NAMES = tuple(n for n in CODEC_NAMES if n not in LOSSY_NAMES)
 def get_codec(name: str, error_bound: ErrorBound | str | None = None, data_range: float | None = None) -> Codec:
     """The codec ``name``; a lossy one needs ``error_bound`` (resolved to absolute with ``data_range``)."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown compressor {name!r}; known: {', '.join(CODEC_NAMES)}")
+        raise InputError(f"unknown compressor {name!r}; known: {', '.join(CODEC_NAMES)}")
     cls, params = _REGISTRY[name]
     if not cls.lossy:
         return cls(**params)
     if error_bound is None:
-        raise ValueError(f"{name} is lossy and needs an error bound (e.g. rel:1e-3)")
+        raise InputError(f"{name} is lossy and needs an error bound (e.g. rel:1e-3)")
     if isinstance(error_bound, str):
         error_bound = ErrorBound.parse(error_bound)
     return cls(abs_bound=error_bound.absolute(data_range), **params)
@@ -46,7 +47,7 @@ def from_config(config: dict) -> Codec:
     """Inverse of ``Codec.get_config``."""
     name = config.get("id")
     if name not in _REGISTRY:
-        raise ValueError(f"unknown codec id {name!r} in config")
+        raise InputError(f"unknown codec id {name!r} in config")
     return _REGISTRY[name][0].from_config(config)
 
 
