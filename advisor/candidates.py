@@ -76,12 +76,6 @@ class Candidate:
     origin: tuple[str, ...] = field(default=(), compare=False)
 
     @property
-    def io_key(self) -> tuple:
-        """What the I/O model distinguishes (everything but the codec identity)."""
-        return (self.library, self.chunks, self.shards, self.cache_bytes, self.cache_slots,
-                self.compressor is not None)
-
-    @property
     def cache_or_shards(self) -> str:
         """The table cell beside the chunks: ``cache 8MiB`` (HDF5 chunked), ``shards 512x512`` (zarr), or ''."""
         if self.library == "hdf5":

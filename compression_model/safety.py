@@ -10,11 +10,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compression_model.features import detect_fill
 from instrumentation.errors import IoadvisorError
 
 DETECT_POINTS = 65536
 """Values handed to fill detection (a strided subsample of the scanned values)."""
+HUGE_FILL = 1e30
+"""|value| at or above which a float is a fill value (netCDF default fill 9.97e36, ferret -1e34)."""
+
+
+def detect_fill(values: np.ndarray) -> float | None:
+    """A fill value among finite ``values``: a huge magnitude, or a frequent isolated extreme value.
+
+    Isolated: the modal value is the min or max, holds >= 1% of points, and lies farther from the
+    rest of the data than the rest's own range (land masks, -999 flags).
+    """
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return None
+    if v.dtype.kind != "f" or float(np.finfo(v.dtype).max) >= HUGE_FILL:  # float16 cannot hold one (and warns)
+        huge = np.abs(v) >= HUGE_FILL
+        if huge.any():
+            return float(v[huge][0])
+    uniq, counts = np.unique(v, return_counts=True)
+    if uniq.size < 3:
+        return None
+    for idx, other in ((0, uniq[1:]), (uniq.size - 1, uniq[:-1])):
+        if counts[idx] >= 0.01 * v.size:
+            rest = float(other.max() - other.min())
+            gap = float(min(abs(uniq[idx] - other.min()), abs(uniq[idx] - other.max())))
+            if gap > max(rest, 0):
+                return float(uniq[idx])
+    return None
 
 
 @dataclass(frozen=True)

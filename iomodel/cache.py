@@ -167,12 +167,6 @@ def pc_access(nodes, free, st, index, key, size):
 _CID, _EPREV, _ENEXT, _RD, _WR, _DIRTY = 0, 1, 2, 3, 4, 5
 
 
-def new_chunk_cache(nslots: int):
-    ent = np.full((6, max(1, nslots)), -1, np.int64)
-    cc = np.array([-1, -1, 0, 0, 0], np.int64)
-    return ent, cc
-
-
 @numba.njit(cache=True)
 def hash_slot(cid, grid, bits, nslots):
     """``H5D__chunk_hash_val``: scaled coordinates bit-packed, modulo nslots.

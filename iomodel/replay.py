@@ -127,10 +127,6 @@ class ReplayResult:
     stored_bytes: int = 0
     values: list[np.ndarray] | None = field(default=None, compare=False)
 
-    @property
-    def nfiles(self) -> int:
-        return len(self.evicted_files)
-
 
 def data_path(spec: LayoutSpec, workdir: str | os.PathLike) -> Path:
     """Where the array of this layout lives under workdir."""

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from compression_model.codecs import get_codec
-from compression_model.safety import DataSafety, codec_problems, scan
+from compression_model.safety import DataSafety, codec_problems, detect_fill, scan
 
 
 def test_scan_counts_and_range_excludes_nonfinite_and_fill():
@@ -49,3 +49,13 @@ def test_sz_flagged_for_zarr_and_fill_inside_bound():
     s = scan(x, fill_value=17.0)
     assert any("fill value" in p for p in codec_problems(get_codec("sz3", "abs:5"), s, "zarr"))
     assert codec_problems(get_codec("sz3", "abs:0.1"), s, "zarr") == []
+
+
+def test_fill_detection():
+    rng = np.random.default_rng(0)
+    v = rng.normal(15, 2, 5000)
+    assert detect_fill(v) is None
+    v[:800] = -999.0
+    assert detect_fill(v) == -999.0
+    v[:800] = 9.96921e36
+    assert detect_fill(v) == np.float64(9.96921e36)
