@@ -25,7 +25,7 @@ the previous device read ended).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numba
 import numpy as np
@@ -492,20 +492,15 @@ ROMIO_READ_BUFFER = 4 << 20
 
 
 @numba.njit(cache=True)
-def _collective(write, v0, v1, vis, geo, dev, st, ends):
+def _collective(out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul,
+                ibc, alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s, ra):
     """One collective MPI-IO transfer of an unfiltered chunked dataset (ROMIO, one node, ranks not interleaved).
 
     HDF5 hands MPI-IO the whole selection as one file type (linked-chunk I/O). ROMIO writes each extent
     contiguous in the file with one request when the user buffer is contiguous too, else packs it through
     its buffer (one request per buffer); an extent with holes is data-sieved: each buffer-sized window
     is read, merged and written back. Measured: 62 write calls where per-run requests counted 960,000
-    (docs/parallel-validation.md). ``ends``: (device read end, write end, next allocation offset), returned
-    updated."""
-    out, pc, alloc, wtouched = st.out, st.pc, st.alloc, st.wtouched
-    cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a = vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi
-    itemsize, stored, kmul, ibc, prealloc = geo.itemsize, geo.stored, geo.kmul, geo.ibc, geo.prealloc
-    curve_b, curve_s, ra = dev.curve_b, dev.curve_s, dev.ra
-    rd_end, wr_end, next_off = ends
+    (docs/parallel-validation.md)."""
     nv = v1 - v0
     lo = np.empty(nv, np.int64)
     hi = np.empty(nv, np.int64)
@@ -571,10 +566,8 @@ def _sieve_plan(sreq, slen, nbytes, nfrun, lo, hi, sieve):
 
 
 @numba.njit(cache=True, nogil=True)
-def _warm_up(geo, pc, alloc, nunits, piecewise):
+def _warm_up(pc, alloc, prealloc, nunits, sharded, shard_key0, shard_stored, piecewise, csize, stored, sieve, kmul):
     """Every stored byte starts in the page cache, in file order (``warm``)."""
-    prealloc, csize, stored, sieve, kmul = geo.prealloc, geo.csize, geo.stored, geo.sieve, geo.kmul
-    sharded, shard_key0, shard_stored = geo.n_inner > 0, geo.nchunks + 1, geo.n_inner * geo.stored + geo.index_bytes
     nodes, free, st, index = pc
     for u in range(nunits):
         if not _exists(u, alloc, prealloc):
@@ -589,15 +582,14 @@ def _warm_up(geo, pc, alloc, nunits, piecewise):
 
 
 @numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
-def _simulate(vis, calls, geo, dev, st):
-    """Replay one window of accesses (``Visits``, ``Calls``) against ``geo``; the state ``st`` carries over to
-    the next window."""
-    cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets = vis
-    ops, coll, sreq_a, slen_a = calls
-    (is_zarr, itemsize, csize, stored, grid, bits, rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
-     cps_grid, shard_grid, n_inner, index_bytes, prealloc, nchunks, parallel, fill_alloc, kmul, node_bytes) = geo
-    curve_b, curve_s, zarr_overlap, ra = dev
-    alloc, pc, out, ent, cc, evicted, mdc, wtouched, pos = st
+def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, coll, sreq_a, slen_a,
+              is_zarr, itemsize, csize, stored, grid, bits,
+              rdcc_nbytes, nslots, w0, filtered, chunked, ibc, sieve,
+              cps_grid, shard_grid, n_inner, index_bytes,
+              prealloc, alloc, nchunks, pc, parallel, fill_alloc, curve_b, curve_s, zarr_overlap, ra,
+              kmul, out, ent, cc, evicted, mdc, node_bytes, wtouched, pos):
+    """Replay one window of accesses; the state (``out`` onwards; ``pos`` = device read end, write end, next
+    allocation offset) carries over to the next window."""
     nd = len(grid)
     shard_key0 = nchunks + 1
     rd_end, wr_end, next_off = pos[0], pos[1], pos[2]
@@ -680,7 +672,9 @@ def _simulate(vis, calls, geo, dev, st):
                 k = k2
             continue
         if coll[a] and parallel and not filtered and not is_zarr and chunked:
-            rd_end, wr_end, next_off = _collective(write, v0, v1, vis, geo, dev, st, (rd_end, wr_end, next_off))
+            rd_end, wr_end, next_off = _collective(
+                out, pc, write, v0, v1, cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, itemsize, stored, kmul, ibc,
+                alloc, prealloc, next_off, wtouched, rd_end, wr_end, curve_b, curve_s, ra)
             continue
         for j in range(v0, v1):
             cid = cid_a[j]
@@ -818,10 +812,8 @@ def _simulate(vis, calls, geo, dev, st):
 
 
 @numba.njit(cache=True, nogil=True)
-def _close(geo, st):
+def _close(out, pc, ent, cc, alloc, prealloc, stored, kmul, filtered, csize, ibc, wtouched, pos):
     """Close: flush dirty chunks from the head of the chunk cache's list."""
-    out, pc, ent, cc, alloc, wtouched, pos = st.out, st.pc, st.ent, st.cc, st.alloc, st.wtouched, st.pos
-    prealloc, stored, kmul, filtered, csize, ibc = geo.prealloc, geo.stored, geo.kmul, geo.filtered, geo.csize, geo.ibc
     wr_end, next_off = pos[1], pos[2]
     s = cc[0]
     while s >= 0:
@@ -838,89 +830,6 @@ def _close(geo, st):
                 out[N_WINDEX] += 1
         s = ent[2, s]
     pos[1], pos[2] = wr_end, next_off
-
-
-class Visits(NamedTuple):
-    """The chunk visits of a window of accesses (``iomodel.chunks.ChunkVisits``'s arrays): per visit the chunk,
-    selected elements, runs, runs contiguous in the file, byte span in the chunk and whether it is whole;
-    ``offsets[a]:offsets[a + 1]`` are access ``a``'s visits."""
-
-    cid: np.ndarray
-    nsel: np.ndarray
-    nrun: np.ndarray
-    nfrun: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    full: np.ndarray
-    offsets: np.ndarray
-
-
-class Calls(NamedTuple):
-    """Per access of the window: op code (1: write), collective flag, and the sieve requests and their length
-    (contiguous storage only)."""
-
-    ops: np.ndarray
-    coll: np.ndarray
-    sreq: np.ndarray
-    slen: np.ndarray
-
-
-class Geometry(NamedTuple):
-    """What one replay knows of the layout and the path through the library, fixed for the replay."""
-
-    is_zarr: bool
-    itemsize: int
-    csize: int
-    """Bytes of a chunk in memory."""
-    stored: int
-    """Bytes of a chunk on disk."""
-    grid: np.ndarray
-    bits: np.ndarray
-    rdcc_nbytes: int
-    nslots: int
-    w0: float
-    filtered: bool
-    chunked: bool
-    ibc: int
-    """Chunks per index block."""
-    sieve: int
-    cps_grid: np.ndarray
-    shard_grid: np.ndarray
-    n_inner: int
-    """Chunks per shard (0: no shards)."""
-    index_bytes: int
-    prealloc: int
-    """0: nothing on disk before the trace; 1: every chunk, in row-major order; 2: at the recorded offsets."""
-    nchunks: int
-    parallel: bool
-    fill_alloc: bool
-    kmul: int
-    """Page-cache keys per unit (``unit * kmul`` whole, ``+ 1 + window`` piecewise)."""
-    node_bytes: int
-
-
-class Device(NamedTuple):
-    """The page cache's copy-time curve, the overlap of one zarr call's chunk reads, the readahead state."""
-
-    curve_b: np.ndarray
-    curve_s: np.ndarray
-    zarr_overlap: float
-    ra: np.ndarray
-
-
-class State(NamedTuple):
-    """What carries over from window to window: allocation, page cache, counts, chunk cache, metadata cache,
-    index blocks written, and ``pos`` (device read end, write end, next allocation offset)."""
-
-    alloc: object
-    pc: tuple
-    out: np.ndarray
-    ent: np.ndarray
-    cc: np.ndarray
-    evicted: np.ndarray
-    mdc: tuple
-    wtouched: object
-    pos: np.ndarray
 
 
 WINDOW_ACCESSES = 1 << 18
@@ -1027,21 +936,14 @@ class Replay:
         self._key0 = self._shared.add((2 * layout.nchunks + 3) * self._kmul,
                                       self._shared.capacity // min_entry + 2)
         self._closed = False
-        lay = layout
-        self._geo = Geometry(
-            lay.library == "zarr", lay.itemsize, lay.chunk_nbytes, lay.stored_chunk_nbytes, self._grid, self._bits,
-            lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0, lay.filtered, lay.chunks is not None,
-            lay.index_block_chunks, lay.sieve_bytes, self._cps_grid, self._shard_grid, self._n_inner,
-            self._index_bytes, self._prealloc, lay.nchunks, self.parallel, lay.fill_on_alloc, self._kmul,
-            self._node_bytes)
-        self._dev = Device(*self._curve, self._zarr_overlap, self._ra)
         if warm:
             self._shared.reserve(layout.nchunks * (csize // sieve + 2))
             self._shared.enter(self._key0)
             sharded = self._n_inner > 0
             nunits = int(np.prod(self._shard_grid)) if sharded else layout.nchunks
             piecewise = layout.library != "zarr" and not (layout.filtered or self._fits) and not parallel
-            _warm_up(self._geo, self._shared.state, alloc, nunits, piecewise)
+            _warm_up(self._shared.state, alloc, prealloc, nunits, sharded, layout.nchunks + 1,
+                     self._n_inner * stored + self._index_bytes, piecewise, csize, stored, sieve, self._kmul)
 
     @property
     def _fits(self) -> bool:
@@ -1058,31 +960,36 @@ class Replay:
         sreq, slen = sieve_requests(cols, lay) if lay.chunks is None else (_NO_SIEVE, _NO_SIEVE)
         self._shared.reserve(int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis) + 16)
         self._shared.enter(self._key0)
-        _simulate(Visits(vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets),
-                  Calls(cols.op_codes(), np.repeat(cols.collective, cols.rep), sreq, slen), self._geo, self._dev,
-                  self._state())
-
-    def _state(self) -> State:
-        return State(self._alloc, self._shared.state, self._out, self._ent, self._cc, self._evicted, self._mdc,
-                     self._wtouched, self._pos)
+        _simulate(
+            vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets, cols.op_codes(),
+            np.repeat(cols.collective, cols.rep), sreq, slen, lay.library == "zarr", lay.itemsize, lay.chunk_nbytes,
+            lay.stored_chunk_nbytes, self._grid, self._bits, lay.rdcc_nbytes, lay.rdcc_nslots, lay.rdcc_w0,
+            lay.filtered, lay.chunks is not None, lay.index_block_chunks, lay.sieve_bytes,
+            self._cps_grid, self._shard_grid, self._n_inner, self._index_bytes, self._prealloc, self._alloc,
+            lay.nchunks, self._shared.state, self.parallel, lay.fill_on_alloc, *self._curve, self._zarr_overlap, self._ra,
+            self._kmul, self._out, self._ent, self._cc, self._evicted, self._mdc, self._node_bytes, self._wtouched, self._pos,
+        )
 
     def snapshot(self) -> Variables:
         """The variables if the run ended after the accesses fed so far (the close included), without ending
         the replay: ``feed`` may go on."""
         if self._closed or not (self._ent[5] == 1).any():  # no dirty chunk: the close adds nothing
             return Variables.from_array(self._out)
+        lay = self.layout
         self._shared.enter(self._key0)
         out, (nodes, free, st, index) = self._out.copy(), self._shared.state
-        _close(self._geo, self._state()._replace(
-            out=out, pc=(nodes.copy(), free.copy(), st.copy(), copy_int64_dict(index)),
-            alloc=copy_int64_dict(self._alloc), wtouched=copy_int64_dict(self._wtouched), pos=self._pos.copy()))
+        _close(out, (nodes.copy(), free.copy(), st.copy(), copy_int64_dict(index)), self._ent, self._cc,
+               copy_int64_dict(self._alloc), self._prealloc, lay.stored_chunk_nbytes, self._kmul, lay.filtered,
+               lay.chunk_nbytes, lay.index_block_chunks, copy_int64_dict(self._wtouched), self._pos.copy())
         return Variables.from_array(out)
 
     def result(self) -> Variables:
         """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
         if not self._closed:
+            lay = self.layout
             self._shared.enter(self._key0)
-            _close(self._geo, self._state())
+            _close(self._out, self._shared.state, self._ent, self._cc, self._alloc, self._prealloc, lay.stored_chunk_nbytes,
+                   self._kmul, lay.filtered, lay.chunk_nbytes, lay.index_block_chunks, self._wtouched, self._pos)
             self._closed = True
         return Variables.from_array(self._out)
 

@@ -73,6 +73,10 @@ ALLOWED_LONG_FUNCTIONS: set[str] = {
     # advisor, iomodel, compression_model (branch redesign)
     "advisor.verify:verify",
     "iomodel.replay:replay",
+    "iomodel.variables:_close",
+    "iomodel.variables:_collective",
+    "iomodel.variables:_simulate",
+    "iomodel.variables:_warm_up",
     "iomodel.variables:count_variables",
 }
 
