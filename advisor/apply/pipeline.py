@@ -219,6 +219,10 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
         dest_hint = str(files.pop())
     final = Path(dest_hint).absolute()
     dest_library = library_of_path(final)
+    if options.in_place:  # killed between its renames: finished before the advice, which would read the moved source
+        finished = _finished_before(final.parent / (final.name + PARTIAL), final, final, t0)
+        if finished is not None:
+            return finished
     targets = resolve_targets(trace, datasets=options.datasets, layouts=options.layouts, dest_library=dest_library,
                               advise_kwargs=options.advise_kwargs)
     source = Path(targets.source)
