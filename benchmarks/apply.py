@@ -425,13 +425,16 @@ def render(results: list[dict]) -> str:
                          "(to the original) |")
     compared = [r for r in results if r["case"].startswith("compare ")]
     if compared:
-        lines += ["", "| workload | runs each | original (s) | copy (s) | measured | claimed (run) "
-                      "| measured / claimed |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| workload | original (s) | copy (s) | measured | claimed saving (s) | claimed (measured "
+                      "window) | measured / claimed | claimed (traced window) |", "|---|---|---|---|---|---|---|---|"]
     for r in compared:
         ratio = r["speedup"] / r["claimed_speedup"]
-        lines.append(f"| {r['case'][len('compare '):]} | {len(r['original_seconds'])} | {r['original_median']:.2f} | "
-                     f"{r['copy_median']:.2f} | {r['speedup']:.3g}x | {r['claimed_speedup']:.3g}x | {ratio:.2f} "
-                     f"({'within' if 1 / 1.5 <= ratio <= 1.5 else 'NOT within'} 1.5x) |")
+        fmt = lambda xs: ", ".join(f"{x:.3g}" for x in xs)  # noqa: E731
+        saved, traced = r.get("saved_seconds"), r.get("claimed_traced_window")
+        lines.append(f"| {r['case'][len('compare '):]} | {fmt(r['original_seconds'])} | {fmt(r['copy_seconds'])} | "
+                     f"{r['speedup']:.3g}x | {'' if saved is None else f'{saved:.3g}'} | {r['claimed_speedup']:.3g}x | "
+                     f"{ratio:.2f} ({'within' if 1 / 1.5 <= ratio <= 1.5 else 'NOT within'} 1.5x) | "
+                     f"{'' if traced is None else f'{traced:.3g}x'} |")
     for r in results:
         if r["case"] == "kill":
             lines.append("")
