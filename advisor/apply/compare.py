@@ -128,12 +128,14 @@ class Comparison:
         if self.saved_seconds is None:
             return None
         t = statistics.median(self.original)
-        return t / (t - self.saved_seconds) if t > self.saved_seconds else float("inf")
+        # None when the saving is not below the measured run: the traced run was slower (a heavier load) than
+        # these runs, so its seconds do not transfer to them; the traced window's ratio is the claim then
+        return t / (t - self.saved_seconds) if t > self.saved_seconds else None
 
     @property
     def claim(self) -> float | None:
         """The claim the measurement is checked against."""
-        return self.claimed_measured_window if self.saved_seconds is not None else self.claimed
+        return self.claimed_measured_window or self.claimed
 
     def get_config(self) -> dict:
         return {"command": list(self.command), "substitutions": dict(self.substitutions),
