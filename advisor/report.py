@@ -36,10 +36,10 @@ def _img(png: bytes, alt: str) -> str:
 
 def _cost_chart(adv: DatasetAdvice, measured=None) -> str:
     """The cost chart (``advisor.render.costchart``) as an <img>."""
-    from advisor.render.common import png_bytes
-    from advisor.render.costchart import figure, measured_of
+    try:  # the import too: without matplotlib (the plots extra) the note names the extra
+        from advisor.render.common import png_bytes
+        from advisor.render.costchart import figure, measured_of
 
-    try:
         return _img(png_bytes(figure(adv, measured_of(measured, adv))), f"predicted time by term: {adv.name}")
     except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
         if os.environ.get("IOADVISOR_DEBUG"):
@@ -75,9 +75,10 @@ def access_map_html(adv: DatasetAdvice, trace) -> str:
     if trace is None:
         return ""
     from advisor.accessmap import access_map
-    from advisor.render.accessmap import to_png
 
     try:
+        from advisor.render.accessmap import to_png
+
         m = access_map(trace, trace.dataset_by_key(adv.name), recommended=adv.recommendation.candidate.chunks)
         return (_img(to_png(m), f"access map: {adv.name}")
                 + f"<p class='note'>{html.escape(m.describe())}.</p>")

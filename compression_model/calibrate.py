@@ -121,7 +121,7 @@ def _fit_ratio(codec, rows):
     Unpredictable values are stored raw (coefficient fixed at 1): few calibration chunks have any, so a
     free coefficient would be fitted on noise.
     """
-    from scipy.optimize import nnls
+    from iomodel.nnls import nnls
 
     T = np.array([r[0] for r in rows], dtype=float)
     y = np.array([r[1] for r in rows], dtype=float)

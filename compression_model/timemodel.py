@@ -121,7 +121,7 @@ def fit_stage_model(X: np.ndarray, t: np.ndarray, repeat_log_sd: np.ndarray) -> 
 
     ``repeat_log_sd``: per-row spread of log(repeat time / median) (system variability).
     """
-    from scipy.optimize import nnls
+    from iomodel.nnls import nnls
 
     X = np.asarray(X, float)
     t = np.asarray(t, float)

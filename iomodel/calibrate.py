@@ -411,7 +411,7 @@ def fit_library(library: str, rows: Sequence[dict[str, float]], seconds: Sequenc
 
     ``robust``: least absolute relative error (iteratively reweighted NNLS) instead of least squares,
     so that a few runs slowed down by other jobs do not pull every coefficient up."""
-    from scipy.optimize import nnls
+    from iomodel.nnls import nnls
 
     from .cost import PRICED, TERMS
     from .variables import FEATURES

@@ -293,7 +293,7 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
     spread = {names[k]: prior for k in big}
     method = "one factor"
     if len(big) >= 2 and len(traced) >= len(big) + 2 and scalar > 0:
-        from scipy.optimize import nnls
+        from iomodel.nnls import nnls
 
         a = terms[:, big]
         norm = np.linalg.norm(a, axis=0)

@@ -26,7 +26,7 @@ field with 3 NaN rows: SIGSEGV in H5Dwrite); their Zarr codec keeps NaN."""
 
 
 def open_source(path: str | Path, library: str):
-    """The root group of the source, read-only."""
+    """The root of the source, read-only: a group, or the array a Zarr store holds at its root."""
     import hdf5plugin  # noqa: F401  (registers the filters compressed sources need)
 
     if library == "hdf5":
@@ -36,7 +36,17 @@ def open_source(path: str | Path, library: str):
     import zarr
     from zarr.storage import LocalStore
 
-    return zarr.open_group(store=LocalStore(str(path), read_only=True), mode="r")
+    return zarr.open(store=LocalStore(str(path), read_only=True), mode="r")
+
+
+def is_root_array(root) -> bool:
+    """A Zarr store whose root is an array (not a group): the array itself is the store's one object."""
+    return not hasattr(root, "keys") and hasattr(root, "shape")
+
+
+def array_at(root, path: str):
+    """The array at ``path`` of a source or destination root ("/" of a root array is the array itself)."""
+    return root if is_root_array(root) and path.strip("/") == "" else root[path]
 
 
 def _h5_fapl():
@@ -72,6 +82,8 @@ def create_dest(path: Path, library: str, src_root=None):
     import zarr
     from zarr.storage import LocalStore
 
+    if src_root is not None and is_root_array(src_root):
+        return LocalStore(str(path))  # the array itself is made at the store's root (structure.create_structure)
     return zarr.open_group(store=LocalStore(str(path)), mode="w-", zarr_format=3)
 
 
@@ -85,9 +97,13 @@ def open_dest(path: Path, library: str):
 
         return h5py.File(h5f.open(str(path).encode(), h5f.ACC_RDWR, fapl=_h5_fapl()))
     import zarr
+    from zarr.errors import ContainsArrayError
     from zarr.storage import LocalStore
 
-    return zarr.open_group(store=LocalStore(str(path)), mode="r+", use_consolidated=False)
+    try:
+        return zarr.open_group(store=LocalStore(str(path)), mode="r+", use_consolidated=False)
+    except ContainsArrayError:  # a copy of a store whose root is an array
+        return zarr.open_array(store=LocalStore(str(path)), mode="r+")
 
 
 def flush(root) -> None:
@@ -135,7 +151,7 @@ def open_array(root, path: str, library: str):
     8-float runs of a (1460, 8, 8) pencil), and a new handle after the writer's is closed starts with an
     empty cache, so it reads the file, not the chunks just written."""
     if library != "hdf5":
-        return root[path]
+        return array_at(root, path)
     import h5py
     from h5py import h5d, h5p
 
@@ -205,4 +221,5 @@ def remote_copy_block(spec: dict, index: int) -> dict:
     src_root = _cached(spec["source"], spec["source_library"], False)
     dst_root = _cached(spec["dest"], "zarr", True)
     job = BlockJob(spec["array"], Stage.from_config(spec["stage"]), spec["bound"], spec["fill"])
-    return copy_block(job, index, src_root[spec["source_array"]], lambda: dst_root[spec["array"]], dst_root)
+    return copy_block(job, index, array_at(src_root, spec["source_array"]), lambda: array_at(dst_root, spec["array"]),
+                      dst_root)

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .copy import (NAN_UNSAFE_HDF5, BlockJob, copy_block, create_dest, data_range, fill_of, flush, grid_of,
-                   open_array, open_dest, open_source, remote_copy_block, stored_bytes)
+from .copy import (NAN_UNSAFE_HDF5, BlockJob, array_at, copy_block, create_dest, data_range, fill_of, flush, grid_of,
+                   is_root_array, open_array, open_dest, open_source, remote_copy_block, stored_bytes)
 from .journal import Journal
 from .plan import CopyPlan, Stage, plan_copy
 from .result import ApplyResult, ArraySummary
@@ -101,6 +101,8 @@ class _Run:
         _remove(self.out)
         dst = create_dest(self.out, self.dst_lib, src)
         entries, notes = create_structure(src, self.src_lib, dst, self.dst_lib, self.targets.layouts)
+        if is_root_array(src):  # ``dst`` was the store the root array was made in
+            dst = open_dest(self.out, self.dst_lib)
         flush(dst)
         arrays = [e.path for e in entries]
         journal.record({"kind": "structure", "arrays": arrays, "notes": notes})
@@ -132,7 +134,7 @@ class _Run:
                 elif bound.mode == "abs":
                     rng = 0.0
                 else:
-                    src = src_root[path]
+                    src = array_at(src_root, path)
                     grid = grid_of(src, self.src_lib)
                     stage = plan_copy(src.shape, src.dtype.itemsize, grid, grid, self.options.block_budget()).stages[0]
                     rng = data_range(src, stage, fill_of(src, self.src_lib))
@@ -217,6 +219,10 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
         dest_hint = str(files.pop())
     final = Path(dest_hint).absolute()
     dest_library = library_of_path(final)
+    if options.in_place:  # killed between its renames: finished before the advice, which would read the moved source
+        finished = _finished_before(final.parent / (final.name + PARTIAL), final, final, t0)
+        if finished is not None:
+            return finished
     targets = resolve_targets(trace, datasets=options.datasets, layouts=options.layouts, dest_library=dest_library,
                               advise_kwargs=options.advise_kwargs)
     source = Path(targets.source)
@@ -252,7 +258,7 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
             run.client.close()
     dst_root.close() if hasattr(dst_root, "close") else None
     src_root.close() if hasattr(src_root, "close") else None
-    if dest_library == "zarr":
+    if dest_library == "zarr" and not is_root_array(dst_root):  # a root array has no metadata to consolidate
         import warnings
 
         import zarr
@@ -319,8 +325,8 @@ def _finished_before(work: Path, final: Path, source: Path, t0: float) -> ApplyR
 
 def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequence[str], on_start,
                  resumed: bool) -> list[ArraySummary]:
-    run.plans = {p: run.plan(src_root[p], dst_root[p]) for p in arrays}
-    total = sum(src_root[p].nbytes * len(run.plans[p].stages) for p in arrays)
+    run.plans = {p: run.plan(array_at(src_root, p), array_at(dst_root, p)) for p in arrays}
+    total = sum(array_at(src_root, p).nbytes * len(run.plans[p].stages) for p in arrays)
     done = sum(e.get("nbytes", 0) for e in journal.entries if e.get("kind") == "block")
     if total > DISTRIBUTED_BYTES or run.options.scheduler:
         run.client = _client(run.options)
@@ -328,7 +334,7 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
         on_start(total, done)
     out = []
     for path in arrays:
-        src = src_root[path]
+        src = array_at(src_root, path)
         dst_open = lambda p=path: open_array(dst_root, p, run.dst_lib)  # noqa: E731
         plan = run.plans[path]
         if journal.has("array", array=path):
@@ -365,7 +371,7 @@ def _copy_arrays(run: _Run, journal: Journal, src_root, dst_root, arrays: Sequen
             path, lay.label if lay is not None else "as is",
             "two-pass " + " -> ".join("x".join(map(str, s.block)) for s in plan.stages) if plan.two_pass
             else "direct " + "x".join(map(str, plan.stages[0].block)),
-            int(src.nbytes), stored_bytes(src, run.src_lib), stored_bytes(dst_root[path], run.dst_lib),
+            int(src.nbytes), stored_bytes(src, run.src_lib), stored_bytes(array_at(dst_root, path), run.dst_lib),
             max([e["max_error"] for e in blocks], default=0.0),
             max(time.perf_counter() - t0, 0.0) + sum(e["seconds"] for e in blocks if e.get("prior")),
             sum(s.n_blocks for s in plan.stages), sum(1 for e in blocks if e.get("prior")))

@@ -291,8 +291,13 @@ def zarr_array_like(src, src_lib: str, dst_group, name: str, layout: ArrayLayout
         kw = dict(compressors=None)
     if not src.shape:
         chunks, shards = "auto", None
-    return dst_group.create_array(name, shape=src.shape, dtype=dtype, chunks=chunks, shards=shards,
-                                  fill_value=fill, attributes=attrs, dimension_names=dims, **kw)
+    kw.update(shape=src.shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill, attributes=attrs,
+              dimension_names=dims)
+    if not name:  # the array at the root of a store: ``dst_group`` is the store
+        import zarr
+
+        return zarr.create_array(dst_group, zarr_format=3, **kw)
+    return dst_group.create_array(name, **kw)
 
 
 # ---------------------------------------------------------------------------- the whole tree
@@ -378,7 +383,13 @@ def create_structure(src_root, src_lib: str, dst_root, dst_lib: str, layouts: di
                     zarr_array_like(obj, "zarr", dg, name, lay(path))
                 entries.append(ArrayEntry(path, lay(path)))
 
-    if src_lib == "hdf5":
+    if src_lib == "zarr" and not hasattr(src_root, "keys"):  # a store whose root is an array, not a group
+        if dst_lib == "hdf5":
+            raise ApplyError("the source store's root is an array, and an HDF5 file's root can only be a group: "
+                             "copy it into a .zarr store")
+        zarr_array_like(src_root, "zarr", dst_root, "", lay("/"))
+        entries.append(ArrayEntry("/", lay("/")))
+    elif src_lib == "hdf5":
         if dst_lib == "hdf5":
             notes.extend(f"/: attribute {a} not copied" for a in copy_h5_attrs(src_root, dst_root))
         else:

@@ -209,9 +209,9 @@ def resolve_targets(trace, *, datasets: Sequence[str] = (), layouts: Sequence[st
     if len(files) != 1:
         raise ApplyError(f"the datasets to apply live in {len(files)} files ({', '.join(files)}): "
                          "name the datasets of one file with --dataset")
-    for _, path, lay in pairs:
-        if lay.library != dest_library:
-            raise ApplyError(f"{path}: the layout is {lay.library} ({lay.label}) but --out names a "
+    for file, path, lay in pairs:
+        if lay.library != dest_library:  # named with its file: the root array of a Zarr store has the path ""
+            raise ApplyError(f"{file}:/{path.strip('/')}: the layout is {lay.library} ({lay.label}) but --out names a "
                              f"{'Zarr store' if dest_library == 'zarr' else 'HDF5 file'}: use a "
                              f"{'.zarr' if lay.library == 'zarr' else '.h5'} name or --layout {dest_library}:...")
     return Targets(files[0], {"/" + path.strip("/"): lay for _, path, lay in pairs})

@@ -11,8 +11,8 @@ def register(sub) -> None:
     p.add_argument("--substitute", action="append", default=[], metavar="SRC=DEST", required=True,
                    help="serve opens of SRC from DEST (repeatable; same library)")
     p.add_argument("--runs", type=int, default=3, metavar="N", help="runs on each side (default 3)")
-    p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: its claimed speed-up of the whole run "
-                        "(Amdahl: time outside the traced calls unchanged), for the copy's library")
+    p.add_argument("--trace", metavar="TRACE", help="the trace the advice came from: the seconds it claims the copy saves (for the copy's library), "
+                        "put against the measured original run (Amdahl: the rest of the run unchanged)")
     p.add_argument("--claim", type=float, metavar="X", help="the claimed speed-up, if known")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("program", nargs="+", help="-- python app.py args...")
@@ -20,16 +20,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from advisor.apply.compare import claimed_speedup, compare, parse_substitutions
+    from advisor.apply.compare import claimed_saving, claimed_speedup, compare, parse_substitutions
 
     subs = parse_substitutions(args.substitute)
-    claimed = args.claim
+    claimed, saved = args.claim, None
     if claimed is None and args.trace:
         from advisor.api import advise
         from advisor.apply.targets import library_of_path
 
-        claimed = claimed_speedup(advise(args.trace), library_of_path(next(iter(subs.values()))))
+        advice, library = advise(args.trace), library_of_path(next(iter(subs.values())))
+        claimed, saved = claimed_speedup(advice, library), claimed_saving(advice, library)
     command = args.program[1:] if args.program and args.program[0] == "--" else args.program
-    result = compare(command, subs, runs=args.runs, claimed=claimed)
+    result = compare(command, subs, runs=args.runs, claimed=claimed, saved_seconds=saved)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0

@@ -105,3 +105,73 @@ def test_claim_is_the_run_level_speedup_of_the_copy_library(netcdf_case):
         assert claim == d.run_speedup(d.best_of(lib))
         calls = d.speedup_vs_current(d.best_of(lib))
         assert min(1.0, calls) - 1e-9 <= claim <= max(1.0, calls) + 1e-9  # the time outside the calls stays
+
+
+CREATE_APP = """
+import sys, h5py, netCDF4, numpy as np, zarr
+h5, nc, z = sys.argv[1:4]
+with h5py.File(h5, "w") as f:  # the program makes its own data: a creation, not an open of the copy
+    f["x"] = np.full(4, 9.0)
+with netCDF4.Dataset(nc, "w") as d:
+    d.createDimension("n", 4)
+    d.createVariable("v", "f8", ("n",))[:] = 9.0
+zarr.create_array(zarr.storage.LocalStore(z), shape=(4,), dtype="f8", overwrite=True)[:] = 9.0
+zarr.open_array(z, mode="w", shape=(4,), dtype="f8")[:] = 9.0
+with h5py.File(h5, "r") as f:  # reading it back is an open of existing data: served from the copy
+    print(float(f["x"][0]))
+"""
+
+
+def test_substitute_never_serves_a_creation_from_the_copy(tmp_path):
+    """Opens that create the file (w, w-, x) go to SRC: served from DEST they would overwrite the copy."""
+    import h5py
+    import numpy as np
+
+    for side, value in (("src", 1.0), ("dest", 2.0)):
+        with h5py.File(tmp_path / f"{side}.h5", "w") as f:
+            f["x"] = np.full(4, value)
+    (tmp_path / "src.nc").write_bytes((tmp_path / "src.h5").read_bytes())
+    (tmp_path / "dest.nc").write_bytes((tmp_path / "dest.h5").read_bytes())
+    import zarr
+
+    for side, value in (("src", 1.0), ("dest", 2.0)):
+        zarr.create_array(tmp_path / f"{side}.zarr", shape=(4,), dtype="f8")[:] = value
+    pairs = []
+    for ext in ("h5", "nc", "zarr"):
+        pairs += ["--substitute", f"{tmp_path / f'src.{ext}'}={tmp_path / f'dest.{ext}'}"]
+    app = tmp_path / "app.py"
+    app.write_text(CREATE_APP)
+    r = subprocess.run([str(IOADVISOR), "run", *pairs, "-o", str(tmp_path / "t.jsonl"), "--", sys.executable, str(app),
+                        *(str(tmp_path / f"src.{e}") for e in ("h5", "nc", "zarr"))],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "2.0"  # the read of existing data still came from the copy
+    with h5py.File(tmp_path / "dest.h5", "r") as f:
+        assert float(f["x"][0]) == 2.0  # the copy untouched
+    with h5py.File(tmp_path / "src.h5", "r") as f:
+        assert float(f["x"][0]) == 9.0  # the creation went where the program said
+    with h5py.File(tmp_path / "dest.nc", "r") as f:
+        assert float(f["x"][0]) == 2.0
+    assert float(zarr.open_array(str(tmp_path / "dest.zarr"), mode="r")[0]) == 2.0
+    assert float(zarr.open_array(str(tmp_path / "src.zarr"), mode="r")[0]) == 9.0
+
+
+def test_claim_is_made_for_the_measured_window(netcdf_case):
+    """The claimed saving (seconds) against the measured original run, beside the traced window's ratio."""
+    from advisor.api import advise
+    from advisor.apply.compare import Comparison, claimed_saving
+
+    _, trace, _ = netcdf_case
+    adv = advise(str(trace), dataset="tas")
+    for lib in ("hdf5", "zarr"):
+        d = adv.datasets[0]
+        r = d.recommendation if d.recommendation.library == lib else d.best_of(lib)
+        assert claimed_saving(adv, lib) == d.current_seconds - r.seconds
+    c = Comparison(("app",), {}, (10.0, 11.0, 9.0), (4.0, 5.0, 6.0), claimed=3.0, saved_seconds=6.0)
+    assert c.claimed_measured_window == 10.0 / 4.0 and c.claim == 3.0 and c.speedup == 2.0
+    cfg = c.get_config()
+    assert cfg["claimed_speedup"] == 3.0 and cfg["claimed_measured_window"] == 2.5 and cfg["saved_seconds"] == 6.0
+    assert "2.5x" in c.table()
+    # a saving beyond the measured run (the traced run was slower): no measured-window claim
+    assert Comparison(("app",), {}, (10.0,), (5.0,), claimed=3.0, saved_seconds=12.0).claimed_measured_window is None
+    assert Comparison(("app",), {}, (10.0,), (5.0,), saved_seconds=6.0).claim == 2.5  # no ratio: the seconds
