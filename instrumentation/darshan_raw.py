@@ -10,6 +10,7 @@ naming the file.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -151,6 +152,7 @@ def _serve() -> None:
         import darshan  # noqa: F401 - imported once here, so each fork starts with it
     except ImportError:
         pass  # the child says so, in one line
+    gc.freeze()  # what the imports made is never collected: a batch child's per-log gc.collect() stays cheap
     for line in sys.stdin:
         req = json.loads(line)
         if "paths" in req:
@@ -186,9 +188,19 @@ def _serve_many(req: dict) -> dict[int, int]:
                   if not os.path.exists(outs[i]) and not os.path.exists(outs[i] + ".msg")), None)
         if k is None:
             break
-        if code == BATCH_ERROR and k > start and os.path.exists(outs[k - 1] + ".msg"):
-            start = k  # the child stopped on purpose after a bad log: a fresh one goes on
+        if k > start and ((code == BATCH_ERROR and os.path.exists(outs[k - 1] + ".msg"))
+                          or os.path.exists(outs[k - 1] + ".gc")):
+            start = k  # stopped on purpose after a bad log, or crashed freeing the last (read) one: go on
             continue
+        if k > start:  # a damaged log read before may have left libdarshan-util broken: k alone decides
+            pid = os.fork()
+            if pid == 0:
+                _child_many(paths[k:k + 1], outs[k:k + 1], tuple(req["modules"]), req["dxt"])
+            _, status = os.waitpid(pid, 0)
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            if os.path.exists(outs[k]) or os.path.exists(outs[k] + ".msg") or os.path.exists(outs[k] + ".gc"):
+                start = k + 1
+                continue
         crashed[k] = code or 1
         start = k + 1
     return crashed
@@ -220,6 +232,11 @@ def _child_many(paths: list[str], outs: list[str], wanted: tuple[str, ...], dxt:
             with open(out + ".tmp", "wb") as fh:
                 pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(out + ".tmp", out)
+            # A report of a damaged log can read "fine" and crash when its cycles are freed; the one-log reader
+            # never frees it (os._exit). Free it now, marked, so such a crash is this log's, after its result.
+            open(out + ".gc", "w").close()
+            gc.collect()
+            os.unlink(out + ".gc")
         code = 0
     finally:
         os._exit(code)
