@@ -22,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
                    help="local cluster's worker processes (default: the cores, up to 4)")
     p.add_argument("--memory-limit", default="1GiB", metavar="BYTES", help="per local worker (default 1GiB)")
-    p.add_argument("--batch", type=int, default=None, metavar="N", help="logs per dask task (default 50)")
+    p.add_argument("--batch", type=int, default=None, metavar="N", help="logs per dask task (default: 8 tasks per worker, 10 to 200 logs each)")
     p.add_argument("--names", action="store_true", help="keep executable and user names (default: hashed; "
                    "IOADVISOR_TRIAGE_KEY keys the hash)")
     p.add_argument("--no-dxt", action="store_true", help="ignore DXT segments (faster; no modelled savings)")
@@ -33,7 +33,6 @@ def run(args) -> int:
     import logging
 
     from advisor.triage import RowOptions, TriageOptions, triage
-    from advisor.triage.run import BATCH
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # the nanny's shutdown chatter is not the user's
 
@@ -43,7 +42,7 @@ def run(args) -> int:
         raise FileExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
     rows = RowOptions(dxt=not args.no_dxt, names=args.names, name_key=os.environ.get("IOADVISOR_TRIAGE_KEY", ""))
     opts = TriageOptions(out=args.out, scheduler=args.scheduler, workers=args.workers,
-                         memory_limit=args.memory_limit, batch=args.batch or BATCH, rows=rows, html=args.html)
+                         memory_limit=args.memory_limit, batch=args.batch or 0, rows=rows, html=args.html)
     res = triage(args.archive, opts)
     for m in res.missing:
         print(f"ioadvisor triage: {m}: no log there", file=sys.stderr)

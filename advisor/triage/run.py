@@ -11,7 +11,7 @@ retried log by log, so only the log that kills a worker is lost, and it is liste
 """
 from __future__ import annotations
 
-import os
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -19,9 +19,12 @@ from .logrow import RowOptions, content_hash, summarize_many
 from .store import Appender, LogFile, apps_path, discover, known
 from .apps import aggregate
 
-BATCH = 50
-"""Logs per task: about 2-5 s of work per task (benchmarks/triage.py measures the per-log cost), so the
-scheduler's per-task overhead (milliseconds) is well under 1% and a site cluster's workers stay busy."""
+BATCH = 200
+"""Most logs per task: a few seconds of work (benchmarks/triage.py measures the per-log cost), so the
+scheduler's overhead per task (milliseconds, also measured there) is paid once per 200 logs."""
+MIN_BATCH = 10
+TASKS_PER_WORKER = 8
+"""Smaller archives are cut into this many tasks per worker (a worker's tail is at most an eighth)."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,8 @@ class TriageOptions:
     scheduler: str | None = None
     workers: int = 2
     memory_limit: str = "1GiB"
-    batch: int = BATCH
+    batch: int = 0
+    """Logs per task; 0: about TASKS_PER_WORKER tasks per worker, MIN_BATCH to BATCH logs each."""
     rows: RowOptions = RowOptions()
     html: str | None = None
 
@@ -39,9 +43,9 @@ class TriageOptions:
 class TriageResult:
     found: int
     new: int
-    """Logs read by this run (new content)."""
+    """Logs of new content this run added to the summary."""
     skipped: int
-    """Logs already in the summary (same path, size and time, or same content)."""
+    """Logs already in the summary: same path, size and time (not read), or same content (read, not added)."""
     ok: int
     no_io: int
     bad: list[tuple[str, str]] = field(default_factory=list)
@@ -53,30 +57,24 @@ class TriageResult:
     apps: str = ""
 
 
-def summarize_batch(batch: list[tuple[str, int, float, str]], opts: RowOptions) -> list[dict]:
-    """A dask task: the rows of a batch of (path, size, mtime, content hash); never raises for a bad log."""
-    rows = summarize_many([(path, digest) for path, _, _, digest in batch], opts)
-    return [{**row, "size": size, "mtime": mtime} for row, (_, size, mtime, _) in zip(rows, batch)]
-
-
-def plan(logs: list[LogFile], out: str) -> tuple[list[tuple[str, int, float, str]], int]:
-    """The logs to read: not seen at this path with this size and time, and of content not yet summarized."""
-    hashes, stats = known(out)
-    todo, seen, skipped = [], set(hashes), 0
-    for lf in logs:
-        if (lf.path, lf.size, lf.mtime) in stats:
-            skipped += 1
-            continue
+def summarize_batch(batch: list[tuple[str, int, float]], opts: RowOptions) -> list[dict]:
+    """A dask task: the rows of a batch of (path, size, mtime); never raises for a bad log."""
+    items = []
+    for path, _, _ in batch:
         try:
-            digest = content_hash(lf.path)
-        except OSError:
-            digest = f"unreadable:{lf.path}"
-        if digest in seen:
-            skipped += 1
-            continue
-        seen.add(digest)
-        todo.append((lf.path, lf.size, lf.mtime, digest))
-    return todo, skipped
+            items.append((path, content_hash(path)))
+        except OSError as exc:
+            items.append((path, f"unreadable:{path}:{exc.strerror}"))
+    rows = summarize_many(items, opts)
+    return [{**row, "size": size, "mtime": mtime} for row, (_, size, mtime) in zip(rows, batch)]
+
+
+def plan(logs: list[LogFile], out: str) -> tuple[list[tuple[str, int, float]], int, set[str]]:
+    """The logs to read (not seen at this path with this size and time), how many were skipped, and the
+    content hashes already summarized (a log copied under a new name is read, then dropped as known)."""
+    hashes, stats = known(out)
+    todo = [(lf.path, lf.size, lf.mtime) for lf in logs if (lf.path, lf.size, lf.mtime) not in stats]
+    return todo, len(logs) - len(todo), hashes
 
 
 def _client(opts: TriageOptions):
@@ -93,16 +91,20 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
     """Summarize the archive's new logs into ``opts.out`` and rewrite the per-application table."""
     t0 = time.perf_counter()
     logs, missing = discover(archives)
-    todo, skipped = plan(logs, opts.out)
+    todo, skipped, hashes = plan(logs, opts.out)
     counts = {"ok": 0, "no-io": 0}
     bad: list[tuple[str, str]] = []
     read_seconds = 0.0
     appender = Appender(opts.out)
+    copies = 0
 
     def take(rows: list[dict]) -> None:
-        nonlocal read_seconds
-        appender.write(rows)
-        for r in rows:
+        nonlocal read_seconds, copies
+        fresh = [r for r in rows if r["content_hash"] not in hashes]
+        copies += len(rows) - len(fresh)
+        hashes.update(r["content_hash"] for r in fresh)
+        appender.write(fresh)
+        for r in fresh:
             read_seconds += r["read_seconds"]
             if r["status"] == "bad":
                 bad.append((r["path"], r["reason"]))
@@ -113,14 +115,15 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
 
     if todo:
         _run(todo, opts, take)
+    appender.flush()
     apps = apps_path(opts.out)
     aggregate(opts.out, apps)
     if opts.html:
         from .html import write_html
 
         write_html(opts.out, apps, opts.html)
-    return TriageResult(len(logs), len(todo), skipped, counts["ok"], counts["no-io"], bad, missing,
-                        time.perf_counter() - t0, read_seconds, apps)
+    return TriageResult(len(logs), len(todo) - copies, skipped + copies, counts["ok"], counts["no-io"], bad,
+                        missing, time.perf_counter() - t0, read_seconds, apps)
 
 
 def _run(todo, opts: TriageOptions, take) -> None:
@@ -128,7 +131,9 @@ def _run(todo, opts: TriageOptions, take) -> None:
 
     client, cluster = _client(opts)
     try:
-        batches = [todo[i:i + opts.batch] for i in range(0, len(todo), opts.batch)]
+        n_workers = max(len(client.scheduler_info().get("workers", {})), 1)
+        size = opts.batch or min(BATCH, max(MIN_BATCH, math.ceil(len(todo) / (n_workers * TASKS_PER_WORKER))))
+        batches = [todo[i:i + size] for i in range(0, len(todo), size)]
         futures = client.map(summarize_batch, batches, opts=opts.rows, pure=False, retries=0)
         batch_of = {f.key: b for f, b in zip(futures, batches)}
         retry = []
@@ -155,7 +160,11 @@ def _run(todo, opts: TriageOptions, take) -> None:
 def _dead(item, reason: str) -> dict:
     from .logrow import EMPTY
 
-    path, size, mtime, digest = item
+    path, size, mtime = item
+    try:
+        digest = content_hash(path)
+    except OSError as exc:
+        digest = f"unreadable:{path}:{exc.strerror}"
     return {**EMPTY, "status": "bad", "reason": reason, "start_time": mtime, "path": path, "content_hash": digest,
             "read_seconds": 0.0, "size": size, "mtime": mtime}
 
