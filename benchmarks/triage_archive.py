@@ -45,7 +45,7 @@ PY_H5 = """
 import sys, numpy as np, h5py
 n, chunk, mode = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 with h5py.File(sys.argv[1], "w") as f:
-    d = f.create_dataset("x", (n, 64), "f4", chunks=(chunk, 64))
+    d = f.create_dataset("x", (n, 64), "f4", chunks=(min(chunk, n), 64))
     for i in range(0, n, 16):
         d[i:i + 16] = np.random.rand(min(16, n - i), 64)
 with h5py.File(sys.argv[1], "r") as f:
