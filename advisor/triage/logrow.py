@@ -9,7 +9,7 @@ Recoverable seconds. Each finding's seconds at stake (the wall time of the opera
 file-level model's saving instead where DXT recorded the requests, ``Finding.modelled``) is what its fix can
 give back. Findings can concern the same seconds (small reads that are also random), so the log's
 recoverable time is an interval: at least the largest single finding's, at most the sum of all of them,
-never more than the log's I/O time. ``recoverable`` is the upper end capped this way; ``recoverable_low`` the
+never more than the log's I/O time (``critical_io_seconds``: the slowest rank's, at most the run time). ``recoverable`` is the upper end capped this way; ``recoverable_low`` the
 lower end. Minor findings (under 1% of the run time) are left out, as the per-log report marks them.
 """
 from __future__ import annotations
@@ -151,9 +151,7 @@ def _summarize(raw: RawLog, opts: RowOptions) -> dict:
         mod, why = next(iter(failed.items()))
         raise DarshanError(f"cannot read module {mod} ({why}): truncated, corrupt, or newer than this pydarshan")
     files = [f for f in log.files if not f.name.startswith("<")]
-    io_time = sum(f.seconds for f in files) / max(log.nprocs, 1)
-    if log.run_time > 0:
-        io_time = min(io_time, log.run_time)
+    io_time = critical_io_seconds(files, log.run_time)
     findings = [x for x in find(log) if x.level == "high"]
     hdf5 = {f.name for f in files if f.is_hdf5}
     rows = []
@@ -175,6 +173,27 @@ def _summarize(raw: RawLog, opts: RowOptions) -> dict:
             "dxt": any(f.dxt is not None for f in files), "findings": rows, "codes": ",".join(r["code"] for r in rows),
             "recoverable": float(high), "recoverable_low": float(low),
             "trace_hint": trace_command(log) if opts.names else ""}
+
+
+def critical_io_seconds(files, run_time: float) -> float:
+    """I/O seconds on the job's critical path, an upper bound: the slowest rank's seconds over the files ranks
+    had to themselves, plus each shared file's slowest rank; at most the run time. (The mean over ranks
+    would hide a job where rank 0 does all the I/O: findings like R01 then exceed it.)"""
+    per_rank: dict[int, float] = {}
+    shared = 0.0
+    for f in files:
+        io = f.interfaces.get("POSIX") or f.interfaces.get("STDIO") or f.interfaces.get("MPI-IO")
+        if io is None:
+            continue
+        if io.shared:
+            shared += io.slowest_rank[2] if io.slowest_rank[0] >= 0 else io.seconds
+        elif io.rank_seconds:
+            for r, sec in io.rank_seconds.items():
+                per_rank[r] = per_rank.get(r, 0.0) + sec
+        else:
+            shared += io.seconds
+    total = max(per_rank.values(), default=0.0) + shared
+    return min(total, run_time) if run_time > 0 else total
 
 
 def _job_from_name(path: str) -> int:
