@@ -39,6 +39,8 @@ SERIAL_H5 = CACHE / "darshan"
 MPI_NOH5 = CACHE / "darshan-mpi-noh5"
 PATTERNS = {"seqwrite": 3, "randread": 3, "stdio": 2, "meta": 1, "h5rows": 3, "h5block": 2}
 """iogen patterns and their weights in the archive."""
+RUN_TIMEOUT = 120
+"""Seconds one run may take (subprocess.run kills it after; its log, if any, stays)."""
 SIZES = (64, 256, 1000, 4096, 10000, 65536, 262144, 1 << 20)
 
 PY_H5 = """
@@ -171,7 +173,11 @@ def main() -> int:
                 env["LD_PRELOAD"] = ""
                 argv = argv[:3] + ["-genv", "LD_PRELOAD", str(variant / "lib" / "libdarshan.so")] + argv[3:]
             t = time.perf_counter()
-            p = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+            try:
+                p = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   timeout=RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:  # e.g. 8 MPI ranks busy-polling on 2 loaded cores: one run lost
+                p = subprocess.CompletedProcess(argv, -9, b"", b"timed out")
             dt = time.perf_counter() - t
         with lock:
             took.append(dt)
