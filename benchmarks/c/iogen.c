@@ -7,7 +7,7 @@
  * then COUNT reads of SIZE at random offsets), stdio (fwrite/fread of SIZE, COUNT times), meta (FILES files
  * opened, stat'ed and closed COUNT times each), h5rows (HDF5: a chunked (COUNT x SIZE/4) float dataset written
  * row by row, then COUNT single-element reads at random rows), h5block (HDF5: one contiguous dataset written in
- * one call, read back in COUNT hyperslabs). FILES files are used in turn (posix patterns). Built with
+ * one call, read back in COUNT hyperslabs; IOGEN_ALIGN=BYTES sets H5Pset_alignment). FILES files are used in turn (posix patterns). Built with
  * `h5cc -shlib` so darshan-runtime's HDF5 module sees the HDF5 calls.
  */
 #include <fcntl.h>
@@ -83,7 +83,10 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
     char path[4096];
     snprintf(path, sizeof path, "%s/data.h5", dir);
     hsize_t cols = size / 4 > 0 ? size / 4 : 1, dims[2] = {(hsize_t)count, cols};
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* IOGEN_ALIGN=BYTES: objects on BYTES boundaries (H5Pset_alignment), the fix of misaligned requests */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (getenv("IOGEN_ALIGN")) H5Pset_alignment(fapl, 1, (hsize_t)atol(getenv("IOGEN_ALIGN")));
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     hid_t space = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     int rows = !strcmp(pattern, "h5rows");
     if (rows) {
@@ -107,7 +110,7 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
     H5Dclose(d);
     H5Fclose(f);
     /* read back: a fresh open, as an analysis step would */
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     d = H5Dopen2(f, "/x", H5P_DEFAULT);
     hsize_t one[2] = {1, rows ? 1 : cols};
     hid_t ms = H5Screate_simple(2, one, NULL);
@@ -119,6 +122,7 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
     H5Sclose(ms);
     H5Sclose(space);
     H5Pclose(dcpl);
+    H5Pclose(fapl);
     H5Dclose(d);
     H5Fclose(f);
     unlink(path);
