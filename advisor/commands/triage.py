@@ -36,6 +36,12 @@ def run(args) -> int:
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # the nanny's shutdown chatter is not the user's
 
+    try:
+        import dask.distributed  # noqa: F401
+        import pandas  # noqa: F401
+    except ImportError as exc:
+        print(f"ioadvisor triage: error: needs {exc.name}: pip install 'ioadvisor[triage]'", file=sys.stderr)
+        return 2
     if args.workers < 1 or (args.batch is not None and args.batch < 1):
         raise ValueError("--workers and --batch must be at least 1")
     if args.html and os.path.exists(args.html):
