@@ -24,6 +24,7 @@ COMMANDS = {
     "compression": "predict compression ratio/throughput per compressor and error bound",
     "import": "turn another tool's log into a (synthetic) trace: darshan",
     "report": "report on a Darshan log (any log): files, findings with seconds at stake, HDF5 advice",
+    "triage": "rank a Darshan archive's applications by recoverable I/O time (dask, incremental)",
     "apply": "copy the traced file into the advised layout, verified, resumable",
     "compare": "run a program on the original data and on the rewritten copy: measured vs claimed speed-up",
 }

@@ -10,12 +10,17 @@
 # Installs into $IOADVISOR_CACHE/darshan (default ~/.cache/ioadvisor/darshan): lib/libdarshan.so, bin/,
 # and a log directory logs/. Serial (--without-mpi), against Debian's serial libhdf5 (libhdf5-dev, hdf5-tools),
 # with LD_PRELOAD support; the benchmark sets DARSHAN_LOGPATH per run... and DARSHAN_ENABLE_NONMPI=1.
+# Variants: DARSHAN_PREFIX (default $IOADVISOR_CACHE/darshan) installs elsewhere; DARSHAN_MPI=1 builds with
+# Debian's mpicc (MPICH; logs carry the job's ranks, run under mpiexec.mpich); DARSHAN_HDF5=0 leaves the
+# HDF5 module out (most centers' builds: logs without H5D/H5F).
 # Needs: cc, make, autoconf, automake, libtool (apt-get install -y autoconf automake libtool libhdf5-dev
 # hdf5-tools zlib1g-dev).
 set -eu
 TAG=${DARSHAN_TAG:-3.5.0}
 CACHE=${IOADVISOR_CACHE:-$HOME/.cache/ioadvisor}
-PREFIX=$CACHE/darshan
+PREFIX=${DARSHAN_PREFIX:-$CACHE/darshan}
+MPI=${DARSHAN_MPI:-0}
+WITH_HDF5=${DARSHAN_HDF5:-1}
 SOURCE=${1:-${DARSHAN_SOURCE:-/work/.mirror/darshan-hpc+darshan/repo}}
 HDF5_SERIAL=/usr/lib/x86_64-linux-gnu/hdf5/serial
 
@@ -41,9 +46,12 @@ ln -s "$HDF5_SERIAL/lib" "$H5/lib"
 
 mkdir -p build "$PREFIX/logs"
 cd build
-../configure --prefix="$PREFIX" --without-mpi --enable-hdf5-mod --with-hdf5="$H5" \
+if [ "$MPI" = 1 ]; then MPIFLAG=""; CCX=mpicc; else MPIFLAG="--without-mpi"; CCX=cc; fi
+if [ "$WITH_HDF5" = 1 ]; then H5FLAGS="--enable-hdf5-mod --with-hdf5=$H5"; else H5FLAGS=""; fi
+# shellcheck disable=SC2086 - the flag lists are meant to split
+../configure --prefix="$PREFIX" $MPIFLAG $H5FLAGS \
     --with-log-path-by-env=DARSHAN_LOGPATH --with-log-path="$PREFIX/logs" --with-jobid-env=NONE \
-    --disable-darshan-util CC=cc >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+    --disable-darshan-util CC="$CCX" >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 make -j2 >make.log 2>&1 || { tail -30 make.log; exit 1; }
 make install >install.log 2>&1 || { tail -30 install.log; exit 1; }
 echo "darshan $TAG built: $PREFIX/lib/libdarshan.so"

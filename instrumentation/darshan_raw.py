@@ -10,6 +10,7 @@ naming the file.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -102,6 +103,9 @@ class RawLog:
     """Every module present in the log (with its version), read or not."""
     unread: dict[str, str] = field(default_factory=dict)
     """Modules present but not read, with the reason (e.g. a DXT version this pydarshan does not know)."""
+    job_id: int = 0
+    uid: int = 0
+    """The batch system's job id and the user's numeric id, as darshan-runtime recorded them."""
 
 
 class _ReaderServer:
@@ -118,13 +122,16 @@ class _ReaderServer:
 
     def read(self, request: dict, timeout: float) -> int | None:
         """The child's exit status (negative: the signal that ended it); None when it took over ``timeout``."""
+        reply = self.ask(request, timeout)
+        return None if reply is None else int(reply["exitcode"])
+
+    def ask(self, request: dict, timeout: float) -> dict | None:
+        """The server's JSON reply to one request; None when it took over ``timeout``."""
         self.proc.stdin.write((json.dumps(request) + "\n").encode())
         self.proc.stdin.flush()
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else b""
-        if not line:
-            return None
-        return int(json.loads(line)["exitcode"])
+        return json.loads(line) if line else None
 
     def stop(self) -> None:
         try:
@@ -147,8 +154,13 @@ def _serve() -> None:
         import darshan  # noqa: F401 - imported once here, so each fork starts with it
     except ImportError:
         pass  # the child says so, in one line
+    gc.freeze()  # what the imports made is never collected: a batch child's per-log gc.collect() stays cheap
     for line in sys.stdin:
         req = json.loads(line)
+        if "paths" in req:
+            sys.stdout.write(json.dumps({"crashed": _serve_many(req)}) + "\n")
+            sys.stdout.flush()
+            continue
         pid = os.fork()
         if pid == 0:
             _child(req["path"], req["out"], tuple(req["modules"]), req["dxt"])
@@ -156,6 +168,131 @@ def _serve() -> None:
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         sys.stdout.write(json.dumps({"exitcode": code}) + "\n")
         sys.stdout.flush()
+
+
+BATCH_ERROR = 3
+"""Exit status of a batch child that stopped after a log it could not read (said so in that log's .msg)."""
+
+
+def _serve_many(req: dict) -> dict[int, int]:
+    """Read a batch of logs in one forked child, in order; a child that dies on a log (signal, abort) is
+    replaced by a new one from the next log. Returns {index: exit status} of the logs a child died on."""
+    paths, outs = req["paths"], req["outs"]
+    crashed: dict[int, int] = {}
+    start = 0
+    while start < len(paths):
+        pid = os.fork()
+        if pid == 0:
+            _child_many(paths[start:], outs[start:], tuple(req["modules"]), req["dxt"])
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        k = next((i for i in range(start, len(paths))
+                  if not os.path.exists(outs[i]) and not os.path.exists(outs[i] + ".msg")), None)
+        if k is None:
+            break
+        if k > start and ((code == BATCH_ERROR and os.path.exists(outs[k - 1] + ".msg"))
+                          or os.path.exists(outs[k - 1] + ".gc")):
+            start = k  # stopped on purpose after a bad log, or crashed freeing the last (read) one: go on
+            continue
+        if k > start:  # a damaged log read before may have left libdarshan-util broken: k alone decides
+            pid = os.fork()
+            if pid == 0:
+                _child_many(paths[k:k + 1], outs[k:k + 1], tuple(req["modules"]), req["dxt"])
+            _, status = os.waitpid(pid, 0)
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            if os.path.exists(outs[k]) or os.path.exists(outs[k] + ".msg") or os.path.exists(outs[k] + ".gc"):
+                start = k + 1
+                continue
+        crashed[k] = code or 1
+        start = k + 1
+    return crashed
+
+
+def _child_many(paths: list[str], outs: list[str], wanted: tuple[str, ...], dxt: bool) -> None:
+    """A batch child: each log's result pickled to its ``out``; after a log that fails it writes that log's
+    .msg and leaves (a half-read report's destructor may crash: never while reading the next log)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    code = 2
+    try:
+        sink = os.open(os.path.join(os.path.dirname(outs[0]), "child.stderr"),
+                       os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(sink, 1)
+        os.dup2(sink, 2)
+        for path, out in zip(paths, outs):
+            try:
+                raw = _read_in_child(path, wanted, dxt)
+            except DarshanError as exc:
+                _say(out, str(exc))
+                code = BATCH_ERROR
+                return
+            except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
+                _say(out, f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})")
+                code = BATCH_ERROR
+                return
+            with open(out + ".tmp", "wb") as fh:
+                pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(out + ".tmp", out)
+            # A report of a damaged log can read "fine" and crash when its cycles are freed; the one-log reader
+            # never frees it (os._exit). Free it now, marked, so such a crash is this log's, after its result.
+            open(out + ".gc", "w").close()
+            gc.collect()
+            os.unlink(out + ".gc")
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def read_raw_many(paths: list[str], *, modules: tuple[str, ...] | None = None, dxt: bool = True,
+                  timeout: float = READ_TIMEOUT) -> list[RawLog | DarshanError]:
+    """Each log's records (or the DarshanError saying why not), read by one child process per batch rather
+    than per log (the per-log fork and hand-over dominate on small logs: benchmarks/triage.py); a log that
+    crashes libdarshan-util costs only itself. ``timeout`` is per log."""
+    global _SERVER
+    paths = [str(p) for p in paths]
+    results: list = [None] * len(paths)
+    todo = []
+    for i, p in enumerate(paths):
+        if os.path.isfile(p):
+            todo.append(i)
+        else:
+            results[i] = DarshanError(f"{p}: no such file")
+    while todo:
+        with tempfile.TemporaryDirectory(prefix="ioadvisor-darshan-") as tmp:
+            outs = [os.path.join(tmp, f"{i}.pickle") for i in todo]
+            request = {"paths": [os.path.abspath(paths[i]) for i in todo], "outs": outs,
+                       "modules": list(modules or COUNTER_MODULES), "dxt": dxt}
+            with _LOCK:
+                if _SERVER is None or _SERVER.proc.poll() is not None:
+                    _SERVER = _ReaderServer()
+                try:
+                    reply = _SERVER.ask(request, timeout * len(todo))
+                except (BrokenPipeError, ValueError, OSError):
+                    reply = None
+                if reply is None:  # stopped (too slow) or the server died: what was read stands
+                    _SERVER.stop()
+                    _SERVER = None
+            crashed = {} if reply is None else {int(k): int(v) for k, v in reply["crashed"].items()}
+            rest = []
+            for j, (i, out) in enumerate(zip(todo, outs)):
+                p = paths[i]
+                if os.path.exists(out):
+                    try:
+                        with open(out, "rb") as fh:
+                            results[i] = pickle.load(fh)
+                    except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                        results[i] = DarshanError(f"{p}: the log reader left no result ({exc})")
+                elif os.path.exists(out + ".msg"):
+                    results[i] = DarshanError(f"{p}: {_failure(1, out)}")
+                elif j in crashed:
+                    results[i] = DarshanError(f"{p}: {_failure(crashed[j], os.path.join(tmp, 'child'))}")
+                elif reply is None and not rest and all(results[t] is None for t in todo[j:]):
+                    results[i] = DarshanError(f"{p}: reading the log took over {timeout:.0f} s: stopped")
+                else:
+                    rest.append(i)
+            todo = rest
+    return results
 
 
 def read_raw(path: str | os.PathLike, *, modules: tuple[str, ...] | None = None, dxt: bool = True,
@@ -286,7 +423,14 @@ def read_parser_text(path: str) -> RawLog:
     lib = meta.get("metadata", "")
     lib = lib.split("=", 1)[1].strip() if lib.startswith("lib_ver") else meta.get("darshan log version", "")
     return RawLog(path, meta.get("exe", ""), nprocs, start, run_time, lib, meta.get("darshan log version", ""),
-                  names, modules, (), {m: 0 for m in modules}, {})
+                  names, modules, (), {m: 0 for m in modules}, {}, _int(meta.get("jobid")), _int(meta.get("uid")))
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
 
 
 # ---------------------------------------------------------------------------- the child
@@ -337,7 +481,8 @@ def _read_in_child(path: str, wanted: tuple[str, ...], dxt: bool) -> RawLog:
     if not run_time and job.get("end_time_sec"):
         run_time = float(job["end_time_sec"]) - float(job.get("start_time_sec", 0))
     return RawLog(path, str(report.metadata.get("exe", "")), int(job["nprocs"]), start, run_time, lib_ver,
-                  str(job.get("log_ver", "")), names, mods, tuple(segments), versions, unread)
+                  str(job.get("log_ver", "")), names, mods, tuple(segments), versions, unread,
+                  int(job.get("jobid", 0) or 0), int(job.get("uid", 0) or 0))
 
 
 def _segment_arrays(seg) -> tuple[np.ndarray, ...]:

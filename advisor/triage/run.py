@@ -1,0 +1,172 @@
+"""Triage a Darshan archive on dask.distributed: new logs only, in batches, into the month-partitioned summary.
+
+    from advisor.triage import TriageOptions, triage
+    result = triage(["/darshan-logs/2026"], TriageOptions(out="summary.parquet", workers=2))
+
+A local cluster by default (``workers`` processes, one thread each, ``memory_limit`` each: the nanny
+restarts a worker that goes over it); ``scheduler`` connects to a site's cluster instead (dask-jobqueue's
+clusters give such an address). Logs go to the workers in batches of ``batch`` (one task per batch: the
+scheduler's overhead per task is paid once per batch). A batch whose worker died (killed, out of memory) is
+retried log by log, so only the log that kills a worker is lost, and it is listed as bad with the reason.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from .logrow import RowOptions, content_hash, summarize_many
+from .store import Appender, LogFile, apps_path, discover, known
+from .apps import aggregate
+
+BATCH = 200
+"""Most logs per task: a few seconds of work (benchmarks/triage.py measures the per-log cost), so the
+scheduler's overhead per task (milliseconds, also measured there) is paid once per 200 logs."""
+MIN_BATCH = 10
+TASKS_PER_WORKER = 8
+"""Smaller archives are cut into this many tasks per worker (a worker's tail is at most an eighth)."""
+
+
+@dataclass(frozen=True)
+class TriageOptions:
+    out: str
+    scheduler: str | None = None
+    workers: int = 2
+    memory_limit: str = "1GiB"
+    batch: int = 0
+    """Logs per task; 0: about TASKS_PER_WORKER tasks per worker, MIN_BATCH to BATCH logs each."""
+    rows: RowOptions = RowOptions()
+    html: str | None = None
+
+
+@dataclass(frozen=True)
+class TriageResult:
+    found: int
+    new: int
+    """Logs of new content this run added to the summary."""
+    skipped: int
+    """Logs already in the summary: same path, size and time (not read), or same content (read, not added)."""
+    ok: int
+    no_io: int
+    bad: list[tuple[str, str]] = field(default_factory=list)
+    """(path, one-line reason) of this run's unreadable logs."""
+    missing: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    read_seconds: float = 0.0
+    """The work itself: summed over logs (what a worker spent reading and judging them)."""
+    apps: str = ""
+
+
+def summarize_batch(batch: list[tuple[str, int, float]], opts: RowOptions) -> list[dict]:
+    """A dask task: the rows of a batch of (path, size, mtime); never raises for a bad log."""
+    items = []
+    for path, _, _ in batch:
+        try:
+            items.append((path, content_hash(path)))
+        except OSError as exc:
+            items.append((path, f"unreadable:{path}:{exc.strerror}"))
+    rows = summarize_many(items, opts)
+    return [{**row, "size": size, "mtime": mtime} for row, (_, size, mtime) in zip(rows, batch)]
+
+
+def plan(logs: list[LogFile], out: str) -> tuple[list[tuple[str, int, float]], int, set[str]]:
+    """The logs to read (not seen at this path with this size and time), how many were skipped, and the
+    content hashes already summarized (a log copied under a new name is read, then dropped as known)."""
+    hashes, stats = known(out)
+    todo = [(lf.path, lf.size, lf.mtime) for lf in logs if (lf.path, lf.size, lf.mtime) not in stats]
+    return todo, len(logs) - len(todo), hashes
+
+
+def _client(opts: TriageOptions):
+    from dask.distributed import Client, LocalCluster
+
+    if opts.scheduler:
+        return Client(opts.scheduler), None
+    cluster = LocalCluster(n_workers=opts.workers, threads_per_worker=1, processes=True,
+                           memory_limit=opts.memory_limit, dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageResult:
+    """Summarize the archive's new logs into ``opts.out`` and rewrite the per-application table."""
+    t0 = time.perf_counter()
+    logs, missing = discover(archives)
+    todo, skipped, hashes = plan(logs, opts.out)
+    counts = {"ok": 0, "no-io": 0}
+    bad: list[tuple[str, str]] = []
+    read_seconds = 0.0
+    appender = Appender(opts.out)
+    copies = 0
+
+    def take(rows: list[dict]) -> None:
+        nonlocal read_seconds, copies
+        fresh = [r for r in rows if r["content_hash"] not in hashes]
+        copies += len(rows) - len(fresh)
+        hashes.update(r["content_hash"] for r in fresh)
+        appender.write(fresh)
+        for r in fresh:
+            read_seconds += r["read_seconds"]
+            if r["status"] == "bad":
+                bad.append((r["path"], r["reason"]))
+            else:
+                counts[r["status"]] += 1
+        if progress is not None:
+            progress(len(rows))
+
+    if todo:
+        _run(todo, opts, take)
+    appender.flush()
+    apps = apps_path(opts.out)
+    aggregate(opts.out, apps)
+    if opts.html:
+        from .html import write_html
+
+        write_html(opts.out, apps, opts.html)
+    return TriageResult(len(logs), len(todo) - copies, skipped + copies, counts["ok"], counts["no-io"], bad,
+                        missing, time.perf_counter() - t0, read_seconds, apps)
+
+
+def _run(todo, opts: TriageOptions, take) -> None:
+    from dask.distributed import as_completed
+
+    client, cluster = _client(opts)
+    try:
+        n_workers = max(len(client.scheduler_info().get("workers", {})), 1)
+        size = opts.batch or min(BATCH, max(MIN_BATCH, math.ceil(len(todo) / (n_workers * TASKS_PER_WORKER))))
+        batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+        futures = client.map(summarize_batch, batches, opts=opts.rows, pure=False, retries=0)
+        batch_of = {f.key: b for f, b in zip(futures, batches)}
+        retry = []
+        for fut in as_completed(futures):
+            if fut.status == "finished":
+                take(fut.result())
+            else:  # the worker died under it (or the task raised): each log alone, to find the one at fault
+                retry.extend(batch_of[fut.key])
+            fut.release()
+        if retry:
+            singles = client.map(summarize_batch, [[x] for x in retry], opts=opts.rows, pure=False, retries=0)
+            for fut, item in zip(singles, retry):
+                try:
+                    take(fut.result())
+                except Exception as exc:  # noqa: BLE001 - KilledWorker and the like: this log is the one
+                    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    take([_dead(item, f"the worker reading it died ({type(exc).__name__}: {why[:160]})")])
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _dead(item, reason: str) -> dict:
+    from .logrow import EMPTY
+
+    path, size, mtime = item
+    try:
+        digest = content_hash(path)
+    except OSError as exc:
+        digest = f"unreadable:{path}:{exc.strerror}"
+    return {**EMPTY, "status": "bad", "reason": reason, "start_time": mtime, "path": path, "content_hash": digest,
+            "read_seconds": 0.0, "size": size, "mtime": mtime}
+
+
+__all__ = ["BATCH", "TriageOptions", "TriageResult", "plan", "summarize_batch", "triage"]

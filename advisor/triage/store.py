@@ -1,0 +1,155 @@
+"""The triage summary on disk: a Parquet dataset of one row per log, partitioned by month, appended to.
+
+Layout (``OUT`` is what ``--out`` names, e.g. ``summary.parquet``)::
+
+    OUT/month=2026-11/part-<run>-<n>.parquet     one row per log (ok, no-io or bad), hive-partitioned
+    OUT.apps.parquet (summary.apps.parquet)      one row per application, ranked by recoverable time
+
+``pandas.read_parquet(OUT)`` and DuckDB's ``read_parquet('OUT/*/*.parquet')`` read the dataset as is (the
+month column comes from the directory names). Every file has the same schema (``LOG_SCHEMA``), so parts
+written by different runs concatenate. A rerun reads only the ``content_hash``, ``path``, ``size`` and
+``mtime`` columns to know which logs it has already summarized.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FINDING = pa.struct([("code", pa.string()), ("title", pa.string()), ("seconds", pa.float64()),
+                     ("modelled", pa.float64()), ("saves", pa.float64()), ("hdf5", pa.bool_()),
+                     ("advice", pa.string())])
+LOG_SCHEMA = pa.schema([
+    ("path", pa.string()), ("content_hash", pa.string()), ("size", pa.int64()), ("mtime", pa.float64()),
+    ("status", pa.string()), ("reason", pa.string()),
+    ("job_id", pa.int64()), ("exe", pa.string()), ("user", pa.string()), ("app", pa.string()),
+    ("ranks", pa.int64()), ("start_time", pa.timestamp("s", tz="UTC")), ("run_time", pa.float64()),
+    ("io_time", pa.float64()), ("hdf5_time", pa.float64()), ("n_files", pa.int64()), ("n_hdf5_files", pa.int64()),
+    ("dxt", pa.bool_()), ("findings", pa.list_(FINDING)), ("codes", pa.string()),
+    ("recoverable", pa.float64()), ("recoverable_low", pa.float64()), ("trace_hint", pa.string()),
+    ("read_seconds", pa.float64()),
+])
+"""Columns of the per-log dataset (``month`` is the partition, in the directory names)."""
+LOG_SUFFIXES = (".darshan", ".darshan.gz")
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log found in the archive, with what a rerun compares before reading it."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+def discover(archives: list[str]) -> tuple[list[LogFile], list[str]]:
+    """Every log under the arguments (directories walked, e.g. Darshan's YEAR/MONTH/DAY tree; globs; files),
+    each once, in a stable order; and the arguments that matched nothing."""
+    found: dict[str, LogFile] = {}
+    missing = []
+    for arg in archives:
+        paths = sorted(glob.glob(arg, recursive=True)) if glob.has_magic(arg) else [arg]
+        before = len(found)
+        for p in paths:
+            if os.path.isdir(p):
+                for root, dirs, names in os.walk(p):
+                    dirs.sort()
+                    for n in sorted(names):
+                        if n.endswith(LOG_SUFFIXES):
+                            _add(found, os.path.join(root, n))
+            elif os.path.isfile(p):
+                _add(found, p)
+        if len(found) == before:
+            missing.append(arg)
+    return list(found.values()), missing
+
+
+def _add(found: dict, path: str) -> None:
+    path = os.path.abspath(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    found.setdefault(path, LogFile(path, st.st_size, st.st_mtime))
+
+
+def known(out: str) -> tuple[set[str], set[tuple[str, int, float]]]:
+    """Content hashes already in the dataset, and the (path, size, mtime) they were read from."""
+    files = parts(out)
+    if not files:
+        return set(), set()
+    table = pa.concat_tables(pq.read_table(f, columns=["content_hash", "path", "size", "mtime"]) for f in files)
+    d = table.to_pydict()
+    return set(d["content_hash"]), set(zip(d["path"], d["size"], d["mtime"]))
+
+
+def parts(out: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(out, "month=*", "*.parquet")))
+
+
+def month_of(ts: float) -> str:
+    return datetime.fromtimestamp(max(ts, 0), timezone.utc).strftime("%Y-%m")
+
+
+class Appender:
+    """Writes rows into month partitions, ``FLUSH_ROWS`` at a time (a Parquet file costs tens of ms whatever
+    its size: benchmarks/triage.py); a crashed run keeps what it flushed, the rest is read again next time."""
+
+    FLUSH_ROWS = 5000
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+        self.n = 0
+        self.rows: list[dict] = []
+        os.makedirs(out, exist_ok=True)
+
+    def write(self, rows: list[dict]) -> None:
+        self.rows.extend(rows)
+        if len(self.rows) >= self.FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        by_month: dict[str, list[dict]] = {}
+        for r in self.rows:
+            by_month.setdefault(month_of(r["start_time"]), []).append(r)
+        self.rows = []
+        for month, group in by_month.items():
+            d = os.path.join(self.out, f"month={month}")
+            os.makedirs(d, exist_ok=True)
+            cols = {name: [r.get(name) for r in group] for name in LOG_SCHEMA.names}
+            cols["start_time"] = [int(r["start_time"]) for r in group]
+            table = pa.table(cols, schema=LOG_SCHEMA)
+            tmp = os.path.join(d, f".part-{self.run}-{self.n:05d}.parquet.tmp")
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, os.path.join(d, f"part-{self.run}-{self.n:05d}.parquet"))  # readers never see half
+            self.n += 1
+
+
+def load(out: str, columns: list[str] | None = None):
+    """The per-log dataset as a pandas DataFrame (with ``month``)."""
+    import pandas as pd
+
+    files = parts(out)
+    if not files:
+        return pd.DataFrame(columns=LOG_SCHEMA.names + ["month"])
+    frames = []
+    for f in files:
+        df = pq.read_table(f, columns=columns).to_pandas()
+        df["month"] = os.path.basename(os.path.dirname(f)).split("=", 1)[1]
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def apps_path(out: str) -> str:
+    base = out[:-len(".parquet")] if out.endswith(".parquet") else out.rstrip(os.sep)
+    return base + ".apps.parquet"
+
+
+__all__ = ["Appender", "LOG_SCHEMA", "LogFile", "apps_path", "discover", "known", "load", "month_of", "parts"]
