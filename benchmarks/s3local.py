@@ -120,21 +120,22 @@ class DelayProxy:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0,
+                                                                          limit=1 << 22))
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
 
     async def _handle(self, client_r, client_w) -> None:
         try:
-            up_r, up_w = await asyncio.open_connection(*self.upstream)
+            up_r, up_w = await asyncio.open_connection(*self.upstream, limit=1 << 22)
         except OSError:
             client_w.close()
             return
         asked: list[float] = []  # when each request not yet answered left the client
 
         async def to_server():
-            while data := await client_r.read(1 << 16):
+            while data := await client_r.read(1 << 20):
                 if not asked:
                     asked.append(time.perf_counter())
                 up_w.write(data)
@@ -142,7 +143,7 @@ class DelayProxy:
             up_w.close()
 
         async def to_client():
-            while data := await up_r.read(1 << 16):
+            while data := await up_r.read(1 << 20):
                 if asked:
                     wait = asked.pop() + self.delay - time.perf_counter()
                     asked.clear()
@@ -154,18 +155,26 @@ class DelayProxy:
 
         try:
             await asyncio.gather(to_server(), to_client())
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError, asyncio.CancelledError):
             pass
         finally:
             for w in (client_w, up_w):
                 w.close()
 
     def close(self) -> None:
-        def stop():
+        async def stop():
             self._server.close()
-            self._loop.stop()
-        self._loop.call_soon_threadsafe(stop)
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        if self._loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
 
 __all__ = ["DelayProxy", "SeaweedServer", "free_port_base", "weed_binary"]
