@@ -54,6 +54,7 @@ def _host(fs) -> str:
 def _traced_call(original):
     @functools.wraps(original)
     async def _call_s3(self, method, *akwarglist, **kwargs):
+        await self.set_session()  # the client's creation (once per filesystem) is not the request's time
         timing = LOG.begin()
         op = _OPS.get(method, method)
         bucket, key = kwargs.get("Bucket", ""), kwargs.get("Key", kwargs.get("Prefix", ""))
