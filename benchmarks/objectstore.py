@@ -69,16 +69,16 @@ def validate(server: SeaweedServer, proxy: DelayProxy, repeat: int) -> dict:
 
 def validation_table(result: dict) -> str:
     out = ["| added latency | points | median \\|error\\| | worst \\|error\\| | L (ms) | B_req (MB/s) | B_agg (MB/s) |"
-           " c_req (ms) | contention | pool |", "|---|---|---|---|---|---|---|---|---|---|"]
+           " c_req (ms) | pool |", "|---|---|---|---|---|---|---|---|---|"]
     for key, s in result["summary"].items():
         if key == "all":
             continue
         m = s["model"]
         out.append(f"| {key} | {s['points']} | {s['median_abs_error']:.0%} | {s['worst']:.0%} | {m['ttfb'] * 1e3:.1f} | "
                    f"{m['request_bandwidth'] / 1e6:.0f} | {m['aggregate_bandwidth'] / 1e6:.0f} | "
-                   f"{m['request_cpu'] * 1e3:.2f} | {m['contention']:.2f} | {m['max_inflight']} |")
+                   f"{m['request_cpu'] * 1e3:.2f} | {m['max_inflight']} |")
     a = result["summary"]["all"]
-    out.append(f"| all | {a['points']} | {a['median_abs_error']:.0%} | | | | | | | |")
+    out.append(f"| all | {a['points']} | {a['median_abs_error']:.0%} | | | | | | |")
     return "\n".join(out)
 
 

@@ -3,14 +3,15 @@
 A third storage model beside the local one (``cost``/``variables``) and the parallel one (``parallel``).
 Terms follow the cloud-storage analyses (Durner, Leis, Neumann, *Exploiting Cloud Object Storage for
 High-Performance Analytics*, VLDB 2023: latency-bound small requests, bandwidth-bound large ones, throughput
-from requests in flight): a wave of ``k`` requests in flight of ``s`` bytes each costs
+from requests in flight): ``n`` requests of ``s`` bytes, ``k`` of them in flight (k <= min(n, k_max)), cost
 
-    t_wave(s, k) = L + k * s / min(k * B_req, B_agg)
+    t = (n / k) * L + n * c_req + n * s / B_agg + (n / k) * s / B_req
 
-and ``n`` requests at most ``k`` in flight cost ``ceil-free(n / k) * t_wave(s, k) + n * c_req``, with ``c_req``
-the client's own CPU per request (signing, parsing: one event-loop thread, so it adds up instead of
-overlapping). Reads that depend on each other (HDF5 metadata before data, a shard index before its chunks,
-unconsolidated zarr metadata) are ``rounds`` of their own: each costs a wave of one.
+latency overlaps across the requests in flight, the client's CPU per request and the bytes all requests share
+(network, server, client copies) do not, and one request's own stream adds its bytes at B_req. Linear in the
+four coefficients: fitted by non-negative least squares on relative error. Reads that depend on each other
+(HDF5 metadata before data, a shard index before its chunks, unconsolidated zarr metadata) are ``rounds`` of
+their own (k = 1).
 
 How the libraries turn array accesses into requests (``requests_*`` helpers) is counted by the object-store
 advice (``advisor.objectstore``); fitted by ``iomodel.objectstore_calibrate`` (``ioadvisor calibrate --store``).
@@ -47,14 +48,11 @@ class ObjectStoreModel:
     ttfb: float
     """L: seconds from sending a request to its first byte (latency plus the server's first-byte time)."""
     request_bandwidth: float
-    """B_req: bytes per second of one request's body once it streams."""
+    """B_req: bytes per second of one request's own stream (``UNLIMITED`` when the fit finds no such limit)."""
     aggregate_bandwidth: float
-    """B_agg: bytes per second of all requests in flight together (network, server, client copies)."""
+    """B_agg: bytes per second all requests share (network, server, the client's copies)."""
     request_cpu: float = 0.0
     """c_req: client seconds per request that do not overlap with others (signing, parsing, event loop)."""
-    contention: float = 0.0
-    """g: each other request in flight adds this fraction of ``c_req`` to a request (the server's and the client's
-    CPUs are shared: on a busy 2-core machine 16 requests in flight cost each several times one alone)."""
     max_inflight: int = 10
     """Requests in flight beyond which throughput no longer grows (the client's connection pool: botocore's
     ``max_pool_connections`` is 10 unless configured)."""
@@ -62,7 +60,7 @@ class ObjectStoreModel:
     """How it was fitted: endpoint host, grid, median |error| on the fitting points."""
 
     def __post_init__(self) -> None:
-        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "contention"):
+        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise StoreProfileError(f"field '{name}' must be a finite number >= 0, got {v!r}")
@@ -71,30 +69,22 @@ class ObjectStoreModel:
         if not isinstance(self.max_inflight, int) or self.max_inflight < 1:
             raise StoreProfileError(f"field 'max_inflight' must be an integer >= 1, got {self.max_inflight!r}")
 
-    def wave(self, size: float, inflight: float) -> float:
-        """Seconds of one wave of ``inflight`` requests of ``size`` bytes each, issued together."""
-        k = max(1.0, min(float(inflight), self.max_inflight))
-        return self.ttfb + k * size / min(k * self.request_bandwidth, self.aggregate_bandwidth)
-
     def seconds(self, n: float, size: float, inflight: float = 1) -> float:
         """Seconds of ``n`` requests of ``size`` bytes with at most ``inflight`` in flight."""
-        if n <= 0:
-            return 0.0
-        k = max(1.0, min(float(inflight), float(n), self.max_inflight))
-        return n / k * self.wave(size, k) + n * self.request_cpu * (1 + self.contention * (k - 1))
+        return sum(self.terms(n, size, inflight).values())
 
     def terms(self, n: float, size: float, inflight: float = 1) -> dict[str, float]:
-        """``seconds`` split by term: first byte (latency), transfer (bandwidth), client (per request CPU)."""
+        """``seconds`` split by term: first byte (latency), transfer (bandwidth), client (CPU per request)."""
         if n <= 0:
             return {"first byte": 0.0, "transfer": 0.0, "client": 0.0}
         k = max(1.0, min(float(inflight), float(n), self.max_inflight))
         return {"first byte": n / k * self.ttfb,
-                "transfer": n * size / min(k * self.request_bandwidth, self.aggregate_bandwidth),
-                "client": n * self.request_cpu * (1 + self.contention * (k - 1))}
+                "transfer": n * size / self.aggregate_bandwidth + n / k * size / self.request_bandwidth,
+                "client": n * self.request_cpu}
 
     def batch(self, sizes, inflight: float = 1) -> float:
         """Seconds of requests of the given sizes issued together, at most ``inflight`` in flight (their mean
-        size stands for each: a wave waits for its largest, but transfer adds up)."""
+        size stands for each)."""
         sizes = list(sizes)
         if not sizes:
             return 0.0
@@ -111,8 +101,7 @@ class ObjectStoreModel:
     def from_config(cls, config: dict) -> "ObjectStoreModel":
         if not isinstance(config, dict):
             raise StoreProfileError("an object-store model must be a JSON object")
-        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "contention", "max_inflight",
-                 "fitted"}
+        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "max_inflight", "fitted"}
         missing = {"ttfb", "request_bandwidth", "aggregate_bandwidth"} - set(config)
         if missing:
             raise StoreProfileError(f"missing field '{sorted(missing)[0]}'")
@@ -122,39 +111,32 @@ class ObjectStoreModel:
         return cls(**config)
 
 
-def fit(points, pools=(4, 8, 10, 16, 32, 64)) -> ObjectStoreModel:
-    """Least squares in log time over measured ``(n, size, inflight, seconds)`` points; the connection pool
-    (``max_inflight``) is the best of ``pools``."""
+UNLIMITED = 1e12
+"""A bandwidth the fit found no limit of (bytes per second; JSON has no infinity)."""
+
+
+def fit(points, pools=(2, 4, 8, 10, 16, 32, 64)) -> ObjectStoreModel:
+    """Non-negative least squares on relative error over measured ``(n, size, inflight, seconds)`` points; the
+    connection pool (``max_inflight``) is the best of ``pools`` by median |error|."""
     import numpy as np
-    from scipy.optimize import least_squares
+    from scipy.optimize import nnls
 
     pts = np.asarray([(n, s, k, t) for n, s, k, t in points], np.float64)
     if len(pts) < 5 or (pts[:, 3] <= 0).any():
         raise ValueError("need at least 5 measured points with positive times to fit an object-store model")
     n, s, k_asked, t = pts.T
-
-    def model(x, k):
-        lat, breq, bagg, cpu, g = np.exp(x)
-        return n / k * (lat + k * s / np.minimum(k * breq, bagg)) + n * cpu * (1 + g * (k - 1))
-
-    small = pts[np.argmin(s)]
-    big = pts[np.argmax(s * k_asked)]
-    # physical ranges: L 10 us-10 s, bandwidths 1 MB/s-100 GB/s, c_req 1 us-1 s, contention 1e-4-10
-    lo, hi = np.log([1e-5, 1e6, 1e6, 1e-6, 1e-4]), np.log([10, 1e11, 1e11, 1, 10])
     best = None
     for pool in pools:
         k = np.maximum(1, np.minimum(np.minimum(k_asked, n), pool))
-        for scale in (1.0, 0.3, 3.0):  # a few starts: min() makes the surface piecewise
-            x0 = np.log([small[3] / small[0] * scale, 2e8, max(big[0] * big[1] / big[3], 1e7), 1e-3 * scale, 0.1])
-            x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
-            r = least_squares(lambda x: np.log(model(x, k)) - np.log(t), x0, method="trf", bounds=(lo, hi))
-            if best is None or r.cost < best[0].cost:
-                best = (r, pool, k)
-    r, pool, k = best
-    lat, breq, bagg, cpu, g = np.exp(r.x)
-    err = np.abs(model(r.x, k) / t - 1)
-    return ObjectStoreModel(float(lat), float(breq), float(max(bagg, breq)), float(cpu), float(g), int(pool),
-                            fitted={"points": int(len(pts)), "median_abs_error": float(np.median(err))})
+        x = np.stack([n / k, n, n * s, n / k * s], 1)
+        coef, _ = nnls(x / t[:, None], np.ones(len(t)))
+        err = float(np.median(np.abs(x @ coef / t - 1)))
+        if best is None or err < best[0] - 1e-9:
+            best = (err, pool, coef)
+    err, pool, (lat, cpu, per_byte, per_stream_byte) = best
+    inv = lambda c: float(min(UNLIMITED, 1 / c)) if c > 0 else UNLIMITED  # noqa: E731
+    return ObjectStoreModel(float(lat), inv(per_stream_byte), inv(per_byte), float(cpu), int(pool),
+                            fitted={"points": int(len(pts)), "median_abs_error": err})
 
 
 def load_stores(path: str | os.PathLike) -> dict[str, ObjectStoreModel]:
@@ -206,5 +188,5 @@ def model_for(stores: dict[str, ObjectStoreModel], host: str, url: str) -> Objec
     return same_host[0] if same_host else None
 
 
-__all__ = ["ObjectStoreModel", "STORES_SECTION", "StoreProfileError", "fit", "load_stores", "model_for",
+__all__ = ["ObjectStoreModel", "STORES_SECTION", "StoreProfileError", "UNLIMITED", "fit", "load_stores", "model_for",
            "save_store", "store_key"]
