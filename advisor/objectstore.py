@@ -193,11 +193,11 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
         ids = _chunk_ids(dims, chunks, shape)
         if layout.shards is None:
             sizes = [(math.prod(len(i) for i in ids), chunk_bytes)]
-            rounds = [sizes]
+            rounds = [(sizes, k)]
             if w:  # a chunk not written whole is read first (read, merge, write)
                 partial = any(len(np.unique(d)) < sum(min(c, s - i * c) for i in idc.tolist())
                               for d, idc, c, s in zip(dims, ids, chunks, shape))
-                rounds = ([sizes] if partial else []) + [sizes]
+                rounds = ([(sizes, k)] if partial else []) + [(sizes, k)]
         else:
             m = [s // c for s, c in zip(layout.shards, chunks)]
             n_full = n_part = 1
@@ -214,16 +214,18 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
             shard_bytes = chunk_bytes * math.prod(m)
             index = 16 * math.prod(m) + 4
             if w:  # the shard is the write unit: a partial shard is read whole, merged and written whole
-                rounds = [[(n_part, shard_bytes)], [(n_full + n_part, shard_bytes)]] if n_part else \
-                    [[(n_full, shard_bytes)]]
-            else:
-                rounds = [[(n_full, shard_bytes), (n_part, index)], [(n_part * inner, chunk_bytes)]]
-        for rnd in rounds:
+                rounds = [([(n_part, shard_bytes)], k), ([(n_full + n_part, shard_bytes)], k)] if n_part else \
+                    [([(n_full, shard_bytes)], k)]
+            else:  # zarr 3.1 reads a partial shard's chunks one after another (sharding.py, _decode_partial_single):
+                # shards in parallel, each shard's chunks serial
+                rounds = [([(n_full, shard_bytes), (n_part, index)], k),
+                          ([(n_part * inner, chunk_bytes)], max(1.0, min(k, n_part)))]
+        for rnd, k_rnd in rounds:
             n = sum(x for x, _ in rnd)
             if n <= 0:
                 continue
             size = sum(x * s for x, s in rnd) / n
-            t = model.terms(n, size, k)
+            t = model.terms(n, size, k_rnd)
             first += weight * t["first byte"]
             transfer += weight * t["transfer"]
             client += weight * t["client"]
@@ -246,6 +248,7 @@ def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
     window = (-1.0, -1.0)  # the readahead cache's bytes [a, b)
     blocks: dict[int, None] = {}  # blockcache: the blocks held (LRU by insertion, 32 of them as fsspec keeps)
     data_base = node_bytes * math.ceil(n_chunks / BTREE_FANOUT) + 4096
+    file_bytes = data_base + n_chunks * chunk_bytes
 
     def read(offset: float, nbytes: float, weight: float) -> None:
         nonlocal window
@@ -254,7 +257,7 @@ def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
         elif layout.cache_type == "readahead":
             if window[0] <= offset and offset + nbytes <= window[1]:
                 return
-            size = nbytes + layout.block_size
+            size = min(nbytes + layout.block_size, file_bytes - offset)  # fsspec stops at the end of the file
             window = (offset, offset + size)
             requests.extend([size] * int(round(weight)))
         else:  # blockcache
@@ -289,10 +292,8 @@ def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
             read(data_base + int(c) * chunk_bytes, chunk_bytes, weight)
     if layout.paged:  # chunk index aggregated in pages, held by the page buffer: one read per page beyond the first
         meta_rounds += max(0, math.ceil(len(seen_nodes) * node_bytes / layout.page_size) - 1)
-    n = len(requests)
-    t = model.terms(n, float(np.mean(requests)) if n else 0.0, 1) if n else {"first byte": 0, "transfer": 0, "client": 0}
-    if n:  # serial requests of different sizes: transfer adds up exactly
-        t["transfer"] = sum(requests) / model.request_bandwidth
+    n = len(requests)  # serial requests: each term adds up over them, the mean size prices the bytes exactly
+    t = model.terms(n, float(np.mean(requests)) if n else 0.0, 1)
     meta = model.terms(meta_rounds, 4096, 1)
     terms = {"first byte": (t["first byte"] + meta["first byte"]) / inflight,
              "transfer": (t["transfer"] + meta["transfer"]) / inflight,
@@ -357,8 +358,9 @@ def candidates(current: StoreLayout, boxes, shape, itemsize) -> list[StoreLayout
                     break
             if math.prod(m) > 1 and cb * math.prod(m) <= 1024 * MiB:
                 out.append(StoreLayout("zarr", ch, tuple(c * k for c, k in zip(ch, m))))
-        bs = max(64 * 1024, 2 ** math.ceil(math.log2(max(cb, 1))))
-        out.append(StoreLayout("hdf5", ch, block_size=bs, cache_type="none", paged=True))
+        if current.library == "hdf5":  # Zarr is the store's native format: never advised back into one HDF5 file
+            bs = max(64 * 1024, 2 ** math.ceil(math.log2(max(cb, 1))))
+            out.append(StoreLayout("hdf5", ch, block_size=bs, cache_type="none", paged=True))
     return list(dict.fromkeys(out))
 
 
