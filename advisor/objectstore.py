@@ -415,9 +415,25 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
                           tuple(ds.shards) if ds.shards else None)
     priced = [price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight)
               for c in candidates(current, boxes, shape, itemsize)]
+    now = next(c for c in priced if c.layout == current)
+    priced = calibrated_on_trace(priced, now, cols, inflight)
     ranked = sorted(priced, key=lambda c: c.seconds)
     now = next(c for c in priced if c.layout == current)
     return StoreAdvice(ds.label, ds.file, host, now, tuple(ranked[:max(top, 1)]), model, source, ratio, inflight)
+
+
+def calibrated_on_trace(priced: list[StoreCandidate], now: StoreCandidate, cols, inflight: float) -> list:
+    """The candidates with the time the traced calls took beyond the model's prediction for the current layout
+    (the library's own work per request: decoding, event-loop hand-overs, Python per chunk) charged per request,
+    the way ``iomodel.intrace`` fits the local model to a trace's timings. Never negative: a trace faster than
+    the prediction leaves the prices as they are."""
+    traced = float((cols.dt * cols.rep).sum()) / max(inflight, 1.0)
+    extra = (traced - now.seconds) / now.requests if now.requests and traced > now.seconds else 0.0
+    if extra <= 0:
+        return priced
+    return [replace(c, seconds=c.seconds + extra * c.requests / max(inflight, 1.0),
+                    terms={**c.terms, "per request (traced)": extra * c.requests / max(inflight, 1.0)})
+            for c in priced]
 
 
 def advise_store(trace, stores: dict | None = None, top: int = 5) -> list[StoreAdvice]:
