@@ -183,7 +183,7 @@ def _chunk_ids(dims, chunks, shape) -> list[np.ndarray]:
     return [np.unique(idx // c) for idx, c in zip(dims, chunks)]
 
 
-def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, inflight) -> tuple:
+def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, inflight, head_first=False) -> tuple:
     chunks = layout.chunks or tuple(shape)
     chunk_bytes = math.prod(chunks) * itemsize * ratio
     first = transfer = client = 0.0
@@ -194,6 +194,8 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
         if layout.shards is None:
             sizes = [(math.prod(len(i) for i in ids), chunk_bytes)]
             rounds = [(sizes, k)]
+            if head_first and not w:  # s3fs asks a whole object's size (HEAD) before its GET: a round more
+                rounds = [([(sizes[0][0], 0)], k)] + rounds
             if w:  # a chunk not written whole is read first (read, merge, write)
                 partial = any(len(np.unique(d)) < sum(min(c, s - i * c) for i in idc.tolist())
                               for d, idc, c, s in zip(dims, ids, chunks, shape))
@@ -220,6 +222,8 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
                 # shards in parallel, each shard's chunks serial
                 rounds = [([(n_full, shard_bytes), (n_part, index)], k),
                           ([(n_part * inner, chunk_bytes)], max(1.0, min(k, n_part)))]
+                if head_first and n_full:
+                    rounds = [([(n_full, 0)], k)] + rounds
         for rnd, k_rnd in rounds:
             n = sum(x for x, _ in rnd)
             if n <= 0:
@@ -238,7 +242,7 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
     return terms, int(n_req), int(moved)
 
 
-def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, inflight) -> tuple:
+def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, inflight, head_first=False) -> tuple:
     chunks = layout.chunks or tuple(shape)
     chunk_bytes = math.prod(chunks) * itemsize * ratio
     grid = [math.ceil(s / c) for s, c in zip(shape, chunks)]
@@ -301,10 +305,12 @@ def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
     return terms, n + meta_rounds, int(sum(requests))
 
 
-def price(layout: StoreLayout, boxes, writes, weights, shape, itemsize, ratio, model, inflight=1.0) -> StoreCandidate:
-    """Predicted seconds of the traced accesses (``boxes`` from ``_boxes``) in ``layout`` on the store."""
+def price(layout: StoreLayout, boxes, writes, weights, shape, itemsize, ratio, model, inflight=1.0,
+          head_first: bool = False) -> StoreCandidate:
+    """Predicted seconds of the traced accesses (``boxes`` from ``_boxes``) in ``layout`` on the store;
+    ``head_first``: the client asks a whole object's size before reading it (``heads_before_gets``)."""
     fn = _price_zarr if layout.library == "zarr" else _price_hdf5
-    terms, n, moved = fn(boxes, writes, weights, layout, tuple(shape), itemsize, ratio, model, inflight)
+    terms, n, moved = fn(boxes, writes, weights, layout, tuple(shape), itemsize, ratio, model, inflight, head_first)
     return StoreCandidate(layout, float(sum(terms.values())), terms, n, moved)
 
 
@@ -379,6 +385,19 @@ def store_model_from_requests(req: dict) -> ObjectStoreModel | None:
                             fitted={"from": "the trace's requests", "requests": int(get.sum())})
 
 
+def heads_before_gets(req: dict) -> bool:
+    """Whether the traced client sent a HEAD of an object before most of its whole-object GETs (s3fs 2026.9's
+    ``_cat_file`` asks the size first when ``max_concurrency`` > 1): each such read is two round trips."""
+    if not len(req.get("op", ())):
+        return False
+    ops, urls = req["op"], req["url"]
+    whole = {u for o, u, e in zip(ops, urls, req["end"]) if o == "GET" and e < 0}
+    if not whole:
+        return False
+    headed = {u for o, u in zip(ops, urls) if o == "HEAD"} & whole
+    return len(headed) > len(whole) / 2
+
+
 def observed_ratio(ds, req: dict) -> float:
     """Stored / raw bytes of the array's chunks as its GETs fetched them (Zarr chunk keys); 1 when unseen."""
     if ds.library != "zarr" or not ds.chunks or not len(req.get("url", ())):
@@ -413,7 +432,8 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
     inflight = calls_in_flight(cols)
     current = StoreLayout(ds.library, tuple(ds.chunks) if ds.chunks else None,
                           tuple(ds.shards) if ds.shards else None)
-    priced = [price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight)
+    head_first = heads_before_gets(req)
+    priced = [price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight, head_first)
               for c in candidates(current, boxes, shape, itemsize)]
     now = next(c for c in priced if c.layout == current)
     priced = calibrated_on_trace(priced, now, cols, inflight)

@@ -69,3 +69,20 @@ for j in range(0, 400, 40):
     out = res.stdout
     assert "Recommendation for s3://advise/b.zarr (on the object store 127.0.0.1:" in out and "stays there" in out
     assert "out.h5" not in out and 'FsspecStore.from_url("s3://advise/b.zarr"' in out
+
+
+def test_a_head_before_each_whole_object_get_is_a_round_more():
+    """s3fs 2026.9 asks a chunk's size (HEAD) before reading it whole: the request log shows it, the price follows."""
+    from advisor.objectstore import heads_before_gets
+
+    urls = [f"s3://b/a.zarr/c/0/{i}" for i in range(4)]
+    req = {"op": np.array(["HEAD", "GET"] * 4, object), "url": np.array([u for u in urls for _ in (0, 1)], object),
+           "end": np.array([-1] * 8)}
+    assert heads_before_gets(req)
+    assert not heads_before_gets({**req, "op": np.array(["GET"] * 8, object)})
+    shape = (2000, 2000)
+    boxes, writes, weights = _boxes(_cols([((0, j), (2000, 1)) for j in range(0, 2000, 100)]))
+    lay = StoreLayout("zarr", (100, 100))
+    one = price(lay, boxes, writes, weights, shape, 8, 1.0, MODEL)
+    two = price(lay, boxes, writes, weights, shape, 8, 1.0, MODEL, head_first=True)
+    assert two.requests == 2 * one.requests and two.terms["first byte"] > 1.9 * one.terms["first byte"] - 0.1
