@@ -238,7 +238,7 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
     meta = model.terms(OPEN_ROUNDS["zarr"], 4096, 1)
     scale = 1.0 / inflight
     terms = {"first byte": first * scale + meta["first byte"], "transfer": transfer * scale + meta["transfer"],
-             "client": client * scale + meta["client"]}
+             "client": client * scale + meta["client"], "zarr calls": float(weights.sum()) * model.zarr_call * scale}
     return terms, int(n_req), int(moved)
 
 

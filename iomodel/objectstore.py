@@ -53,6 +53,9 @@ class ObjectStoreModel:
     """B_agg: bytes per second all requests share (network, server, the client's copies)."""
     request_cpu: float = 0.0
     """c_req: client seconds per request that do not overlap with others (signing, parsing, event loop)."""
+    zarr_call: float = 0.0
+    """Seconds zarr spends per read call through its FsspecStore beyond the requests (its event-loop hand-over,
+    codec pipeline, Python per chunk); 0: not measured."""
     max_inflight: int = 10
     """Requests in flight beyond which throughput no longer grows (the client's connection pool: botocore's
     ``max_pool_connections`` is 10 unless configured)."""
@@ -60,7 +63,7 @@ class ObjectStoreModel:
     """How it was fitted: endpoint host, grid, median |error| on the fitting points."""
 
     def __post_init__(self) -> None:
-        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu"):
+        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise StoreProfileError(f"field '{name}' must be a finite number >= 0, got {v!r}")
@@ -101,7 +104,8 @@ class ObjectStoreModel:
     def from_config(cls, config: dict) -> "ObjectStoreModel":
         if not isinstance(config, dict):
             raise StoreProfileError("an object-store model must be a JSON object")
-        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "max_inflight", "fitted"}
+        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call", "max_inflight",
+                 "fitted"}
         missing = {"ttfb", "request_bandwidth", "aggregate_bandwidth"} - set(config)
         if missing:
             raise StoreProfileError(f"missing field '{sorted(missing)[0]}'")
@@ -135,7 +139,7 @@ def fit(points, pools=(2, 4, 8, 10, 16, 32, 64)) -> ObjectStoreModel:
             best = (err, pool, coef)
     err, pool, (lat, cpu, per_byte, per_stream_byte) = best
     inv = lambda c: float(min(UNLIMITED, 1 / c)) if c > 0 else UNLIMITED  # noqa: E731
-    return ObjectStoreModel(float(lat), inv(per_stream_byte), inv(per_byte), float(cpu), int(pool),
+    return ObjectStoreModel(float(lat), inv(per_stream_byte), inv(per_byte), float(cpu), max_inflight=int(pool),
                             fitted={"points": int(len(pts)), "median_abs_error": err})
 
 

@@ -99,15 +99,21 @@ class Scratch:
 
     def __exit__(self, *exc) -> None:
         try:
+            dirs = [p for p, info in self.fs.find(self.prefix, withdirs=True, detail=True).items()
+                    if info.get("type") == "directory"]
+        except (FileNotFoundError, OSError):
+            dirs = []
+        try:
             self.fs.rm(self.prefix, recursive=True)
         except FileNotFoundError:
             pass
-        if hasattr(self.fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps the prefix as a directory entry
-            bucket, _, key = self.prefix.partition("/")
-            try:
-                self.fs.call_s3("delete_object", Bucket=bucket, Key=key + "/")
-            except OSError:
-                pass
+        if hasattr(self.fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps each prefix as a directory entry
+            bucket = self.prefix.partition("/")[0]
+            for d in sorted(set(dirs) | {self.prefix}, key=len, reverse=True):  # deepest first
+                try:
+                    self.fs.call_s3("delete_object", Bucket=bucket, Key=d.partition("/")[2].rstrip("/") + "/")
+                except OSError:
+                    pass
         self.fs.invalidate_cache()
 
 
@@ -126,11 +132,34 @@ def calibrate_store(target: StoreTarget, *, quick: bool = True, repeat: int = 1,
                 measured.append((n, s, k, t))
                 if progress is not None:
                     progress(r * len(points) + i + 1, repeat * len(points))
+        zarr_call = measure_zarr_call(target, scratch, fit(measured))
     model = fit(measured)
-    model = ObjectStoreModel(**{**model.get_config(), "fitted": {
+    model = ObjectStoreModel(**{**model.get_config(), "zarr_call": zarr_call, "fitted": {
         **model.fitted, "host": target.host, "grid": "quick" if quick else "full",
         "sizes": sorted({s for _, s, _ in points}), "inflight": sorted({k for _, _, k in points})}})
     return model, measured
+
+
+def measure_zarr_call(target: StoreTarget, scratch: Scratch, model: ObjectStoreModel, calls: int = 16) -> float:
+    """Seconds a zarr read call of one chunk through ``FsspecStore`` takes beyond the model's price of its requests
+    (a HEAD and a GET: s3fs asks a whole object's size first), median of ``calls``; 0 without zarr."""
+    try:
+        import numpy as np
+        import zarr
+    except ImportError:
+        return 0.0
+    url = f"{target.url.split('://', 1)[0]}://{scratch.prefix}/zarr-call.zarr"
+    z = zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=target.storage_options),
+                          shape=(calls * 1024,), chunks=(1024,), dtype="f8")
+    z[:] = np.arange(calls * 1024.0)
+    z[:1024]  # the client and its connections exist before timing
+    times = []
+    for i in range(calls):
+        t = time.perf_counter()
+        z[i * 1024:(i + 1) * 1024]
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return max(0.0, times[len(times) // 2] - model.seconds(2, 8192 / 2, 1))
 
 
 def median_abs_error(model: ObjectStoreModel, points) -> float:
@@ -141,4 +170,5 @@ def median_abs_error(model: ObjectStoreModel, points) -> float:
 
 
 __all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "StoreTarget", "calibrate_store", "grid", "measure_point",
+           "measure_zarr_call",
            "median_abs_error"]
