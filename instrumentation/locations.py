@@ -33,6 +33,12 @@ def store_location(store) -> str:
     fs, path = getattr(store, "fs", None), getattr(store, "path", None)
     if fs is not None and isinstance(path, str):
         return fsspec_url(fs, path)
+    inner = getattr(store, "store", None)  # zarr's ObjectStore over an obstore store (S3Store, GCSStore, ...)
+    config = getattr(inner, "config", None)
+    if isinstance(config, dict) and config.get("bucket"):
+        scheme = {"S3Store": "s3", "GCSStore": "gs", "AzureStore": "az"}.get(type(inner).__name__, "store")
+        prefix = str(getattr(inner, "prefix", None) or "").strip("/")
+        return f"{scheme}://{config['bucket']}/{prefix}".rstrip("/")
     return str(store)
 
 
@@ -49,6 +55,11 @@ def hdf5_location(filename: str, driver: str | None) -> str:
     cls_name, path = m.groups()
     for protocol, cls in dict(fsspec.registry).items():  # implementations in use only: the file's class is one
         if cls.__name__ == cls_name:
+            return f"{protocol}://{path}"
+    # a filesystem made by its class (``s3fs.S3FileSystem(...)``) is not registered: fsspec's known list names it
+    known = getattr(sys.modules.get("fsspec.registry"), "known_implementations", None) or {}
+    for protocol, spec in known.items():
+        if str(spec.get("class", "")).rsplit(".", 1)[-1] == cls_name:
             return f"{protocol}://{path}"
     return filename
 

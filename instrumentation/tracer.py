@@ -67,7 +67,8 @@ from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
-_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow"}
+_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow",
+          "s3fs.core": ".hooks_s3fs", "obstore": ".hooks_obstore"}  # object-store requests (storerequests)
 
 
 OP_READ, OP_WRITE, OP_RESIZE = 0, 1, 2
@@ -707,6 +708,15 @@ class Tracer:
         from . import mpi
 
         return path, mpi.rank_path(path, self.rank, self.size)
+
+    @property
+    def trace_root(self) -> tuple[Path | None, float]:
+        """The run's trace path (a followed process's too, not its part) and the clock origin of its times."""
+        path = self.path
+        if self._is_part and self._parts_dir:
+            parts = Path(self._parts_dir)
+            path = parts.with_name(parts.name.rsplit(".parts-", 1)[0])
+        return path, self._origin
 
     def flush(self) -> None:
         """Write every access recorded so far to the file now (the flusher thread does it every

