@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
+from instrumentation.errors import IoadvisorError
+
 EXTRAS = {"matplotlib": "plots"}
 """The import name of each optional package and the extra that installs it (setup.cfg ``extras_require``)."""
 
 
-class MissingExtra(ImportError, ValueError):
-    """An optional package is not installed. A ValueError too, so the CLI prints it as one line (exit 2)."""
+class MissingExtra(IoadvisorError, ImportError):
+    """An optional package is not installed; the CLI prints it as one line (exit 2)."""
 
 
 def require(module: str, feature: str) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from instrumentation.errors import InputError
 from iomodel.objectstore import ObjectStoreModel
 
 STORE_SCHEMES = ("s3", "gs", "gcs", "az", "abfs", "http", "https")
@@ -425,7 +426,7 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
     if model is None:
         model = store_model_from_requests(req)
     if model is None:
-        raise ValueError(f"{ds.label}: no model of its store: run `ioadvisor calibrate --store {ds.file}`, "
+        raise InputError(f"{ds.label}: no model of its store: run `ioadvisor calibrate --store {ds.file}`, "
                          "or trace with the request log (ioadvisor run)")
     boxes, writes, weights = _boxes(cols)
     ratio = observed_ratio(ds, req)

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from instrumentation.errors import InputError
+
 SUFFIX = ".requests.jsonl"
 """The request log of trace ``T`` is ``T`` + this suffix."""
 
@@ -145,7 +147,7 @@ def load_requests(trace: str | os.PathLike) -> dict[str, np.ndarray]:
                 obj = json.loads(line)
                 rows.append(StoreRequest.from_config(obj))
             except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{i}: not a store request record ({type(exc).__name__}: {exc})") from None
+                raise InputError(f"{path}:{i}: not a store request record ({type(exc).__name__}: {exc})") from None
     rows.sort(key=lambda r: r.t0)
     cols = {}
     for name in FIELDS:

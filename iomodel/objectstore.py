@@ -25,11 +25,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from instrumentation.errors import IoadvisorError
+
 STORES_SECTION = "stores"
 """Top-level section of a profile file holding the object-store models, keyed by ``store_key``."""
 
 
-class StoreProfileError(ValueError):
+class StoreProfileError(IoadvisorError, ValueError):
     """An object-store section cannot be read; one line naming file and field."""
 
 
@@ -123,11 +125,12 @@ def fit(points, pools=(2, 4, 8, 10, 16, 32, 64)) -> ObjectStoreModel:
     """Non-negative least squares on relative error over measured ``(n, size, inflight, seconds)`` points; the
     connection pool (``max_inflight``) is the best of ``pools`` by median |error|."""
     import numpy as np
-    from scipy.optimize import nnls
+
+    from iomodel.nnls import nnls
 
     pts = np.asarray([(n, s, k, t) for n, s, k, t in points], np.float64)
     if len(pts) < 5 or (pts[:, 3] <= 0).any():
-        raise ValueError("need at least 5 measured points with positive times to fit an object-store model")
+        raise StoreProfileError("need at least 5 measured points with positive times to fit an object-store model")
     n, s, k_asked, t = pts.T
     best = None
     for pool in pools:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from instrumentation.errors import InputError
+
 
 def register(sub) -> None:
     p = sub.add_parser("triage", help="rank a Darshan archive's applications by recoverable I/O time (dask)",
@@ -43,7 +45,7 @@ def run(args) -> int:
         print(f"ioadvisor triage: error: needs {exc.name}: pip install 'ioadvisor[triage]'", file=sys.stderr)
         return 2
     if args.workers < 1 or (args.batch is not None and args.batch < 1):
-        raise ValueError("--workers and --batch must be at least 1")
+        raise InputError("--workers and --batch must be at least 1")
     if args.html and os.path.exists(args.html):
         raise FileExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
     rows = RowOptions(dxt=not args.no_dxt, names=args.names, name_key=os.environ.get("IOADVISOR_TRIAGE_KEY", ""))

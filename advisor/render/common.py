@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import io
 
+from advisor.extras import require
+
+require("matplotlib", "drawing the access map and the cost chart")
+
 WIDTH_IN = 11.0
 """Figure width in inches at DPI: 1100 px, the HTML report's column, drawn 1:1 (text stays sharp)."""
 DPI = 100
