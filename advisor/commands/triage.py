@@ -55,7 +55,7 @@ def run(args) -> int:
     for m in res.missing:
         print(f"ioadvisor triage: {m}: no log there", file=sys.stderr)
     if not res.found:
-        raise FileNotFoundError("no Darshan log found under " + " ".join(args.archive))
+        raise InputError("no Darshan log found under " + " ".join(args.archive))
     print(f"{res.found:,} logs found, {res.skipped:,} already summarized, {res.new:,} read: {res.ok:,} with I/O, "
           f"{res.no_io:,} without, {len(res.bad):,} unreadable; {res.seconds:.1f} s "
           f"({res.new / res.seconds if res.seconds else 0:.1f} logs/s)")
