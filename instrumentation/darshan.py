@@ -548,13 +548,13 @@ def _from_file(file: str, path: str) -> DatasetRecord | None:
     try:
         import h5py
 
-        from .hooks_h5py import _describe
+        from .hooks_h5py import describe
 
         with h5py.File(file, "r") as f:
             obj = f.get(path)
             if not isinstance(obj, h5py.Dataset):
                 return None
-            return _describe(obj, created=False).template
+            return describe(obj, created=False).template
     except Exception:  # noqa: BLE001 - an unreadable or foreign file only means: not reachable
         return None
 

@@ -21,7 +21,7 @@ it (``convert``), where it has a parts directory; another process's records
 (a C program's, a child's logging here) are not this process's program's time
 and are converted here. A followed process's log directory lies in its run's
 parts directory, where the run's merge converts what a process killed with
-SIGKILL left (``follow.merge_parts``); the trace of a killed run's own process
+SIGKILL left (``parts.merge_parts``); the trace of a killed run's own process
 (``load_trace(..., allow_truncated=True)``) holds its libhdf5 accesses up to
 its last pause (at most PENDING_BYTES of records lost) or, once its converter
 runs, every one the interposer wrote.
@@ -45,11 +45,12 @@ from pathlib import Path
 import numpy as np
 
 from .columns import POINTS, SLAB, AccessColumns
-from .follow import LOG_PREFIX
+from .partsdir import LOG_PREFIX
 from .locations import hdf5_location
 from .preload import CAPTURE_LEVEL, LOG_DIR_VAR, child_environment, library, preloaded  # noqa: F401 - also public here
 from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
+from .sink import DatasetInfo
 
 MAXD = 8
 ACCESS = np.dtype([
@@ -477,7 +478,7 @@ class LibraryCapture:
         """A capture with a fresh log directory, recording this process too if it was started preloaded.
 
         ``parts_dir``: this process is followed; its directory goes there (``LOG_PREFIX``), where the run's
-        merge converts what it left if it is killed (``follow.merge_parts``)."""
+        merge converts what it left if it is killed (``parts.merge_parts``)."""
         if library() is None:
             return None
         log_dir = None
@@ -546,7 +547,7 @@ class LibraryCapture:
         # docstring) unless they, or the h5py calls kept to drop their duplicates, reach their bound: then a
         # converter process takes them over (where it can: one tracer, with a parts directory), else they are
         # converted here
-        crowded = any(tr._spans is not None and len(tr._spans) > MAX_SPANS for tr in tracers)
+        crowded = any(tr.spans is not None and len(tr.spans) > MAX_SPANS for tr in tracers)
         for pid, log in self.logs.items():
             if pid == self.pid and (self.converter is not None or self.failed):
                 continue
@@ -581,6 +582,10 @@ class LibraryCapture:
             if len(rec):
                 self._deliver(log, rec, log.n_read - len(rec), tracers)
 
+    def take_spans(self, sink) -> list:
+        """The h5py calls of ``sink`` kept here to drop their libhdf5 duplicates, handed over (to its converter)."""
+        return self._spans.pop(sink, [])
+
     def _converted(self, result: dict | None) -> None:
         """The converter's end: what it learnt; this process's records are read on from where it stopped."""
         converter, self.converter = self.converter, None
@@ -594,8 +599,6 @@ class LibraryCapture:
         self.logs[self.pid] = log
 
     def _info(self, log: ProcessLog, num: int):
-        from .tracer import DatasetInfo
-
         info = self.infos.get((log.pid, num))
         if info is None:
             meta = log.datasets[num]
@@ -657,31 +660,32 @@ class LibraryCapture:
         for tr in tracers:
             if log.pid == self.pid:
                 above = self._seen_above(tr, log, min(float(t0.min(initial=np.inf)), r_at.min(initial=np.inf)))
-                keep[tr] = ~above(rec["ds"], t0, t0 + rec["dt"]) & (t0 >= tr._origin)
-                keep_resize[tr] = ~above(r_nums, r_at, r_at) & (r_at >= tr._origin)
+                keep[tr] = ~above(rec["ds"], t0, t0 + rec["dt"]) & (t0 >= tr.origin)
+                keep_resize[tr] = ~above(r_nums, r_at, r_at) & (r_at >= tr.origin)
             else:
-                keep[tr], keep_resize[tr] = t0 >= tr._origin, r_at >= tr._origin
+                keep[tr], keep_resize[tr] = t0 >= tr.origin, r_at >= tr.origin
         for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
             self.unconverted += int((keep[tr] & live & ~converted).sum())
             for i in np.unique(which[keep[tr] & converted]).tolist():
-                if infos[i] not in tr._ids:  # H5Dcreate2 made it: a new array even where an old one had its name
-                    tr._register(infos[i], created=infos[i].template.created, below=True)
+                # H5Dcreate2 made it: a new array even where an old one had its name (one the trace knows keeps its id)
+                tr.register(infos[i], created=infos[i].template.created, below=True)
         for j, (ev, at) in enumerate(resizes):
             resized = self._info(log, ev["i"])
             resized.shape = tuple(ev["dims"])
             for tr in tracers:
                 if keep_resize[tr][j]:
-                    tr._resize(resized, at)
+                    tr.resize(resized, at)
         for tr in tracers:
             rows = np.flatnonzero(keep[tr] & converted)
             if not len(rows):
                 continue
-            tids = np.array([tr._ids.get(info, -1) for info in infos], np.int32)
+            used = set(np.unique(which[rows]).tolist())  # each registered above
+            tids = np.array([tr.register(info) if i in used else -1 for i, info in enumerate(infos)], np.int32)
             m = len(rows)
             at = {r: j for j, r in enumerate(rows.tolist())} if irregular else {}
-            tr._columns(AccessColumns(
+            tr.columns(AccessColumns(
                 ds=tids[which[rows]], write=rec["op"][rows] == 1, rank=np.full(m, tr.rank, np.int32),
-                t0=t0[rows] - tr._origin, dt=rec["dt"][rows], t_step=np.zeros(m),
+                t0=t0[rows] - tr.origin, dt=rec["dt"][rows], t_step=np.zeros(m),
                 n=rec["n"][rows].astype(np.int64), nbytes=rec["nbytes"][rows].astype(np.int64),
                 rep=np.ones(m, np.int64), kind=np.where(slab[rows], SLAB, POINTS).astype(np.int8),
                 ndim=ndim[rows].astype(np.int8), start=start[rows], count=count[rows], stride=stride[rows],
@@ -692,7 +696,7 @@ class LibraryCapture:
         """``inside(nums, a0, a1)``: True where an h5py call recorded by ``tracer`` on the same dataset holds the
         libhdf5 call (an access, or an extent change) of dataset ``nums`` from ``a0`` to ``a1``; none of these
         began before ``since``."""
-        queued = tracer._spans
+        queued = tracer.spans
         spans = self._spans.setdefault(tracer, [])
         spans += [queued.popleft() for _ in range(len(queued))]
         if since < np.inf:  # an h5py call that ended well before holds nothing still to come

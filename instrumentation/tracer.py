@@ -55,28 +55,26 @@ from pathlib import Path
 
 import numpy as np
 
-from . import follow, interpose
+from . import interpose, sigterm, startup
 
 try:
     from . import _hotpath  # the traced h5py read in C (setup.py); hooks_h5py does the same in Python without it
 except ImportError:
     _hotpath = None
-from .columns import AccessColumns, compact_runs
-from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
+from .columns import AccessColumns
+from .decode import OP_READ, OP_RESIZE, OP_WRITE, RECORD_HEAD, from_c, record_resizes, write_resizes
+from .partsdir import child_environment
+from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeRecord, TraceHeader
+from .runinfo import RunInfo, SharedIds
+from .sink import DatasetInfo
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
+
+hotpath = _hotpath
+"""The C hooks' module (``_hotpath``: setup.py builds it), or None where no C compiler built it."""
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
 _HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow"}
-
-
-OP_READ, OP_WRITE, OP_RESIZE = 0, 1, 2
-"""``op`` of a record of the C hooks (``_hotpath.Hook``)."""
-RECORD_HEAD = np.dtype([("t0", "<f8"), ("dt", "<f8"), ("n", "<i8"), ("nbytes", "<i8"), ("slot", "<i4"),
-                        ("op", "i1"), ("ndim", "i1"), ("pad", "<i2")])
-"""One record of ``_hotpath.Recorder``'s head buffer (its ``head_t``): ``t0``/``dt`` on perf_counter's clock, ``slot``
-the DatasetInfo's place in the infos taken with it. Its dims buffer holds, per record, start, count, stride and
-block (``ndim`` int64 each) of an access, or the ``ndim`` extents a resize set."""
 
 
 class _PythonRecorder:
@@ -107,25 +105,6 @@ FLUSHER_WAIT = 5.0
 
 class _TLS(threading.local):
     depth = 0  # traced calls in progress on this thread: only the outermost records
-
-
-class DatasetInfo:
-    """What the hooks know of one array, computed once (see field notes: 20 µs per query).
-
-    ``template`` is the DatasetRecord with a placeholder id; ``shape`` follows
-    resizes (None: an HDF5 NULL dataspace, which holds no data). Tracers number
-    datasets themselves and look them up by ``key``.
-    """
-
-    __slots__ = ("template", "key", "shape", "itemsize", "dtype", "mpio", "__weakref__")
-
-    def __init__(self, template: DatasetRecord, dtype):
-        self.template = template
-        self.key = template.key
-        self.shape = tuple(template.shape)
-        self.itemsize = template.itemsize
-        self.dtype = dtype
-        self.mpio = template.driver == "mpio"  # only then can a transfer be collective
 
 
 class _Hub:
@@ -161,8 +140,8 @@ class _Hub:
                   n: int, nbytes: int, t0: float, dt: float) -> None:
         for tr in self.active:
             tr._hyperslab(info, op, start, count, stride, block, n, nbytes, t0, dt)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
+            if tr.spans is not None:
+                tr.spans.append((info.key, t0, t0 + dt))
 
     def access(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
         if selection.kind == "hyperslab":
@@ -171,15 +150,15 @@ class _Hub:
             return
         for tr in self.active:
             tr._access(info, op, selection, n, nbytes, t0, dt)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
+            if tr.spans is not None:
+                tr.spans.append((info.key, t0, t0 + dt))
 
     def collective(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
         """An MPI-IO collective transfer: kept as a record (the flag does not fit the hyperslab fast path)."""
         for tr in self.active:
             tr._access(info, op, selection, n, nbytes, t0, dt, True)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
+            if tr.spans is not None:
+                tr.spans.append((info.key, t0, t0 + dt))
 
     def resize(self, info: DatasetInfo, shape: tuple[int, ...], t0: float, t1: float) -> None:
         """``info``'s extent became ``shape`` in a call from ``t0`` to ``t1`` (libhdf5's record of it is dropped)."""
@@ -189,9 +168,9 @@ class _Hub:
                 tr._register(info)
         info.shape = shape
         for tr in active:
-            tr._resize(info, t1)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t1))
+            tr.resize(info, t1)
+            if tr.spans is not None:
+                tr.spans.append((info.key, t0, t1))
 
     def created(self, info: DatasetInfo) -> None:
         for tr in self.active:
@@ -223,7 +202,7 @@ class _Hub:
             self._child_environment()
 
     def detach(self, tracer: "Tracer") -> None:
-        if not self.lock.acquire(blocking=not follow.terminating()):
+        if not self.lock.acquire(blocking=not sigterm.terminating()):
             # SIGTERM's close while the thread it interrupted holds the lock (importing a hook module): that
             # thread never resumes, so waiting would end the process with its part unclosed. The process
             # ends now, patches and all: only the recording and the flusher stop.
@@ -251,7 +230,7 @@ class _Hub:
                     os.environ[name] = value
             self._environ = None
         if dirs or below is not None:
-            env = follow.child_environment(dirs) if dirs else {}
+            env = child_environment(dirs) if dirs else {}
             if below is not None:  # children record their libhdf5 calls where this process collects them
                 env.update(interpose.child_environment(str(below.log_dir)))
             self._environ = {name: os.environ.get(name) for name in env}
@@ -283,7 +262,7 @@ class _Hub:
         self.lock = threading.RLock()
         self.active = ()
         self._flusher = None  # threads do not survive a fork
-        with follow.sigterm_deferred():
+        with sigterm.sigterm_deferred():
             children = []
             for tr in parents:
                 child = tr._orphan()
@@ -295,7 +274,7 @@ class _Hub:
             self.active = tuple(children)
             self._stop = threading.Event()
             self._start_flusher()
-            follow.install_sigterm()
+            sigterm.install_sigterm()
 
     def _flush_loop(self, stop: threading.Event) -> None:
         # formatting and file writes happen here, off the traced threads
@@ -433,7 +412,8 @@ HUB = _Hub()
 os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_parent,
                     after_in_child=HUB._after_fork_in_child)
 # a tracer entered by hand and never exited, or a child process's parts: still end the files cleanly
-atexit.register(follow.close_all)
+sigterm.close_with(lambda: HUB.active)
+atexit.register(sigterm.close_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -497,7 +477,7 @@ class Tracer:
     process runs under (``Tracer._part``): it writes ``<parts dir>/<pid>.parquet``
     (or ``.jsonl``) and its own children's parts go beside it; the run's tracer
     merges them all. Every tracer of a run takes its dataset ids from the run's
-    ``follow.SharedIds`` and its clock origin and rank from its ``follow.RunInfo``.
+    ``runinfo.SharedIds`` and its clock origin and rank from its ``runinfo.RunInfo``; it is a ``sink.Sink``.
     """
 
     def __init__(self, path=None, *, comm=None, overwrite: bool = False, follow: bool = True):
@@ -507,8 +487,8 @@ class Tracer:
         self._follow = follow
         self._is_part = False
         self._parts_dir: str | None = None
-        self._run: follow.RunInfo | None = None
-        self._shared_ids: follow.SharedIds | None = None
+        self._run: RunInfo | None = None
+        self._shared_ids: SharedIds | None = None
         self._own: Path | None = None
         self._forked_part: Tracer | None = None
         self.path: Path | None = None
@@ -528,12 +508,12 @@ class Tracer:
         self._origin = 0.0
         self._state = "new"
         self._merge = False
-        self._spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
+        self.spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
         self._libhdf5_before: frozenset[str] = frozenset()
         self._header: TraceHeader | None = None
 
     @classmethod
-    def _part(cls, parts_dir: str, run: follow.RunInfo) -> "Tracer":
+    def part(cls, parts_dir: str, run: RunInfo) -> "Tracer":
         """The tracer of this (child) process's part of the run whose parts go to ``parts_dir``."""
         part = cls(run.part_path(parts_dir, os.getpid()))
         part._is_part = True
@@ -542,18 +522,33 @@ class Tracer:
         part.rank, part.size = run.rank, run.size
         return part
 
-    @classmethod
-    def _converter(cls, path: Path, parts_dir: str, run: follow.RunInfo, header: TraceHeader) -> "Tracer":
-        """A tracer that only takes converted interposer records, into ``path`` with ``header`` (the run's merge
-        converting what a killed process left: ``follow.merge_parts``); never attached to the hub."""
-        tr = cls._part(parts_dir, run)
-        tr.path = tr._own = Path(path)
-        tr._state = "active"
-        tr._shared_ids = follow.SharedIds(parts_dir)
-        tr._origin = run.origin
-        tr._spans = deque()
-        tr._writer = TraceWriter(tr._own, header)
-        return tr
+    @property
+    def is_part(self) -> bool:
+        """This tracer writes a followed process's part (``part``), not a run's trace."""
+        return self._is_part
+
+    @property
+    def parts_dir(self) -> str | None:
+        """Where the run's processes write their parts (None: children not followed)."""
+        return self._parts_dir
+
+    @property
+    def run(self) -> RunInfo | None:
+        return self._run
+
+    @property
+    def own_path(self) -> Path | None:
+        """This process's own file (a rank's, a part's); ``path`` is what the user gets."""
+        return self._own
+
+    @property
+    def header(self) -> TraceHeader | None:
+        return self._header
+
+    @property
+    def origin(self) -> float:
+        """The clock origin of this trace's accesses, on ``time.perf_counter``'s clock."""
+        return self._origin
 
     # -- context manager --
     def __enter__(self) -> "Tracer":
@@ -588,7 +583,7 @@ class Tracer:
                 capture += (interpose.CAPTURE_LEVEL + " in child processes only",)
         elif below is not None:
             capture += (interpose.CAPTURE_LEVEL,)
-            self._spans = deque()
+            self.spans = deque()
         if self._run is None:
             t_origin_unix, origin = time.time(), time.perf_counter()
         else:  # a part's accesses are timed from the run's origin: merged, they need no shift
@@ -597,10 +592,10 @@ class Tracer:
             if not self._is_part:
                 self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
                 os.makedirs(self._parts_dir)
-                self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
+                self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
                 self._run.save(self._parts_dir)
-            self._shared_ids = follow.SharedIds(self._parts_dir)
-            why = follow.ensure_startup_hook()
+            self._shared_ids = SharedIds(self._parts_dir)
+            why = startup.ensure_startup_hook()
             if why is None:
                 capture += ("child processes",)
             else:  # a capture level, not a miss: whether such a child runs at all is not known here
@@ -647,8 +642,10 @@ class Tracer:
         self._writer.close(tuple(self.missed), libraries, gather=not self._is_part)
         parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
         if parts is not None and parts.is_dir():
+            from . import parts as merging
+
             try:
-                self.missed += follow.merge_parts(self._own, parts, ended)
+                self.missed += merging.merge_parts(self._own, parts, ended)
                 parts.rmdir()
             except (OSError, TraceError) as exc:
                 self.missed.append(f"child processes' parts left unmerged in {parts}: {exc}")
@@ -681,7 +678,7 @@ class Tracer:
             pass
         if not self._parts_dir:
             return None
-        part = Tracer._part(self._parts_dir, self._run)
+        part = Tracer.part(self._parts_dir, self._run)
         part._start()
         self._forked_part = part
         return part
@@ -720,7 +717,15 @@ class Tracer:
             raise RuntimeError("Tracer.load() is available after the with-block has exited")
         return load_trace(self.path)
 
-    # -- called by the hub --
+    # -- a sink.Sink: called by the hub and by interpose.LibraryCapture --
+    def register(self, info: DatasetInfo, created: bool = False, below: bool = False) -> int:
+        tid = self._ids.get(info)
+        return tid if tid is not None else self._register(info, created, below)
+
+    def pending(self) -> int:
+        """Records the hooks queued and the writer has not taken yet."""
+        return len(self._recorder)
+
     def _register(self, info: DatasetInfo, created: bool = False, below: bool = False) -> int:
         """This trace's id of ``info``'s array; ``created``: made now, so new even where an old one had its name
         (overwritten files); ``below``: seen by the libhdf5 interposer, which also sees h5py's own creations."""
@@ -763,13 +768,13 @@ class Tracer:
         if len(recorder) > MAX_PENDING:
             self._drain()
 
-    def _columns(self, cols) -> None:
+    def columns(self, cols) -> None:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
         self._drain(force=False)  # what the hooks recorded before goes first
         with self._drain_lock:
             self._writer.access_columns(cols)
 
-    def _resize(self, info, t0) -> None:
+    def resize(self, info, t0) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
@@ -787,24 +792,14 @@ class Tracer:
                                                                np.frombuffer(dims, np.int64), infos)
             python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]
             if python:  # rare (a dataset's first resize, zarr's): in call order with the C hook's
-                ndim = np.array([len(rec.shape) for _, rec in python], np.int64)
-                shapes = np.zeros((len(python), int(ndim.max())), np.int64)
-                for i, (_, rec) in enumerate(python):
-                    shapes[i, :ndim[i]] = rec.shape
-                resized = AccessColumns.concat([resized, self._resize_columns(
-                    [rec.dataset for _, rec in python], shapes, ndim, [rec.t_start for _, rec in python])])
+                resized = AccessColumns.concat([resized, record_resizes([rec for _, rec in python], self.rank)])
                 # a Python record at p came after p records of the C hook
                 resized = resized.take(np.argsort(np.concatenate([resized_at, [p - 0.5 for p, _ in python]]),
                                                   kind="stable"))
             # resizes go ahead of the accesses (readers order records by time): a loop of resize + write keeps its
             # writes in one batch. Written one by one, each write cost the flusher 100 us with the GIL held, and the
             # program's calls took 30% longer (regret's w07). An append loop's resizes fold into runs, as its writes do
-            if resized.rows:
-                runs = compact_runs(resized.take(np.argsort(resized.ds, kind="stable")))
-                nd = runs.ndim.tolist()
-                writer.resizes(list(zip(runs.ds.tolist(), [s[:k] for s, k in zip(runs.start.tolist(), nd)],
-                                        runs.t0.tolist(), runs.rep.tolist(),
-                                        [s[:k] for s, k in zip(runs.step.tolist(), nd)], runs.t_step.tolist())))
+            write_resizes(writer, resized)
             done, rows = 0, []  # rows of cols written; consecutive Python rows, written together
             for p, item in items:  # file order = call order
                 if type(item) is ResizeRecord:
@@ -826,52 +821,14 @@ class Tracer:
                 writer.access_columns(cols.rows_between(done, cols.rows) if done else cols)
             writer.flush(force)
 
-    def _resize_columns(self, ds, shapes: np.ndarray, ndim, t0) -> AccessColumns:
-        """Changes of extent as columns, the new extent in ``start`` ((m, K), padded with 0): so that an append
-        loop's fold into runs as its writes do (``compact_runs``)."""
-        m, width = shapes.shape
-        ones = np.ones((m, width), np.int64)
-        return AccessColumns.slabs(ds, np.zeros(m, bool), shapes, ones, ones, ones, np.zeros(m, np.int64),
-                                   np.zeros(m, np.int64), t0, np.zeros(m), self.rank, ndim)
-
     def _from_c(self, head: np.ndarray, vals: np.ndarray, infos: list):
-        """What the C hooks recorded: (the accesses as columns, each one's place among the records, the resizes
-        as columns (``_resize_columns``), each one's place)."""
+        """What the C hooks recorded, in this trace's ids and clock (``decode.from_c``); the h5py calls kept."""
         tids = np.array([self._ids[info] if info in self._ids else self._register(info) for info in infos], np.int32)
-        if self._spans is not None:
+        if self.spans is not None:
             keys = [info.key for info in infos]
-            self._spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
-                                   (head["t0"] + head["dt"]).tolist()))
-        ndim = head["ndim"].astype(np.int64)
-        resize = head["op"] == OP_RESIZE
-        nvals = np.where(resize, ndim, 4 * ndim)
-        first = np.cumsum(nvals) - nvals  # where each record's values begin
-        resized_at = np.flatnonzero(resize)
-        r_ndim = ndim[resized_at]
-        shapes = np.zeros((len(resized_at), int(r_ndim.max(initial=0))), np.int64)
-        for k in np.unique(r_ndim).tolist():
-            rows = np.flatnonzero(r_ndim == k)
-            shapes[rows, :k] = vals[first[resized_at[rows]][:, None] + np.arange(k)]
-        r_head = head[resized_at]
-        resized = self._resize_columns(tids[r_head["slot"]], shapes, r_ndim,
-                                       r_head["t0"] + r_head["dt"] - self._origin)
-        position = np.flatnonzero(~resize)
-        head, first, ndim = head[position], first[position], ndim[position]
-        m, width = len(head), int(ndim.max(initial=0))
-        start = np.zeros((m, width), np.int64)
-        count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
-        if m and not len(resized_at) and (ndim == width).all():  # the common case: one piece, no gather
-            groups = [(width, slice(None), vals.reshape(m, 4, width))]
-        else:
-            groups = [(k, rows, vals[first[rows][:, None] + np.arange(4 * k)].reshape(len(rows), 4, k))
-                      for k in np.unique(ndim).tolist() for rows in [np.flatnonzero(ndim == k)]]
-        for k, rows, v in groups:
-            for d, col in enumerate((start, count, stride, block)):
-                col[rows, :k] = v[:, d]
-        cols = AccessColumns.slabs(tids[head["slot"]], head["op"] == OP_WRITE, start, count, stride, block,
-                                   head["n"], head["nbytes"], head["t0"] - self._origin, head["dt"], self.rank,
-                                   head["ndim"])
-        return cols, position, resized, resized_at
+            self.spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
+                                  (head["t0"] + head["dt"]).tolist()))
+        return from_c(head, vals, tids, self._origin, self.rank)
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:
@@ -887,4 +844,4 @@ def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True)
     return Tracer(path, comm=comm, overwrite=overwrite, follow=follow)
 
 
-__all__ = ["DatasetInfo", "HUB", "Tracer", "trace"]
+__all__ = ["DatasetInfo", "HUB", "OP_READ", "OP_RESIZE", "OP_WRITE", "RECORD_HEAD", "Tracer", "hotpath", "trace"]

@@ -124,23 +124,23 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     (``merge_traces``) gives."""
     import shutil
 
-    from instrumentation import columnar, follow
+    from instrumentation import columnar, parts, partsdir
     from instrumentation.tracefile import merge_traces
 
     copies, moved = {}, []
-    real_merge, real_adopt = follow.merge_parts, columnar.adopt_batches
+    real_merge, real_adopt = parts.merge_parts, columnar.adopt_batches
 
     def merge_parts(path, parts_dir, since_ns):  # keep the inputs of the merge for the reference
-        follow.wait_for_parts(parts_dir, since_ns)
+        parts.wait_for_parts(parts_dir, since_ns)
         copies["own"] = shutil.copytree(path, tmp_path / "own.parquet")
-        copies["parts"] = [shutil.copytree(p, tmp_path / "parts" / p.name) for p in follow._part_paths(parts_dir)]
+        copies["parts"] = [shutil.copytree(p, tmp_path / "parts" / p.name) for p in partsdir.part_paths(parts_dir)]
         return real_merge(path, parts_dir, since_ns)
 
     def adopt_batches(path, batches):
         moved.extend((b, b.stat().st_ino) for b in batches)
         real_adopt(path, batches)
 
-    monkeypatch.setattr(follow, "merge_parts", merge_parts)
+    monkeypatch.setattr(parts, "merge_parts", merge_parts)
     monkeypatch.setattr(columnar, "adopt_batches", adopt_batches)
     t = _forked_reads(tmp_path / "t.parquet", data)
     trace = t.load()
@@ -372,9 +372,9 @@ def test_startup_hook_in_a_fresh_venv(tmp_path, packages):
 
 
 def test_unwritable_startup_hook_is_a_capture_level_not_a_miss(tmp_path, data, monkeypatch):
-    from instrumentation import follow
+    from instrumentation import startup
 
-    monkeypatch.setattr(follow, "_hook_state", {"result": "cannot write the start-up hook X (Read-only file system)"})
+    monkeypatch.setattr(startup, "_hook_state", {"result": "cannot write the start-up hook X (Read-only file system)"})
     with h5py.File(data, "r") as f, advisor.trace(tmp_path / "t.jsonl") as t:
         f["x"][0]
         pid = os.fork()

@@ -840,10 +840,10 @@ def test_own_records_converted_while_busy_only_past_the_h5py_calls_bound(tmp_pat
         busy_poll()
     assert delivered == []
     monkeypatch.setattr(interpose, "MAX_SPANS", 5)
-    tracer._spans.extend([("f::/x", 0.0, 1.0)] * 5)
+    tracer.spans.extend([("f::/x", 0.0, 1.0)] * 5)
     busy_poll()
     assert delivered == []
-    tracer._spans.append(("f::/x", 0.0, 1.0))
+    tracer.spans.append(("f::/x", 0.0, 1.0))
     busy_poll()
     assert delivered == [(os.getpid(), 50)]
     capture.poll([tracer], final=True)
