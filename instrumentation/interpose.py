@@ -133,14 +133,22 @@ def _dl_walker():
     return walk if walk() is not None else None
 
 
-_dl_walk = _dl_walker()
+_walker: dict = {}  # "walk": _dl_walker()'s, made at the first use (importing this module calls nothing)
 _mapped: dict = {}  # the last listing of the loaded libraries and the load counters then (a forked child inherits it)
+
+
+def _dl_walk():
+    """The walker of the loaded libraries (``_dl_walker``), or None."""
+    if "walk" not in _walker:
+        _walker["walk"] = _dl_walker()
+    return _walker["walk"]
 
 
 def _loaded_files() -> tuple[object, set[str]]:
     """(load counters or None, paths of the loaded shared objects)."""
-    if _dl_walk is not None:
-        loads, names = _dl_walk(True)
+    walk = _dl_walk()
+    if walk is not None:
+        loads, names = walk(True)
         if loads is not None:
             return loads, set(names)
     with open("/proc/self/maps") as fh:
@@ -151,7 +159,8 @@ def mapped_libhdf5() -> frozenset[str]:
     """The libhdf5 files this process has loaded, other than h5py's own (its calls are hooked above)."""
     # listed again only when a library was loaded or unloaded since (every tracer's start and exit, every forked
     # worker's, asks)
-    loads = _dl_walk() if _dl_walk is not None else None
+    walk = _dl_walk()
+    loads = walk() if walk is not None else None
     if loads is not None and _mapped.get("loads") == loads:
         return _mapped["files"]
     try:

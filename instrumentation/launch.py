@@ -29,7 +29,7 @@ from . import mpi, preload
 from .parts import merge_parts
 from .partsdir import RUN_FILE, child_environment
 from .runinfo import RunInfo
-from .startup import ensure_startup_hook
+from .startup import ensure_startup_hook, release_startup_hook
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
 from .tracedir import META, is_jsonl, prepare
 
@@ -70,6 +70,7 @@ class NativeRun:
         self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
         capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
         why = ensure_startup_hook()
+        self._holds_hook = why is None
         capture += ("child processes",) if why is None else \
             (f"forked child processes (new interpreters not followed: {why})",)
         self._header = TraceHeader(
@@ -116,6 +117,8 @@ class NativeRun:
                 self._finish(ended)
         finally:
             shutil.rmtree(self._logs, ignore_errors=True)
+            if self._holds_hook:  # the run's children are merged: site-packages as it was
+                release_startup_hook()
         if self.missed:
             more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
                 if len(self.missed) > 1 else ""

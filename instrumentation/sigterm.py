@@ -206,7 +206,16 @@ def _forget_watcher_in_child() -> None:
     _wakeup.update(r=-1, w=-1)
 
 
-os.register_at_fork(after_in_child=_forget_watcher_in_child)  # before the tracer's own fork hook
+_registered = []
 
 
-__all__ = ["SIGTERM_WAIT", "close_all", "close_with", "install_sigterm", "sigterm_deferred", "terminating"]
+def register_fork_handler() -> None:
+    """Once per process, at the first tracer's start (before the tracer's own fork hook): a forked child
+    forgets its parent's watcher."""
+    if not _registered:
+        _registered.append(True)
+        os.register_at_fork(after_in_child=_forget_watcher_in_child)
+
+
+__all__ = ["SIGTERM_WAIT", "close_all", "close_with", "install_sigterm", "register_fork_handler", "sigterm_deferred",
+           "terminating"]

@@ -123,6 +123,7 @@ class _Hub:
         self._forking: list[threading.Lock] = []
         self.below: interpose.LibraryCapture | None = None
         self._below_lock = threading.Lock()  # not self.lock: detach holds that while joining the flusher
+        self._process_hooks = False
 
     @property
     def active(self) -> "tuple[Tracer, ...]":
@@ -193,8 +194,20 @@ class _Hub:
                 tr.first_error = f"{type(exc).__name__}: {exc}"
 
     # -- patch management --
+    def _register_process_hooks(self) -> None:
+        """Once, at the first tracer's start (importing this module registers nothing): the fork handlers, and
+        the close of a tracer entered by hand and never exited, or of a child process's parts, at exit."""
+        if self._process_hooks:
+            return
+        self._process_hooks = True
+        sigterm.register_fork_handler()  # before the hub's own
+        os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork_in_parent,
+                            after_in_child=self._after_fork_in_child)
+        atexit.register(sigterm.close_all)
+
     def attach(self, tracer: "Tracer") -> None:
         with self.lock:
+            self._register_process_hooks()
             idle = not self.active
             self.active = self.active + (tracer,)  # before hooking: a library that cannot be hooked is noted in it
             if idle:
@@ -409,11 +422,7 @@ class _HookingLoader(importlib.abc.Loader):
 
 
 HUB = _Hub()
-os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_parent,
-                    after_in_child=HUB._after_fork_in_child)
-# a tracer entered by hand and never exited, or a child process's parts: still end the files cleanly
 sigterm.close_with(lambda: HUB.active)
-atexit.register(sigterm.close_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -511,6 +520,7 @@ class Tracer:
         self.spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
         self._libhdf5_before: frozenset[str] = frozenset()
         self._header: TraceHeader | None = None
+        self._holds_hook = False  # the start-up hook, until this tracer's end (startup.release_startup_hook)
 
     @classmethod
     def part(cls, parts_dir: str, run: RunInfo) -> "Tracer":
@@ -596,6 +606,7 @@ class Tracer:
                 self._run.save(self._parts_dir)
             self._shared_ids = SharedIds(self._parts_dir)
             why = startup.ensure_startup_hook()
+            self._holds_hook = why is None
             if why is None:
                 capture += ("child processes",)
             else:  # a capture level, not a miss: whether such a child runs at all is not known here
@@ -656,6 +667,9 @@ class Tracer:
                 mpi.finish(self._comm, self.path, self.rank, self.size)
             except ImportError:
                 pass
+        if self._holds_hook:  # the run's children are merged: new interpreters need it no more
+            self._holds_hook = False
+            startup.release_startup_hook()
         if self.missed and not self._is_part:  # a part's notes reach the run's trace and its line
             more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
                 if len(self.missed) > 1 else ""
