@@ -30,22 +30,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .columns import _ARRAYS, ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
+from .columns import ARRAYS, ORTHOGONAL, POINTS, SLAB, AccessColumns, compact_runs, fold_runs
 from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
 from .tracedir import META, PART as _PART, PARTS as _PARTS, RAW as _RAW, prepare as _prepare
-from .tracefile import (
-    Trace,
-    TraceError,
-    TraceWriter,
-    _dumps,
-    _read_records,
-    clock_shift,
-    _unify,
-    is_jsonl,
-    load_trace,
-    remap_columns,
-    resize_lines,
-)
+from .jsonl import load_jsonl, read_records, resize_lines
+from .tracedir import is_jsonl
+from .tracemodel import Trace, TraceError, clock_shift, dumps, remap_columns, unify
 
 
 
@@ -326,9 +316,9 @@ def write_raw(cols: AccessColumns, path: Path) -> None:
     writes: the process never runs Parquet's code, whose first run in a forked child costs it 3-8 ms of page faults
     (docs/tracing-overhead.md); the run's merge converts it (``adopt_batches``). Irregular rows have no place in
     it (the writer writes such a batch as Parquet)."""
-    fields = [(name, getattr(cols, name).dtype, getattr(cols, name).shape[1:]) for name in _ARRAYS]
+    fields = [(name, getattr(cols, name).dtype, getattr(cols, name).shape[1:]) for name in ARRAYS]
     rec = np.empty(cols.rows, fields)
-    for name in _ARRAYS:
+    for name in ARRAYS:
         rec[name] = getattr(cols, name)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as fh:
@@ -340,7 +330,7 @@ def read_raw(path: Path) -> AccessColumns:
     """The accesses of a ``write_raw`` batch."""
     try:
         rec = np.load(path)
-        return AccessColumns(**{name: np.ascontiguousarray(rec[name]) for name in _ARRAYS})
+        return AccessColumns(**{name: np.ascontiguousarray(rec[name]) for name in ARRAYS})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TraceError(f"{path}: not a readable batch of accesses ({str(exc)[:120]})") from None
 
@@ -392,7 +382,7 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
     convert()
 
 
-class ColumnarTraceWriter(TraceWriter):
+class ColumnarTraceWriter:
     """Writer of a columnar trace directory (see the module docstring); thread-safe.
 
     Accesses are buffered as tuples (or as columns, ``access_columns``) and
@@ -419,7 +409,7 @@ class ColumnarTraceWriter(TraceWriter):
         self.raw = False
         self.n_access = 0
         self._meta = open(self.path / META, "w", encoding="utf-8")
-        self._meta.write(_dumps({"t": "h", **header.get_config()}) + "\n")
+        self._meta.write(dumps({"t": "h", **header.get_config()}) + "\n")
         self._meta.flush()
 
     # -- records --
@@ -431,7 +421,7 @@ class ColumnarTraceWriter(TraceWriter):
                     self._meta.flush()
 
     def dataset(self, rec) -> None:
-        self._meta_text(_dumps({"t": "d", **rec.get_config()}) + "\n", at_once=True)  # accesses that follow refer to it
+        self._meta_text(dumps({"t": "d", **rec.get_config()}) + "\n", at_once=True)  # accesses that follow refer to it
 
     def resizes(self, rows: list[tuple]) -> None:
         """Changes of extent: (ds, shape, t0, rep, step, t_step) rows (``ResizeRecord``'s fields)."""
@@ -544,7 +534,7 @@ class ColumnarTraceWriter(TraceWriter):
                 end["missed"] = list(missed)
             if libraries:
                 end["libraries"] = list(libraries)
-            self._meta.write(_dumps(end) + "\n")
+            self._meta.write(dumps(end) + "\n")
             self._meta.close()
 
 
@@ -621,7 +611,7 @@ def read_meta(path: str | os.PathLike, allow_truncated: bool):
         raise TraceError(f"{path}: a directory without {META}, not an ioadvisor columnar trace") from None
     except OSError as exc:
         raise TraceError(f"{meta}: cannot read trace ({exc.strerror})") from None
-    return _read_records(str(meta), raw, allow_truncated, None)
+    return read_records(str(meta), raw, allow_truncated, None)
 
 
 THREADED_ROWS = 1 << 15
@@ -637,7 +627,7 @@ def _threaded(group: pq.RowGroupMetaData) -> bool:
     return rows >= THREADED_ROWS or (rows >= ZSTD_THREADED_ROWS and group.column(0).compression == "ZSTD")
 
 
-def _parquet_file(part: Path) -> pq.ParquetReader:
+def parquet_file(part: Path) -> pq.ParquetReader:
     """A batch file opened for reading on the calling thread, its reads on the system allocator.
 
     Not ``pq.ParquetFile``: it takes no memory pool, and our results would come from Arrow's default pool
@@ -656,7 +646,7 @@ def _parquet_file(part: Path) -> pq.ParquetReader:
 def _open_part(part: Path) -> tuple[Path, pq.ParquetReader, list[str]]:
     """(path, open file, column name of each leaf column: a list column's is its own name) of a batch file."""
     try:
-        reader = _parquet_file(part)
+        reader = parquet_file(part)
         meta = reader.metadata.metadata
         names = [path[0] for path in reader.column_paths]
     except (OSError, pa.ArrowException) as exc:
@@ -849,7 +839,7 @@ class _DirectoryOut:
         self._pending_rows = 0
 
     def record(self, t: str, config: dict) -> None:
-        self.meta.write(_dumps({"t": t, **config}) + "\n")
+        self.meta.write(dumps({"t": t, **config}) + "\n")
 
     def batch(self, cols: AccessColumns) -> None:
         if not cols.rows:
@@ -904,9 +894,9 @@ def merge_trace_files(paths: list[str | os.PathLike], output: str | os.PathLike,
             headers, datasets, resizes, complete, _ = read_meta(p, allow_truncated)
             metas.append((p, Trace(headers, datasets, None, resizes, complete, str(p))))
         else:
-            metas.append((p, load_trace(p, allow_truncated=allow_truncated)))
+            metas.append((p, load_jsonl(str(p), allow_truncated)))
     traces = [t for _, t in metas]
-    by_key, remaps = _unify(traces)
+    by_key, remaps = unify(traces)
     headers = sorted((h for t in traces for h in t.headers), key=lambda h: h.rank)
     origin = min(h.t_origin_unix for h in headers)
     out = _DirectoryOut(output)

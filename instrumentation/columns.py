@@ -162,7 +162,7 @@ class AccessColumns:
         for p in parts:
             irregular.update({base + i: s for i, s in p.irregular.items()})
             base += p.rows
-        cat = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _ARRAYS}
+        cat = {name: np.concatenate([getattr(p, name) for p in parts]) for name in ARRAYS}
         return cls(**cat, irregular=irregular)
 
     def widen(self, width: int) -> "AccessColumns":
@@ -176,7 +176,7 @@ class AccessColumns:
         return self._with(**out)
 
     def _with(self, **changes) -> "AccessColumns":
-        kw = {name: getattr(self, name) for name in _ARRAYS}
+        kw = {name: getattr(self, name) for name in ARRAYS}
         kw["irregular"] = self.irregular
         kw.update(changes)
         return AccessColumns(**kw)
@@ -189,14 +189,14 @@ class AccessColumns:
         if self.irregular:
             inv = {int(r): i for i, r in enumerate(rows.tolist()) if int(r) in self.irregular}
             irregular = {i: self.irregular[r] for r, i in inv.items()}
-        kw = {name: getattr(self, name)[rows] for name in _ARRAYS}
+        kw = {name: getattr(self, name)[rows] for name in ARRAYS}
         return AccessColumns(**kw, irregular=irregular)
 
     def rows_between(self, a: int, b: int) -> "AccessColumns":
         """Rows a..b-1 as views (no copy)."""
         if a == 0 and b >= self.rows:
             return self
-        return self._with(**{name: getattr(self, name)[a:b] for name in _ARRAYS},
+        return self._with(**{name: getattr(self, name)[a:b] for name in ARRAYS},
                           irregular={i - a: s for i, s in self.irregular.items() if a <= i < b})
 
     def of_dataset(self, ds: int) -> "AccessColumns":
@@ -328,7 +328,7 @@ class AccessColumns:
 _DIMS = ("start", "count", "stride", "block", "step")
 CORNER_ROWS = 1 << 15
 """Rows ``upper_corner`` takes at a time (its temporaries stay in the caches)."""
-_ARRAYS = ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim",
+ARRAYS = ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim",
            "start", "count", "stride", "block", "step", "collective")
 
 
@@ -409,4 +409,4 @@ def fold_runs(cols: AccessColumns) -> AccessColumns:
     return compact_runs(cols.expanded())
 
 
-__all__ = ["AccessColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns", "compact_runs", "fold_runs"]
+__all__ = ["ARRAYS", "AccessColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns", "compact_runs", "fold_runs"]

@@ -31,27 +31,21 @@ for it (the converter holds ``<pid>.conv.lock`` while it works) and no longer sa
 """
 from __future__ import annotations
 
-import ctypes
-import fcntl
-import json
 import os
 import pickle
 import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from .follow import CONVERTED
+from .partsdir import CONVERTED, ENV
+from .preload import LOG_DIR_VAR, library
 
 FINISH_WAIT = float(os.environ.get("IOADVISOR_CONVERT_WAIT", "120"))
 """Longest wait at a tracer's exit for its converter to convert the rest (at most PENDING_BYTES: seconds)."""
-_PUNCH = 0x01 | 0x02  # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
-_PAGE = 4096
-_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.convert import main; main()"
+_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.converter import main; main()"
 
 
 class Converter:
@@ -67,17 +61,15 @@ class Converter:
     def start(cls, capture, log, tracers) -> "Converter | None":
         """A converter of ``log`` (``capture``'s own process's), from where ``capture`` stopped reading it,
         for the only active tracer; None where none can be started."""
-        from . import follow, interpose
-
-        if len(tracers) != 1 or tracers[0]._run is None or tracers[0]._spans is None:
+        if len(tracers) != 1 or tracers[0].run is None or tracers[0].spans is None:
             return None
         tracer = tracers[0]
-        parts = Path(tracer._parts_dir)
-        suffix = ".parquet" if tracer._run.columnar else ".jsonl"
-        spans = capture._spans.pop(tracer, [])
-        spans += [tracer._spans.popleft() for _ in range(len(tracer._spans))]
-        env = {k: v for k, v in os.environ.items() if k not in (follow.ENV, interpose.LOG_DIR_VAR)}
-        lib = str(interpose.library())
+        parts = Path(tracer.parts_dir)
+        suffix = ".parquet" if tracer.run.columnar else ".jsonl"
+        spans = capture.take_spans(tracer)
+        spans += [tracer.spans.popleft() for _ in range(len(tracer.spans))]
+        env = {k: v for k, v in os.environ.items() if k not in (ENV, LOG_DIR_VAR)}
+        lib = str(library())
         env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p != lib)
         err = capture.log_dir / f"convert-{capture.pid}.err"
         ours, theirs = socket.socketpair()
@@ -98,8 +90,8 @@ class Converter:
         conv = cls(pid, ours, err)
         conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
                      "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
-                     "trace": None if tracer._is_part else str(tracer._own),
-                     "header": tracer._header.get_config(), "spans": spans})
+                     "trace": None if tracer.is_part else str(tracer.own_path),
+                     "header": tracer.header.get_config(), "spans": spans})
         return conv
 
     def _write(self, message) -> None:
@@ -112,7 +104,7 @@ class Converter:
     def send(self, cutoff: float, tracer, final: bool) -> None:
         """Convert what ended before ``cutoff``, without the h5py calls ``tracer`` recorded since the last
         message (everything, when ``final``)."""
-        self._write((cutoff, [tracer._spans.popleft() for _ in range(len(tracer._spans))], final))
+        self._write((cutoff, [tracer.spans.popleft() for _ in range(len(tracer.spans))], final))
 
     def finish(self) -> dict | None:
         """Wait for the converter's end: what it learnt (``hooked`` libraries, the ``position`` where it
@@ -155,117 +147,4 @@ class Converter:
         self._sock.close()
 
 
-def _punch():
-    """``free(path, end)``: release the disk blocks of ``path`` before ``end`` (size unchanged), or nothing
-    where the file system cannot."""
-    try:
-        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
-    except (OSError, AttributeError):
-        return lambda path, end: None
-    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
-
-    def free(path: Path, end: int) -> None:
-        try:
-            fd = os.open(path, os.O_WRONLY)
-        except OSError:
-            return
-        try:
-            fallocate(fd, _PUNCH, 0, end)
-        finally:
-            os.close(fd)
-
-    return free
-
-
-def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
-    """The h5py calls a killed process's trace (or part) holds on disk, as spans (key, t0, t1)."""
-    from .columnar import batch_files
-    from .follow import DATASETS_FILE, _dataset_keys, _part_calls
-
-    keys = _dataset_keys(parts_dir / DATASETS_FILE)
-    try:
-        ds, t0, dt = _part_calls(trace if trace.is_file() else batch_files(trace))
-    except Exception:  # noqa: BLE001 - a batch torn by the kill: its calls' duplicates stay
-        return []
-    t0 = t0 + origin
-    return list(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
-
-
-def _into_trace(out: Path, trace: Path) -> None:
-    """Move the converted batches into a killed run's own columnar trace, their datasets and resizes into its
-    records file (after its last whole line: the process may have been killed in the middle of one)."""
-    from .columnar import META, adopt_batches, batch_files
-
-    meta = trace / META
-    have = meta.read_bytes()
-    have = have[: have.rfind(b"\n") + 1]
-    known = set()
-    for line in have.splitlines():
-        if line.startswith(b'{"t":"d"'):
-            known.add(json.loads(line)["id"])
-    more = [line for line in (out / META).read_bytes().splitlines()
-            if (line.startswith(b'{"t":"d"') and json.loads(line)["id"] not in known) or line.startswith(b'{"t":"r"')]
-    with open(meta, "r+b") as fh:
-        fh.truncate(len(have))
-        fh.seek(len(have))
-        fh.write(b"".join(line + b"\n" for line in more))
-    adopt_batches(trace, batch_files(out))
-
-
-def main() -> None:
-    """The converter process: its first message says what to convert, each next one up to when."""
-    from .follow import RunInfo
-    from .interpose import LibraryCapture, ProcessLog
-    from .records import TraceHeader
-    from .tracer import Tracer
-
-    fin, fout = sys.stdin.buffer, sys.stdout.buffer
-    start = pickle.load(fin)
-    pid, parts, out = start["pid"], Path(start["parts_dir"]), Path(start["out"])
-    lock_path = parts / f"{pid}{CONVERTED}.lock"
-    lock = open(lock_path, "wb")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    run = RunInfo.load(parts)
-    sink = Tracer._converter(out, str(parts), run, replace(TraceHeader.from_config(start["header"]), missed=()))
-    capture = LibraryCapture(Path(start["log_dir"]), None, pid)
-    log = capture.logs[pid] = ProcessLog(capture.log_dir, pid)
-    log.resume(*start["position"])
-    sink._spans.extend(start["spans"])
-    free, freed = _punch(), 0
-    killed = False
-    while True:
-        try:
-            cutoff, spans, final = pickle.load(fin)
-        except (EOFError, pickle.UnpicklingError):  # the process is gone (a message cut short by its end too)
-            killed, final, cutoff = True, True, float("inf")
-            trace = Path(start["trace"]) if start["trace"] else run.part_path(parts, pid)
-            spans = _trace_calls(trace, parts, run.origin)
-        sink._spans.extend(spans)
-        capture.convert(log, [sink], cutoff)
-        sink._drain(force=final)
-        end = log.position()[0] // _PAGE * _PAGE
-        if end > freed:
-            free(log.acc_path, end)
-            freed = end
-        if final:
-            break
-    sink._writer.close(tuple(capture.lost()), capture.libraries(), gather=False)
-    if not killed:
-        fout.write(pickle.dumps({"hooked": capture.hooked, "position": log.position()}))
-        fout.flush()
-    else:
-        # converted whole: the run's merge must not salvage it again
-        log.acc_path.unlink(missing_ok=True)
-        log.meta_path.unlink(missing_ok=True)
-        (capture.log_dir / f"convert-{pid}.err").unlink(missing_ok=True)
-        if start["trace"]:  # the run's own process: nobody merges; its trace takes the batches now
-            trace = Path(start["trace"])
-            if trace.is_dir() and out.is_dir():
-                _into_trace(out, trace)
-            shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
-            try:
-                capture.log_dir.rmdir()  # its temporary log directory, unless children still log into it
-            except OSError:
-                pass
-    lock_path.unlink(missing_ok=True)
-    lock.close()
+__all__ = ["FINISH_WAIT", "Converter"]

@@ -30,7 +30,8 @@ from h5py._hl import selections as _selections
 from .locations import hdf5_location
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
-from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo, _hotpath
+from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo
+from .tracer import hotpath as _hotpath
 
 MAX_OFFSET_CHUNKS = 100_000
 """Chunk byte offsets are recorded for datasets with at most this many allocated chunks
@@ -96,7 +97,7 @@ def _chunk_offsets(dsid, chunks) -> np.ndarray | None:
     return arr
 
 
-def _describe(ds, created: bool) -> DatasetInfo:
+def describe(ds, created: bool) -> DatasetInfo:
     f = ds.file
     shape = ds.shape
     chunks = ds.chunks
@@ -165,7 +166,7 @@ def _info(ds) -> DatasetInfo:
         return entry[1]
     info = _by_dsid.get(ds.id)
     if info is None:
-        info = _describe(ds, created=False)
+        info = describe(ds, created=False)
     return _remember(ds, info)
 
 
@@ -282,8 +283,8 @@ _read, _write = _recorder(READ), _recorder(WRITE)
 
 def _drain_full_recorders() -> None:
     for tr in HUB.active:
-        if len(tr._recorder) > MAX_PENDING:
-            tr._drain()
+        if tr.pending() > MAX_PENDING:
+            tr.flush()
 
 
 def _traced_getitem(original):
@@ -341,7 +342,7 @@ def _whole_write(info: DatasetInfo, t0: float, dt: float) -> None:
 
 
 def _created(dset, with_data: bool, t0: float, dt: float) -> None:
-    info = _remember(dset, _describe(dset, created=True))
+    info = _remember(dset, describe(dset, created=True))
     HUB.created(info)
     if with_data:
         _whole_write(info, t0, dt)

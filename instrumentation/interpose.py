@@ -21,7 +21,7 @@ it (``convert``), where it has a parts directory; another process's records
 (a C program's, a child's logging here) are not this process's program's time
 and are converted here. A followed process's log directory lies in its run's
 parts directory, where the run's merge converts what a process killed with
-SIGKILL left (``follow.merge_parts``); the trace of a killed run's own process
+SIGKILL left (``parts.merge_parts``); the trace of a killed run's own process
 (``load_trace(..., allow_truncated=True)``) holds its libhdf5 accesses up to
 its last pause (at most PENDING_BYTES of records lost) or, once its converter
 runs, every one the interposer wrote.
@@ -35,7 +35,6 @@ interval after they were made, so the h5py call around them is known by then
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import tempfile
@@ -45,124 +44,24 @@ from pathlib import Path
 import numpy as np
 
 from .columns import POINTS, SLAB, AccessColumns
-from .follow import LOG_PREFIX
-from .locations import hdf5_location
+from .partsdir import LOG_PREFIX
 from .preload import CAPTURE_LEVEL, LOG_DIR_VAR, child_environment, library, preloaded  # noqa: F401 - also public here
-from .records import ChunkCache, DatasetRecord, Filter, Selection
+from . import h5log
+from .h5log import (  # noqa: F401 - the log format's names, also public here
+    ACCESS, BATCH, BATCH_ALIKE_MAGIC, BATCH_MAGIC, HDF5_TYPE_CLASSES, KIND_ALL, KIND_NONE, KIND_REGULAR, MAXD,
+    READ_BYTES, ProcessLog, blocks_selection, canonical_hyperslabs, dataset_template, numpy_dtype, read_batches)
+from .libraries import mapped_libhdf5
 from .selection import points_selection
+from .sink import DatasetInfo
 
-MAXD = 8
-ACCESS = np.dtype([
-    ("t0", "<f8"), ("dt", "<f8"), ("ds", "<u4"), ("tid", "<u4"), ("op", "u1"), ("kind", "u1"),
-    ("ndim", "u1"), ("pad", "u1"), ("caller", "<u2"), ("pad2", "<u2"), ("n", "<u8"), ("nbytes", "<u8"),
-    ("start", "<u8", (MAXD,)), ("stride", "<u8", (MAXD,)), ("count", "<u8", (MAXD,)), ("block", "<u8", (MAXD,)),
-])
-"""One access as the interposer holds it (``struct ioadv_access``)."""
-BATCH = np.dtype([("magic", "<u4"), ("n", "<u4"), ("width", "<u4"), ("pad", "<u4")])
-"""The head of a batch of records in an ``.acc`` file (``struct ioadv_batch``): ``n`` records of ``ACCESS``
-follow, each of start, stride, count and block cut to ``width`` dimensions (``BATCH_MAGIC``); or, for ``n``
-records alike in all but t0, dt and start (``BATCH_ALIKE_MAGIC``), the first of them so cut, then (t0, dt,
-start) of each (``_alike``)."""
-BATCH_MAGIC, BATCH_ALIKE_MAGIC = 0x31414F49, 0x32414F49
-KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
-
-PENDING_BYTES = int(os.environ.get("IOADVISOR_PENDING_BYTES", 16 << 20))
-"""Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records, 520,000 of a loop's alike ones) that
-make a poll convert them while the process is still recording (a process's own, from then on, by a converter
-beside it: ``convert.Converter``): bounds the log directory's disk use."""
 MAX_SPANS = 1 << 17
 """h5py calls kept to drop their libhdf5 duplicates (about 120 bytes each) beyond which a poll converts this
 process's records while it is still recording: bounds the memory they take."""
-READ_BYTES = 4 << 20
-"""Bytes of records converted at a time (the widened records and their columns take about 5 times that)."""
-_UNLIMITED = 2**64 - 1
-
-
 def unavailable() -> str | None:
     """Why libhdf5 calls below Python cannot be captured here, or None when they can."""
     if library() is None:
         return "the libhdf5 interposer was not built (no C compiler at install time)"
     return None
-
-
-class _DlPhdrInfo(ctypes.Structure):
-    """The head of glibc's ``struct dl_phdr_info``, up to its load counters."""
-
-    _fields_ = [("addr", ctypes.c_void_p), ("name", ctypes.c_char_p), ("phdr", ctypes.c_void_p),
-                ("phnum", ctypes.c_uint16), ("adds", ctypes.c_ulonglong), ("subs", ctypes.c_ulonglong)]
-
-
-_DL_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DlPhdrInfo), ctypes.c_size_t, ctypes.c_void_p)
-
-
-def _dl_walker():
-    """A function ``walk(with_names=False)`` returning glibc's (libraries ever loaded, ever unloaded) in about
-    1 µs and, ``with_names``, the loaded objects' names too (about 0.2 ms: /proc/self/maps costs 1-3 ms); None
-    without it."""
-    try:
-        iterate = ctypes.CDLL(None).dl_iterate_phdr
-    except (OSError, AttributeError):
-        return None
-    iterate.argtypes = [_DL_CALLBACK, ctypes.c_void_p]
-    counters: list = []
-    names: list = []
-    want = [False]
-
-    def visit(info, size, _data):
-        if not counters:  # the counters are the same in every entry; valid only when the C library's struct has them
-            counters.append((info.contents.adds, info.contents.subs)
-                            if size >= _DlPhdrInfo.subs.offset + _DlPhdrInfo.subs.size else None)
-        if not want[0]:
-            return 1
-        names.append(info.contents.name)
-        return 0
-
-    callback = _DL_CALLBACK(visit)
-
-    def walk(with_names: bool = False):
-        # no lock (one held by another thread at a fork would hang the child): the counters are the process's,
-        # so threads racing here read the same values, or none (then the caller reads the maps)
-        counters.clear()
-        names.clear()
-        want[0] = with_names
-        iterate(callback, None)
-        loads = next(iter(counters), None)
-        return (loads, [os.fsdecode(n) for n in names if n]) if with_names else loads
-
-    return walk if walk() is not None else None
-
-
-_dl_walk = _dl_walker()
-_mapped: dict = {}  # the last listing of the loaded libraries and the load counters then (a forked child inherits it)
-
-
-def _loaded_files() -> tuple[object, set[str]]:
-    """(load counters or None, paths of the loaded shared objects)."""
-    if _dl_walk is not None:
-        loads, names = _dl_walk(True)
-        if loads is not None:
-            return loads, set(names)
-    with open("/proc/self/maps") as fh:
-        return None, {fields[5].strip() for fields in (line.split(None, 5) for line in fh) if len(fields) == 6}
-
-
-def mapped_libhdf5() -> frozenset[str]:
-    """The libhdf5 files this process has loaded, other than h5py's own (its calls are hooked above)."""
-    # listed again only when a library was loaded or unloaded since (every tracer's start and exit, every forked
-    # worker's, asks)
-    loads = _dl_walk() if _dl_walk is not None else None
-    if loads is not None and _mapped.get("loads") == loads:
-        return _mapped["files"]
-    try:
-        loads, files = _loaded_files()
-    except OSError:
-        return frozenset()
-    found = frozenset(os.path.realpath(f) for f in files
-                      if os.path.basename(f).startswith("libhdf5") and ".so" in f
-                      and not os.path.basename(f).startswith(("libhdf5_hl", "libhdf5_cpp", "libhdf5_fortran"))
-                      and "/h5py.libs/" not in f and "/h5py/" not in f)
-    _mapped.update(loads=loads, files=found)
-    return found
 
 
 def unseen(capture: "LibraryCapture | None", before: frozenset[str]) -> list[str]:
@@ -191,266 +90,6 @@ def loaded() -> ctypes.CDLL | None:
         return None
 
 
-HDF5_TYPE_CLASSES = {0: "integer", 1: "float", 2: "time", 3: "string", 4: "integer", 5: "opaque",
-                     6: "compound", 7: "reference", 8: "enum", 9: "vlen", 10: "opaque"}
-"""H5T_class_t -> records.TYPE_CLASSES."""
-
-
-def numpy_dtype(cls: int, size: int, order: int, sign: int, vstr: bool = False) -> str:
-    """An HDF5 type class/size/byte order/sign as a numpy dtype string, as h5py would give it
-    (objects for variable-length data and references, raw bytes for what has no numpy peer)."""
-    end = ">" if order == 1 else "<"
-    if cls in (0, 4, 8):  # integer, bitfield, enum (h5py: its integer base type)
-        return f"{end}{'i' if sign == 1 or cls == 8 else 'u'}{size}" if size > 1 else \
-            ("|i1" if sign == 1 or cls == 8 else "|u1")
-    if cls == 1 and size in (2, 4, 8, 16):
-        return f"{end}f{size}"
-    if cls == 3:
-        return "|O" if vstr else f"|S{size}"
-    if cls in (7, 9):
-        return "|O"
-    return f"|V{size}"
-
-
-def _fill(hexbytes: str | None, dtype: str):
-    if not hexbytes or dtype == "|O":
-        return None
-    value = np.frombuffer(bytes.fromhex(hexbytes), dtype=np.dtype(dtype))[0].item()
-    return value if not isinstance(value, bytes) else value.decode("utf-8", "replace")
-
-
-def _file_location(name: str, driver: str | None) -> str:
-    """The file's location (``locations.hdf5_location``): h5py names a file object's file by its repr
-    ("<File-like object ...>"), to which the interposer prepended the working directory as to any relative name."""
-    cut = name.find("/<")
-    if name.endswith(">") and cut >= 0:
-        return hdf5_location(name[cut + 1:], "fileobj")
-    return hdf5_location(name, driver)
-
-
-def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
-    """The DatasetRecord (id -1) an interposer ``d`` line describes."""
-    cls = meta.get("class", -1)
-    vstr = bool(meta.get("vstr"))
-    dtype = numpy_dtype(cls, meta.get("size", 0), meta.get("order", 0), meta.get("sign", -1), vstr)
-    cache = meta.get("cache")
-    chunks = meta.get("chunks")
-    offsets = meta.get("offsets")
-    if offsets is not None and chunks:
-        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, len(chunks) + 2)
-        offsets[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
-    intent = meta.get("intent")
-    return DatasetRecord(
-        id=-1,
-        library="hdf5",
-        library_version=version,
-        file=_file_location(meta["file"], meta.get("driver")),
-        path=meta["path"],
-        shape=tuple(meta["dims"]),
-        dtype=dtype,
-        maxshape=tuple(None if m == _UNLIMITED else m for m in meta["maxdims"]),
-        chunks=tuple(chunks) if chunks else None,
-        filters=tuple(Filter.hdf5(f["id"], f["flags"], f["cd"], f["name"]) for f in meta.get("filters", ())),
-        fillvalue=_fill(meta.get("fill"), dtype),
-        cache=None if cache is None else ChunkCache(int(cache[0]), int(cache[1]), float(cache[2])),
-        driver=meta.get("driver"),
-        mode=None if intent is None else ("r+" if intent & 1 else "r"),
-        created=created,
-        chunk_offsets=None if created else offsets,
-        type_class="vlen-string" if vstr else HDF5_TYPE_CLASSES.get(cls),
-    )
-
-
-def _cut(width: int) -> np.dtype:
-    """An ``ACCESS`` record as written in a batch of this width."""
-    return np.dtype([(n, ACCESS[n].base, (width,)) if ACCESS[n].shape else (n, ACCESS[n]) for n in ACCESS.names])
-
-
-_CUT = [_cut(w) for w in range(MAXD + 1)]
-_ALIKE = [np.dtype([("t0", "<f8"), ("dt", "<f8"), ("start", "<u8", (w,))]) for w in range(MAXD + 1)]
-"""What a batch of records alike holds of each record after the first (whole)."""
-
-
-def read_batches(data: bytes) -> tuple[np.ndarray, int, bool, np.ndarray]:
-    """(the records of the complete batches at the start of ``data``, the bytes they take, whether a
-    batch head is unreadable there: nothing after it can be read, the offset of each record's batch)."""
-    parts, heads, at, bad = [], [], 0, False
-    while at + BATCH.itemsize <= len(data):
-        head = np.frombuffer(data, BATCH, 1, at)[0]
-        if head["magic"] not in (BATCH_MAGIC, BATCH_ALIKE_MAGIC) or head["width"] > MAXD:
-            bad = True
-            break
-        n, width = int(head["n"]), int(head["width"])
-        cut, alike = _CUT[width], head["magic"] == BATCH_ALIKE_MAGIC
-        end = at + BATCH.itemsize + (cut.itemsize + n * _ALIKE[width].itemsize if alike else n * cut.itemsize)
-        if end > len(data):
-            break  # still being written
-        packed = np.frombuffer(data, cut, 1 if alike else n, at + BATCH.itemsize)
-        rec = np.zeros(n, ACCESS)
-        for name in ACCESS.names:
-            if rec[name].ndim == 2:
-                rec[name][:, :width] = packed[name]
-            else:
-                rec[name] = packed[name]
-        if alike:  # the first record, as every one's; then each one's own times and start
-            own = np.frombuffer(data, _ALIKE[width], n, at + BATCH.itemsize + cut.itemsize)
-            rec["t0"], rec["dt"] = own["t0"], own["dt"]
-            rec["start"][:, :width] = own["start"]
-        parts.append(rec)
-        heads.append(np.full(n, at, np.int64))
-        at = end
-    return (np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0, ACCESS)), at, bad, \
-        np.concatenate(heads) if heads else np.zeros(0, np.int64)
-
-
-def canonical_hyperslabs(rec: np.ndarray, width: int = MAXD) -> tuple[np.ndarray, ...]:
-    """(start, count, stride, block) of ``rec``'s regular selections in the trace's canonical form, first
-    ``width`` dimensions.
-
-    Per dimension (as ``selection._multiblock_dim``): nothing selected -> count 1, block 0; one block
-    or touching blocks -> one run (count 1, stride 1); else count blocks of block, stride apart.
-    """
-    start, stride, count, block = (rec[name][:, :width].astype(np.int64)
-                                   for name in ("start", "stride", "count", "block"))
-    empty = (count == 0) | (block == 0)
-    run = ~empty & ((count == 1) | (stride == block))
-    block = np.where(empty, 0, np.where(run, count * block, block))
-    count = np.where(empty | run, 1, count)
-    stride = np.where(empty | run, 1, stride)
-    return start, count, stride, block
-
-
-def _blocks_selection(values: list[int], ndim: int) -> Selection:
-    """A union of blocks (pairs of inclusive corners) as points: every element once, in order."""
-    corners = np.asarray(values, dtype=np.int64).reshape(-1, 2, ndim)
-    pts = [np.stack(np.meshgrid(*[np.arange(lo, hi + 1) for lo, hi in zip(b[0], b[1])], indexing="ij"),
-                    -1).reshape(-1, ndim) for b in corners]
-    return points_selection(np.unique(np.concatenate(pts), axis=0) if pts else np.zeros((0, ndim), np.int64))
-
-
-class ProcessLog:
-    """One process's interposer files, read as they grow (complete lines and records only)."""
-
-    def __init__(self, log_dir: Path, pid: int):
-        self.pid = pid
-        self.meta_path = log_dir / f"h5-{pid}.meta"
-        self.acc_path = log_dir / f"h5-{pid}.acc"
-        self._meta_at = 0
-        self._acc_at = 0
-        self._held = np.zeros(0, ACCESS)  # records given back by ``unread``
-        self._last = self._held
-        # the file offset of each record's batch (of ``_last``, of ``_held``), the records of the first one's batch
-        # returned before it, and those of the batch at ``_acc_at`` to skip (``resume``): where reading resumes
-        self._where = self._held_where = np.zeros(0, np.int64)
-        self._first_skip = self._held_skip = self._skip = 0
-        self._from = 0  # metadata of the accesses before this one was another reader's (``resume``)
-        self._acc_lost = False  # an unreadable batch head: the rest of the file cannot be read
-        self._size = 0  # of the .acc file at the last ``due``
-        self.more = False  # the last ``read`` stopped at its limit
-        self.libs: dict[int, dict] = {}
-        self.callers: dict[int, dict] = {}
-        self.datasets: dict[int, dict] = {}
-        self.selections: dict[int, dict] = {}
-        self.resizes: list[dict] = []  # extent changes, in the order of the accesses they precede
-        self.linked_in: dict | None = None  # the process's program has libhdf5 linked in, unseen ("static" line)
-        self.n_read = 0
-        self.bad_lines = 0
-
-    def due(self) -> bool:
-        """Whether records wait to be converted and this is the time: the file has not grown since the last
-        ``due`` (the process is idle, or gone) or holds PENDING_BYTES not read."""
-        try:
-            size = os.stat(self.acc_path).st_size
-        except FileNotFoundError:
-            size = 0
-        grown, self._size = size != self._size, size
-        if size <= self._acc_at and not len(self._held):
-            return False
-        return not grown or size - self._acc_at >= PENDING_BYTES
-
-    def backlog(self) -> int:
-        """Bytes of the ``.acc`` file not read yet, at the last ``due``."""
-        return self._size - self._acc_at
-
-    def read(self, limit: int = READ_BYTES) -> np.ndarray:
-        """Take in the new metadata; return the new access records, from at most ``limit`` bytes of the file
-        (``more``: it may hold more)."""
-        for line in self._new_lines():
-            try:
-                ev = json.loads(line)
-                kind = ev["t"]
-            except (ValueError, KeyError, TypeError):
-                self.bad_lines += 1
-                continue
-            if kind == "d":
-                self.datasets[ev["i"]] = ev
-            elif kind == "lib":
-                self.libs[ev["i"]] = ev
-            elif kind == "caller":
-                self.callers[ev["i"]] = ev
-            elif kind == "s" and ev["a"] >= self._from:
-                self.selections[ev["a"]] = ev
-            elif kind == "r" and ev["a"] >= self._from:
-                self.resizes.append(ev)
-            elif kind == "static":
-                self.linked_in = ev
-        try:
-            with open(self.acc_path, "rb") as fh:
-                fh.seek(self._acc_at)
-                data = b"" if self._acc_lost else fh.read(limit)
-        except FileNotFoundError:
-            data = b""
-        new, used, bad, where = read_batches(data)
-        where += self._acc_at
-        self.more = not bad and len(data) == limit
-        if bad:
-            self._acc_lost = True
-            self.bad_lines += 1
-        self._acc_at += used
-        if len(self._held):
-            rec, self._where = np.concatenate([self._held, new]), np.concatenate([self._held_where, where])
-            self._first_skip = self._held_skip
-        else:
-            skip, self._skip = self._skip, 0
-            rec, self._where, self._first_skip = new[skip:], where[skip:], skip
-        self._held = rec[:0]
-        self._last = rec
-        self.n_read += len(rec)
-        return rec
-
-    def unread(self, n: int) -> None:
-        """Give back the last ``n`` access records read: the next ``read`` returns them again."""
-        first = len(self._last) - n
-        self._held = self._last[first:] if n else self._last[:0]
-        self._held_where = self._where[first:]
-        if n:
-            batch = int(np.searchsorted(self._where, self._where[first]))
-            self._held_skip = first - batch + (self._first_skip if batch == 0 else 0)
-        self.n_read -= n
-
-    def position(self) -> tuple[int, int, int]:
-        """Where the records not yet returned start: (file offset of their first one's batch, records of that
-        batch returned already, the first one's number among the process's accesses)."""
-        if len(self._held):
-            return int(self._held_where[0]), self._held_skip, self.n_read
-        return self._acc_at, self._skip, self.n_read
-
-    def resume(self, offset: int, skip: int, first: int) -> None:
-        """Read on from another reader's ``position()``: the metadata anew, the accesses from there."""
-        self._acc_at, self._skip, self.n_read, self._from = offset, skip, first, first
-
-    def _new_lines(self) -> list[bytes]:
-        try:
-            with open(self.meta_path, "rb") as fh:
-                fh.seek(self._meta_at)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
-        end = data.rfind(b"\n") + 1
-        self._meta_at += end
-        return data[:end].splitlines()
-
-
 class LibraryCapture:
     """The interposer's records of every process logging into ``log_dir``, delivered to the active tracers.
 
@@ -477,7 +116,7 @@ class LibraryCapture:
         """A capture with a fresh log directory, recording this process too if it was started preloaded.
 
         ``parts_dir``: this process is followed; its directory goes there (``LOG_PREFIX``), where the run's
-        merge converts what it left if it is killed (``follow.merge_parts``)."""
+        merge converts what it left if it is killed (``parts.merge_parts``)."""
         if library() is None:
             return None
         log_dir = None
@@ -546,13 +185,13 @@ class LibraryCapture:
         # docstring) unless they, or the h5py calls kept to drop their duplicates, reach their bound: then a
         # converter process takes them over (where it can: one tracer, with a parts directory), else they are
         # converted here
-        crowded = any(tr._spans is not None and len(tr._spans) > MAX_SPANS for tr in tracers)
+        crowded = any(tr.spans is not None and len(tr.spans) > MAX_SPANS for tr in tracers)
         for pid, log in self.logs.items():
             if pid == self.pid and (self.converter is not None or self.failed):
                 continue
             due = log.due()
             if pid == self.pid and not final and not self._refused and \
-                    (crowded or (due and log.backlog() >= PENDING_BYTES)):
+                    (crowded or (due and log.backlog() >= h5log.PENDING_BYTES)):
                 from .convert import Converter
 
                 self.converter = Converter.start(self, log, tracers)
@@ -581,6 +220,10 @@ class LibraryCapture:
             if len(rec):
                 self._deliver(log, rec, log.n_read - len(rec), tracers)
 
+    def take_spans(self, sink) -> list:
+        """The h5py calls of ``sink`` kept here to drop their libhdf5 duplicates, handed over (to its converter)."""
+        return self._spans.pop(sink, [])
+
     def _converted(self, result: dict | None) -> None:
         """The converter's end: what it learnt; this process's records are read on from where it stopped."""
         converter, self.converter = self.converter, None
@@ -594,8 +237,6 @@ class LibraryCapture:
         self.logs[self.pid] = log
 
     def _info(self, log: ProcessLog, num: int):
-        from .tracer import DatasetInfo
-
         info = self.infos.get((log.pid, num))
         if info is None:
             meta = log.datasets[num]
@@ -630,7 +271,7 @@ class LibraryCapture:
             if sel is not None and "v" in sel:
                 nd = int(ndim[i])
                 irregular[i] = points_selection(np.asarray(sel["v"], np.int64).reshape(-1, nd)) \
-                    if sel["kind"] == "points" else _blocks_selection(sel["v"], nd)
+                    if sel["kind"] == "points" else blocks_selection(sel["v"], nd)
         converted = slab.copy()
         converted[list(irregular)] = True
         width = int(ndim[converted].max(initial=0))
@@ -657,31 +298,32 @@ class LibraryCapture:
         for tr in tracers:
             if log.pid == self.pid:
                 above = self._seen_above(tr, log, min(float(t0.min(initial=np.inf)), r_at.min(initial=np.inf)))
-                keep[tr] = ~above(rec["ds"], t0, t0 + rec["dt"]) & (t0 >= tr._origin)
-                keep_resize[tr] = ~above(r_nums, r_at, r_at) & (r_at >= tr._origin)
+                keep[tr] = ~above(rec["ds"], t0, t0 + rec["dt"]) & (t0 >= tr.origin)
+                keep_resize[tr] = ~above(r_nums, r_at, r_at) & (r_at >= tr.origin)
             else:
-                keep[tr], keep_resize[tr] = t0 >= tr._origin, r_at >= tr._origin
+                keep[tr], keep_resize[tr] = t0 >= tr.origin, r_at >= tr.origin
         for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
             self.unconverted += int((keep[tr] & live & ~converted).sum())
             for i in np.unique(which[keep[tr] & converted]).tolist():
-                if infos[i] not in tr._ids:  # H5Dcreate2 made it: a new array even where an old one had its name
-                    tr._register(infos[i], created=infos[i].template.created, below=True)
+                # H5Dcreate2 made it: a new array even where an old one had its name (one the trace knows keeps its id)
+                tr.register(infos[i], created=infos[i].template.created, below=True)
         for j, (ev, at) in enumerate(resizes):
             resized = self._info(log, ev["i"])
             resized.shape = tuple(ev["dims"])
             for tr in tracers:
                 if keep_resize[tr][j]:
-                    tr._resize(resized, at)
+                    tr.resize(resized, at)
         for tr in tracers:
             rows = np.flatnonzero(keep[tr] & converted)
             if not len(rows):
                 continue
-            tids = np.array([tr._ids.get(info, -1) for info in infos], np.int32)
+            used = set(np.unique(which[rows]).tolist())  # each registered above
+            tids = np.array([tr.register(info) if i in used else -1 for i, info in enumerate(infos)], np.int32)
             m = len(rows)
             at = {r: j for j, r in enumerate(rows.tolist())} if irregular else {}
-            tr._columns(AccessColumns(
+            tr.columns(AccessColumns(
                 ds=tids[which[rows]], write=rec["op"][rows] == 1, rank=np.full(m, tr.rank, np.int32),
-                t0=t0[rows] - tr._origin, dt=rec["dt"][rows], t_step=np.zeros(m),
+                t0=t0[rows] - tr.origin, dt=rec["dt"][rows], t_step=np.zeros(m),
                 n=rec["n"][rows].astype(np.int64), nbytes=rec["nbytes"][rows].astype(np.int64),
                 rep=np.ones(m, np.int64), kind=np.where(slab[rows], SLAB, POINTS).astype(np.int8),
                 ndim=ndim[rows].astype(np.int8), start=start[rows], count=count[rows], stride=stride[rows],
@@ -692,7 +334,7 @@ class LibraryCapture:
         """``inside(nums, a0, a1)``: True where an h5py call recorded by ``tracer`` on the same dataset holds the
         libhdf5 call (an access, or an extent change) of dataset ``nums`` from ``a0`` to ``a1``; none of these
         began before ``since``."""
-        queued = tracer._spans
+        queued = tracer.spans
         spans = self._spans.setdefault(tracer, [])
         spans += [queued.popleft() for _ in range(len(queued))]
         if since < np.inf:  # an h5py call that ended well before holds nothing still to come

@@ -25,7 +25,11 @@ import threading
 import time
 from pathlib import Path
 
-from . import follow, mpi, preload
+from . import mpi, preload
+from .parts import merge_parts
+from .partsdir import RUN_FILE, child_environment
+from .runinfo import RunInfo
+from .startup import ensure_startup_hook, release_startup_hook
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
 from .tracedir import META, is_jsonl, prepare
 
@@ -63,9 +67,10 @@ class NativeRun:
                                   "(choose another path, or overwrite=True / --force to replace it)")
         t_origin_unix, origin = time.time(), time.perf_counter()
         jsonl = is_jsonl(self.path)
-        self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
+        self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
         capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
-        why = follow.ensure_startup_hook()
+        why = ensure_startup_hook()
+        self._holds_hook = why is None
         capture += ("child processes",) if why is None else \
             (f"forked child processes (new interpreters not followed: {why})",)
         self._header = TraceHeader(
@@ -84,7 +89,7 @@ class NativeRun:
         self._parts.mkdir()
         self._run.save(self._parts)
         self._logs = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
-        env = {**follow.child_environment([str(self._parts)]), **preload.child_environment(str(self._logs))}
+        env = {**child_environment([str(self._parts)]), **preload.child_environment(str(self._logs))}
         self._environ = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
         self._watcher = threading.Thread(target=self._watch, name="ioadvisor-watch", daemon=True)
@@ -106,12 +111,14 @@ class NativeRun:
             if self._sink is None:  # nothing recorded: the records file is the whole trace
                 with open(self._records, "a", encoding="utf-8") as fh:
                     fh.write(self._line({"t": "end", "n_access": 0}))
-                (self._parts / follow.RUN_FILE).unlink()
+                (self._parts / RUN_FILE).unlink()
                 self._parts.rmdir()
             else:
                 self._finish(ended)
         finally:
             shutil.rmtree(self._logs, ignore_errors=True)
+            if self._holds_hook:  # the run's children are merged: site-packages as it was
+                release_startup_hook()
         if self.missed:
             more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
                 if len(self.missed) > 1 else ""
@@ -120,7 +127,7 @@ class NativeRun:
 
     @staticmethod
     def _line(obj: dict) -> str:
-        return json.dumps(obj, separators=(",", ":")) + "\n"  # as tracefile._dumps writes plain values
+        return json.dumps(obj, separators=(",", ":")) + "\n"  # as tracefile.dumps writes plain values
 
     def _anything(self) -> bool:
         """Did a process log anything but the libraries it loaded, or a followed process start a part?"""
@@ -131,16 +138,16 @@ class NativeRun:
             elif f.name.endswith(".meta"):
                 if any(line and not line.startswith(_NOTHING) for line in f.read_bytes().split(b"\n")):
                     return True
-        return any(p.name != follow.RUN_FILE for p in self._parts.iterdir())
+        return any(p.name != RUN_FILE for p in self._parts.iterdir())
 
     def _open_sink(self) -> None:
         """The trace's writer and the reader of the interposer's logs (numpy, Arrow: imported now)."""
         from . import columnar
+        from .convertsink import ConvertedSink
         from .interpose import LibraryCapture
-        from .tracer import Tracer
 
         columnar.load_arrow()
-        self._sink = Tracer._converter(self.path, str(self._parts), self._run, self._header)
+        self._sink = ConvertedSink(self.path, str(self._parts), self._run, self._header)
         self._capture = LibraryCapture(self._logs, None)
 
     def _watch(self) -> None:
@@ -171,16 +178,16 @@ class NativeRun:
 
         try:
             self._capture.poll([self._sink], final=True)
-            self._sink._drain()
+            self._sink.drain()
         except Exception as exc:  # noqa: BLE001 - a torn log must cost neither the trace nor the exit status
             self._failed = self._failed or f"{type(exc).__name__}: {exc}"
         if self._failed:
             self.missed.append(f"the program's libhdf5 records could not all be converted: {self._failed}")
         # a program with libhdf5 linked in is named by `ioadvisor run` and by the interposer at its exit: once
         self.missed += [m for m in self._capture.lost() if m not in self.missed]
-        self._sink._writer.close(tuple(self.missed), self._capture.libraries())
+        self._sink.close(tuple(self.missed), self._capture.libraries(), gather=True)
         try:
-            self.missed += follow.merge_parts(self.path, self._parts, ended)
+            self.missed += merge_parts(self.path, self._parts, ended)
             self._parts.rmdir()
         except (OSError, TraceError) as exc:
             self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")

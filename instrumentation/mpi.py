@@ -91,7 +91,7 @@ def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
     return path.with_name(f"{path.stem}.rank{rank:0{width}d}{path.suffix}")
 
 
-def _file_done(path: Path) -> bool:
+def file_done(path: Path) -> bool:
     """Is the trace at ``path`` closed (its last line the end record, which may list what was missed)?"""
     if path.is_dir():  # a columnar trace: its records file ends with the end record
         path = path / "_meta.jsonl"
@@ -154,7 +154,7 @@ def _wait_for_ranks(comm, path: Path, size: int) -> None:
             state["next_look"] = now + state["interval"]
             state["interval"] = min(2 * state["interval"], 2.0)  # long waits look less often
             present = [f for f in files if f.exists()]
-            settled = len(present) if all(_file_done(f) for f in present) else None
+            settled = len(present) if all(file_done(f) for f in present) else None
             if settled != state["settled"]:  # a late rank may open its file: start over
                 state["settled"], state["since"] = settled, now
         if state["settled"] is None:

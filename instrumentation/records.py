@@ -7,80 +7,22 @@ nothing about files.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
-from functools import cache
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .errors import IoadvisorError
+from .header import SCHEMA_VERSION, ImportedFact, ProcessInfo, TraceHeader  # noqa: F401 - records of a trace
+from .validation import RecordError, flag, ints, opt_ints, positive, require, typed
 
 # numpy is imported where it is used: a light launcher writes a trace's header without it (instrumentation/launch.py)
 
-SCHEMA_VERSION = 1
 
 READ = "read"
 WRITE = "write"
 
 
-_PLAIN_INT = {int}
-
-
 CAPTURE_CALLS = ("h5py calls", "zarr calls")
 """The capture levels every tracer has (TraceHeader.capture); following processes adds its own."""
 
-
-class RecordError(IoadvisorError, ValueError):
-    """A record does not match the schema; the message names the field."""
-
-
-def _ints(value: Any, name: str) -> tuple[int, ...]:
-    if type(value) is list and set(map(type, value)) <= _PLAIN_INT:
-        return tuple(value)  # the JSON case, checked at C speed: loading is dominated by this
-    import numpy as np
-
-    if not isinstance(value, (list, tuple)) or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
-    ):
-        raise RecordError(f"field '{name}' must be a list of integers, got {value!r:.80}")
-    return tuple(int(v) for v in value)
-
-
-def _opt_ints(value: Any, name: str) -> tuple[int, ...] | None:
-    return None if value is None else _ints(value, name)
-
-
-def _positive(value: tuple[int, ...] | None, name: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """A chunk or shard grid: integers >= 1, or 0 along an axis of extent 0 (zarr allows that grid)."""
-    if value is not None and any(v < 0 or (v == 0 and (i >= len(shape) or shape[i] != 0))
-                                 for i, v in enumerate(value)):
-        raise RecordError(f"field '{name}' must hold integers >= 1 (0 only along an empty axis), got {list(value)}")
-    return value
-
-
-def _typed(value: Any, types: type | tuple[type, ...], name: str) -> Any:
-    # bool is an int subclass; JSON true is never a valid count or id here
-    if not isinstance(value, types) or isinstance(value, bool):
-        raise RecordError(f"field '{name}' has wrong type {type(value).__name__}")
-    return value
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise RecordError(f"field '{name}' must be true or false, got {type(value).__name__}")
-    return value
-
-
-@cache
-def _required(cls: type) -> tuple[str, ...]:
-    # once per class: dataclasses.fields() builds its list anew on every call (a third of reading a header)
-    return tuple(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING)
-
-
-def _require(config: dict, cls: type) -> None:
-    if not isinstance(config, dict):
-        raise RecordError(f"{cls.__name__} record must be a JSON object")
-    for name in _required(cls):
-        if name not in config:
-            raise RecordError(f"missing field '{name}' in {cls.__name__} record")
 
 
 @dataclass(frozen=True)
@@ -200,7 +142,7 @@ class Selection:
         for k in ("start", "count", "stride", "block"):
             if k not in config:
                 raise RecordError(f"missing field 'sel.{k}'")
-        parts = [_ints(config[k], f"sel.{k}") for k in ("start", "count", "stride", "block")]
+        parts = [ints(config[k], f"sel.{k}") for k in ("start", "count", "stride", "block")]
         if len({len(p) for p in parts}) != 1:
             raise RecordError("fields 'sel.start/count/stride/block' differ in length")
         for k, p in zip(("start", "count", "stride", "block"), parts):
@@ -211,7 +153,7 @@ class Selection:
             if not isinstance(indices, list) or len(indices) != len(parts[0]):
                 raise RecordError("field 'sel.indices' must have one entry per dimension")
             indices = tuple(
-                None if ix is None else _ints(ix, f"sel.indices[{d}]") for d, ix in enumerate(indices)
+                None if ix is None else ints(ix, f"sel.indices[{d}]") for d, ix in enumerate(indices)
             )
         return cls(*parts, indices=indices)
 
@@ -253,11 +195,11 @@ class Filter:
 
     @classmethod
     def from_config(cls, config: dict) -> "Filter":
-        _require(config, cls)
+        require(config, cls)
         fid = config.get("filter_id")
         if fid is not None:
-            _typed(fid, int, "filters.filter_id")
-        return cls(_typed(config["name"], str, "filters.name"), fid, dict(config.get("options") or {}))
+            typed(fid, int, "filters.filter_id")
+        return cls(typed(config["name"], str, "filters.name"), fid, dict(config.get("options") or {}))
 
 
 @dataclass(frozen=True)
@@ -273,11 +215,11 @@ class ChunkCache:
 
     @classmethod
     def from_config(cls, config: dict) -> "ChunkCache":
-        _require(config, cls)
+        require(config, cls)
         return cls(
-            _typed(config["rdcc_nbytes"], int, "cache.rdcc_nbytes"),
-            _typed(config["rdcc_nslots"], int, "cache.rdcc_nslots"),
-            float(_typed(config["rdcc_w0"], (int, float), "cache.rdcc_w0")),
+            typed(config["rdcc_nbytes"], int, "cache.rdcc_nbytes"),
+            typed(config["rdcc_nslots"], int, "cache.rdcc_nslots"),
+            float(typed(config["rdcc_w0"], (int, float), "cache.rdcc_w0")),
         )
 
 
@@ -394,8 +336,8 @@ class DatasetRecord:
     def from_config(cls, config: dict) -> "DatasetRecord":
         import numpy as np
 
-        _require(config, cls)
-        lib = _typed(config["library"], str, "library")
+        require(config, cls)
+        lib = typed(config["library"], str, "library")
         if lib not in cls.LIBRARIES:
             raise RecordError(f"field 'library' must be one of {cls.LIBRARIES}, got {lib!r}")
         try:
@@ -422,18 +364,18 @@ class DatasetRecord:
         tclass = config.get("type_class")
         if tclass is not None and tclass not in TYPE_CLASSES:
             raise RecordError(f"field 'type_class' must be one of {', '.join(TYPE_CLASSES)}, got {tclass!r:.40}")
-        shape = _ints(config["shape"], "shape")
+        shape = ints(config["shape"], "shape")
         return cls(
-            id=_typed(config["id"], int, "id"),
+            id=typed(config["id"], int, "id"),
             library=lib,
-            library_version=_typed(config["library_version"], str, "library_version"),
-            file=_typed(config["file"], str, "file"),
-            path=_typed(config["path"], str, "path"),
+            library_version=typed(config["library_version"], str, "library_version"),
+            file=typed(config["file"], str, "file"),
+            path=typed(config["path"], str, "path"),
             shape=shape,
             dtype=config["dtype"],
             maxshape=maxshape,
-            chunks=_positive(_opt_ints(config.get("chunks"), "chunks"), "chunks", shape),
-            shards=_positive(_opt_ints(config.get("shards"), "shards"), "shards", shape),
+            chunks=positive(opt_ints(config.get("chunks"), "chunks"), "chunks", shape),
+            shards=positive(opt_ints(config.get("shards"), "shards"), "shards", shape),
             filters=tuple(Filter.from_config(f) for f in filters),
             fillvalue=config.get("fillvalue"),
             cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),
@@ -491,15 +433,15 @@ class AccessRecord:
         if op not in (READ, WRITE):
             raise RecordError(f"field 'op' must be 'read' or 'write', got {op!r:.40}")
         return cls(
-            dataset=_typed(config["ds"], int, "ds"),
+            dataset=typed(config["ds"], int, "ds"),
             op=op,
             selection=Selection.from_config(config["sel"]),
-            nelements=_typed(config["n"], int, "n"),
-            nbytes=_typed(config["bytes"], int, "bytes"),
-            t_start=float(_typed(config["t0"], (int, float), "t0")),
-            duration=float(_typed(config["dt"], (int, float), "dt")),
-            rank=_typed(config.get("rank", rank), int, "rank"),
-            collective=_flag(config.get("coll", False), "coll"),
+            nelements=typed(config["n"], int, "n"),
+            nbytes=typed(config["bytes"], int, "bytes"),
+            t_start=float(typed(config["t0"], (int, float), "t0")),
+            duration=float(typed(config["dt"], (int, float), "dt")),
+            rank=typed(config.get("rank", rank), int, "rank"),
+            collective=flag(config.get("coll", False), "coll"),
         )
 
 
@@ -552,153 +494,19 @@ class ResizeRecord:
         for k in ("ds", "shape", "t0"):
             if k not in config:
                 raise RecordError(f"missing field '{k}' in resize record")
-        shape = _ints(config["shape"], "shape")
-        rep = _typed(config.get("rep", 1), int, "rep")
+        shape = ints(config["shape"], "shape")
+        rep = typed(config.get("rep", 1), int, "rep")
         if rep < 1:
             raise RecordError(f"field 'rep' must be at least 1, got {rep}")
-        step = _ints(config.get("step", [0] * len(shape)), "step") if rep > 1 else ()
+        step = ints(config.get("step", [0] * len(shape)), "step") if rep > 1 else ()
         if len(step) != (len(shape) if rep > 1 else 0):
             raise RecordError(f"field 'step' must have {len(shape)} values, as 'shape' has")
         return cls(
-            _typed(config["ds"], int, "ds"),
+            typed(config["ds"], int, "ds"),
             shape,
-            float(_typed(config["t0"], (int, float), "t0")),
-            _typed(config.get("rank", rank), int, "rank"),
+            float(typed(config["t0"], (int, float), "t0")),
+            typed(config.get("rank", rank), int, "rank"),
             rep,
             step,
-            float(_typed(config.get("t_step", 0.0), (int, float), "t_step")) if rep > 1 else 0.0,
-        )
-
-
-@dataclass(frozen=True)
-class ImportedFact:
-    """One fact an imported trace (``synthetic``) states beyond its records, and whether it was guessed.
-
-    ``dataset`` is the dataset's key (``file::path``), or "" for the whole trace;
-    ``fact`` a short name ("shape", "placement", "read/write split", ...).
-    """
-
-    dataset: str
-    fact: str
-    detail: str
-    guessed: bool = True
-
-    def get_config(self) -> dict:
-        return {"dataset": self.dataset, "fact": self.fact, "detail": self.detail, "guessed": self.guessed}
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ImportedFact":
-        _require(config, cls)
-        return cls(_typed(config["dataset"], str, "facts.dataset"), _typed(config["fact"], str, "facts.fact"),
-                   _typed(config["detail"], str, "facts.detail"), bool(config.get("guessed", True)))
-
-
-@dataclass(frozen=True)
-class ProcessInfo:
-    """One process whose accesses a trace holds (the run's own or one it started, at any depth).
-
-    ``state``: "exited" (its part was closed), "running" (still alive when the run's
-    trace was merged; its part was read as of the end of the run) or "lost" (it ended
-    without closing its part: accesses after its last flush are missing).
-    """
-
-    pid: int
-    ppid: int
-    argv: tuple[str, ...] = ()
-    accesses: int = 0
-    state: str = "exited"
-
-    STATES: ClassVar[tuple[str, ...]] = ("exited", "running", "lost")
-
-    def get_config(self) -> dict:
-        return {"pid": self.pid, "ppid": self.ppid, "argv": list(self.argv), "accesses": self.accesses,
-                "state": self.state}
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ProcessInfo":
-        _require(config, cls)
-        state = config.get("state", "exited")
-        if state not in cls.STATES:
-            raise RecordError(f"field 'state' must be one of {', '.join(cls.STATES)}, got {state!r:.40}")
-        return cls(_typed(config["pid"], int, "pid"), _typed(config["ppid"], int, "ppid"),
-                   tuple(config.get("argv") or ()), _typed(config.get("accesses", 0), int, "accesses"), state)
-
-
-@dataclass(frozen=True)
-class TraceHeader:
-    """First line of every trace file.
-
-    ``synthetic``: the accesses were not captured but rebuilt from a summary (a
-    Darshan log); ``facts`` then says what the rebuild rests on, guessed or not.
-    ``ppid``: the parent process. ``capture``: the capture levels in force (which
-    calls were hooked, whether child processes were followed). ``processes``: every
-    process merged into this trace, this one first (empty: this process only).
-    ``missed``: what is known not to be in the trace, one line each. ``libraries``: the
-    libhdf5 copies the interposer recorded calls through, ``HDF5 VERSION: PATH`` each
-    (both learnt while the process ran: written in the end record, read back here).
-    """
-
-    schema: int
-    host: str
-    pid: int
-    rank: int
-    size: int
-    t_origin_unix: float
-    versions: dict = field(default_factory=dict, compare=False)
-    argv: tuple[str, ...] = ()
-    clock: str = "time.perf_counter"
-    ppid: int = 0
-    capture: tuple[str, ...] = ()
-    processes: tuple[ProcessInfo, ...] = ()
-    missed: tuple[str, ...] = ()
-    libraries: tuple[str, ...] = ()
-    synthetic: bool = False
-    facts: tuple[ImportedFact, ...] = ()
-
-    def guessed(self, dataset: str | None = None) -> tuple[ImportedFact, ...]:
-        """The guessed facts (of one dataset key, plus the trace-wide ones, when given)."""
-        return tuple(f for f in self.facts if f.guessed and (dataset is None or f.dataset in ("", dataset)))
-
-    def get_config(self) -> dict:
-        return {
-            "schema": self.schema,
-            "host": self.host,
-            "pid": self.pid,
-            "ppid": self.ppid,
-            "rank": self.rank,
-            "size": self.size,
-            "t_origin_unix": self.t_origin_unix,
-            "versions": self.versions,
-            "argv": list(self.argv),
-            "clock": self.clock,
-            **({"synthetic": True, "facts": [f.get_config() for f in self.facts]} if self.synthetic else {}),
-            "capture": list(self.capture),
-            "processes": [p.get_config() for p in self.processes],
-            "missed": list(self.missed),
-            **({"libraries": list(self.libraries)} if self.libraries else {}),
-        }
-
-    @classmethod
-    def from_config(cls, config: dict) -> "TraceHeader":
-        _require(config, cls)
-        schema = _typed(config["schema"], int, "schema")
-        if schema != SCHEMA_VERSION:
-            raise RecordError(f"unknown schema version {schema} (this ioadvisor reads {SCHEMA_VERSION})")
-        return cls(
-            schema=schema,
-            host=_typed(config["host"], str, "host"),
-            pid=_typed(config["pid"], int, "pid"),
-            rank=_typed(config["rank"], int, "rank"),
-            size=_typed(config["size"], int, "size"),
-            t_origin_unix=float(_typed(config["t_origin_unix"], (int, float), "t_origin_unix")),
-            versions=dict(config.get("versions") or {}),
-            argv=tuple(config.get("argv") or ()),
-            clock=config.get("clock", "time.perf_counter"),
-            synthetic=bool(config.get("synthetic", False)),
-            facts=tuple(ImportedFact.from_config(f) for f in config.get("facts") or ()),
-            ppid=_typed(config.get("ppid", 0), int, "ppid"),
-            capture=tuple(config.get("capture") or ()),
-            processes=tuple(ProcessInfo.from_config(p) for p in config.get("processes") or ()),
-            missed=tuple(config.get("missed") or ()),
-            libraries=tuple(config.get("libraries") or ()),
+            float(typed(config.get("t_step", 0.0), (int, float), "t_step")) if rep > 1 else 0.0,
         )

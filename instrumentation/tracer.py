@@ -38,11 +38,7 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 """
 from __future__ import annotations
 
-import atexit
-import functools
-import importlib.abc
 import os
-import platform
 import socket
 import sys
 import tempfile
@@ -50,35 +46,27 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
-from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
-from . import follow, interpose
+from . import interpose, startup
 
 try:
     from . import _hotpath  # the traced h5py read in C (setup.py); hooks_h5py does the same in Python without it
 except ImportError:
     _hotpath = None
-from .columns import AccessColumns, compact_runs
-from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, DatasetRecord, ResizeRecord, TraceHeader
+from .columns import AccessColumns
+from .decode import OP_READ, OP_RESIZE, OP_WRITE, RECORD_HEAD, from_c, record_resizes, write_resizes
+from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeRecord, TraceHeader
+from .runinfo import RunInfo, SharedIds
+from .hub import HUB
+from .sink import DatasetInfo
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
+from .versions import versions
 
-# Module name -> hook module (relative). A module is hooked when both it and
-# the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
-_HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process": ".follow",
-          "s3fs.core": ".hooks_s3fs", "obstore": ".hooks_obstore"}  # object-store requests (storerequests)
-
-
-OP_READ, OP_WRITE, OP_RESIZE = 0, 1, 2
-"""``op`` of a record of the C hooks (``_hotpath.Hook``)."""
-RECORD_HEAD = np.dtype([("t0", "<f8"), ("dt", "<f8"), ("n", "<i8"), ("nbytes", "<i8"), ("slot", "<i4"),
-                        ("op", "i1"), ("ndim", "i1"), ("pad", "<i2")])
-"""One record of ``_hotpath.Recorder``'s head buffer (its ``head_t``): ``t0``/``dt`` on perf_counter's clock, ``slot``
-the DatasetInfo's place in the infos taken with it. Its dims buffer holds, per record, start, count, stride and
-block (``ndim`` int64 each) of an access, or the ``ndim`` extents a resize set."""
-
+hotpath = _hotpath
+"""The C hooks' module (``_hotpath``: setup.py builds it), or None where no C compiler built it."""
 
 class _PythonRecorder:
     """``_hotpath.Recorder``'s interface where no C compiler built it: the Python hooks' records, in call order."""
@@ -98,399 +86,8 @@ class _PythonRecorder:
 
 _Recorder = _PythonRecorder if _hotpath is None else _hotpath.Recorder
 
-FLUSH_INTERVAL = 0.2
-"""Seconds between writes of queued records: a killed process loses at most this much."""
 MAX_PENDING = 65536
 """Queued records beyond which the recording thread writes them itself (bounded memory)."""
-FLUSHER_WAIT = 5.0
-"""Longest the last tracer's exit waits for the flusher thread to stop."""
-
-
-class _TLS(threading.local):
-    depth = 0  # traced calls in progress on this thread: only the outermost records
-
-
-class DatasetInfo:
-    """What the hooks know of one array, computed once (see field notes: 20 µs per query).
-
-    ``template`` is the DatasetRecord with a placeholder id; ``shape`` follows
-    resizes (None: an HDF5 NULL dataspace, which holds no data). Tracers number
-    datasets themselves and look them up by ``key``.
-    """
-
-    __slots__ = ("template", "key", "shape", "itemsize", "dtype", "mpio", "__weakref__")
-
-    def __init__(self, template: DatasetRecord, dtype):
-        self.template = template
-        self.key = template.key
-        self.shape = tuple(template.shape)
-        self.itemsize = template.itemsize
-        self.dtype = dtype
-        self.mpio = template.driver == "mpio"  # only then can a transfer be collective
-
-
-class _Hub:
-    """Process-wide state shared by all tracers and hooks."""
-
-    def __init__(self):
-        self.lock = threading.RLock()
-        self.active = ()
-        self.tls = _TLS()
-        self._patched: list[tuple[object, str, object, bool]] = []  # owner, attr, original, was_own
-        self._hooked: dict[str, object] = {}  # library -> its hook module
-        self._finder: _ImportHook | None = None
-        self._flusher: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._environ: dict[str, str | None] | None = None  # the program's values of the child variables
-        self._forking: list[threading.Lock] = []
-        self.below: interpose.LibraryCapture | None = None
-        self._below_lock = threading.Lock()  # not self.lock: detach holds that while joining the flusher
-
-    @property
-    def active(self) -> "tuple[Tracer, ...]":
-        """The tracers recording now (innermost last)."""
-        return self._active
-
-    @active.setter
-    def active(self, tracers: "tuple[Tracer, ...]") -> None:
-        self._active = tracers
-        if _hotpath is not None:
-            _hotpath.set_recorders(tuple(tr._recorder for tr in tracers))
-
-    # -- recording (hot path: no locks, no allocation beyond the record) --
-    def hyperslab(self, info: DatasetInfo, op: str, start, count, stride, block,
-                  n: int, nbytes: int, t0: float, dt: float) -> None:
-        for tr in self.active:
-            tr._hyperslab(info, op, start, count, stride, block, n, nbytes, t0, dt)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
-
-    def access(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
-        if selection.kind == "hyperslab":
-            self.hyperslab(info, op, selection.start, selection.count, selection.stride, selection.block,
-                           n, nbytes, t0, dt)
-            return
-        for tr in self.active:
-            tr._access(info, op, selection, n, nbytes, t0, dt)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
-
-    def collective(self, info: DatasetInfo, op: str, selection, n: int, nbytes: int, t0: float, dt: float) -> None:
-        """An MPI-IO collective transfer: kept as a record (the flag does not fit the hyperslab fast path)."""
-        for tr in self.active:
-            tr._access(info, op, selection, n, nbytes, t0, dt, True)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t0 + dt))
-
-    def resize(self, info: DatasetInfo, shape: tuple[int, ...], t0: float, t1: float) -> None:
-        """``info``'s extent became ``shape`` in a call from ``t0`` to ``t1`` (libhdf5's record of it is dropped)."""
-        active = self.active
-        for tr in active:  # a dataset first seen now is recorded with its extent before the change
-            if info not in tr._ids:
-                tr._register(info)
-        info.shape = shape
-        for tr in active:
-            tr._resize(info, t1)
-            if tr._spans is not None:
-                tr._spans.append((info.key, t0, t1))
-
-    def created(self, info: DatasetInfo) -> None:
-        for tr in self.active:
-            tr._register(info, created=True)
-
-    def seen(self, info: DatasetInfo) -> None:
-        """A dataset the program reached without moving data (its read failed): recorded, no access."""
-        for tr in self.active:
-            if info not in tr._ids:
-                tr._register(info)
-
-    def failed(self) -> None:
-        for tr in self.active:
-            tr.failed_calls += 1
-
-    def error(self, exc: BaseException, tracers=None) -> None:
-        for tr in self.active if tracers is None else tracers:
-            tr.record_errors += 1
-            if tr.first_error is None:
-                tr.first_error = f"{type(exc).__name__}: {exc}"
-
-    # -- patch management --
-    def attach(self, tracer: "Tracer") -> None:
-        with self.lock:
-            idle = not self.active
-            self.active = self.active + (tracer,)  # before hooking: a library that cannot be hooked is noted in it
-            if idle:
-                self._install()
-            self._child_environment()
-
-    def detach(self, tracer: "Tracer") -> None:
-        if not self.lock.acquire(blocking=not follow.terminating()):
-            # SIGTERM's close while the thread it interrupted holds the lock (importing a hook module): that
-            # thread never resumes, so waiting would end the process with its part unclosed. The process
-            # ends now, patches and all: only the recording and the flusher stop.
-            self.active = tuple(t for t in self.active if t is not tracer)
-            if not self.active:
-                self._stop.set()
-            return
-        try:
-            self.active = tuple(t for t in self.active if t is not tracer)
-            self._child_environment()
-            if not self.active:
-                self._uninstall()
-        finally:
-            self.lock.release()
-
-    def _child_environment(self) -> None:
-        """Put the variables that make child processes traced into os.environ, or give the program its own back."""
-        dirs = [t._parts_dir for t in self.active if t._parts_dir]
-        below = self.below if dirs else None  # children are left alone unless followed
-        if self._environ is not None:
-            for name, value in self._environ.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-            self._environ = None
-        if dirs or below is not None:
-            env = follow.child_environment(dirs) if dirs else {}
-            if below is not None:  # children record their libhdf5 calls where this process collects them
-                env.update(interpose.child_environment(str(below.log_dir)))
-            self._environ = {name: os.environ.get(name) for name in env}
-            os.environ.update(env)
-
-    # -- fork: the child gets parts of its own, never its parent's queues or files --
-    def _before_fork(self) -> None:
-        if self.active:  # the child's part starts from this reading of the libraries loaded (not its own 1-3 ms)
-            interpose.mapped_libhdf5()
-        self._forking = [tr._drain_lock for tr in self.active]
-        # a flush in progress ends before the fork, so no lock of the writers is copied held
-        self._forking = [lock for lock in self._forking if lock.acquire(timeout=1.0)]
-
-    def _after_fork_in_parent(self) -> None:
-        for lock in self._forking:
-            lock.release()
-        self._forking = []
-
-    def _after_fork_in_child(self) -> None:
-        for lock in self._forking:  # taken by the parent's forking thread: here nobody will release them
-            lock.release()
-        self._forking = []
-        parents = self.active
-        if not parents:
-            return
-        self._below_lock = threading.Lock()  # the flusher may have held it at the fork
-        if self.below is not None:  # never the parent's log directory: the child collects its own
-            self.below = self.below.forked(next((tr._parts_dir for tr in parents if tr._parts_dir), None))
-        self.lock = threading.RLock()
-        self.active = ()
-        self._flusher = None  # threads do not survive a fork
-        with follow.sigterm_deferred():
-            children = []
-            for tr in parents:
-                child = tr._orphan()
-                if child is not None:
-                    children.append(child)
-            if not children:
-                self._uninstall()
-                return
-            self.active = tuple(children)
-            self._stop = threading.Event()
-            self._start_flusher()
-            follow.install_sigterm()
-
-    def _flush_loop(self, stop: threading.Event) -> None:
-        # formatting and file writes happen here, off the traced threads
-        while not stop.wait(FLUSH_INTERVAL):
-            for tr in self.active:
-                started = time.time_ns()
-                try:
-                    tr._drain(force=False)
-                    if tr._is_part:  # tells the run's tracer that everything queued before `started` is written
-                        os.utime(tr._own, ns=(started, started))
-                except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
-                    tr.record_errors += 1
-                    tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
-            self.poll_below()
-
-    def poll_below(self, final: bool = False) -> None:
-        """Hand what the libhdf5 interposer recorded to the active tracers."""
-        below = self.below
-        if below is None:
-            return
-        with self._below_lock:
-            try:
-                below.poll(self.active, final)
-            except Exception as exc:  # noqa: BLE001 - a torn log must not kill the program
-                self.error(exc)
-
-    def start_below(self, parts_dir: str | None) -> "interpose.LibraryCapture | None":
-        """The libhdf5 capture, started with the first tracer (children inherit it: ``_child_environment``);
-        ``parts_dir``: that tracer is a followed process's part."""
-        with self.lock:
-            if self.below is None and not self.active:
-                self.below = interpose.LibraryCapture.start(parts_dir)
-            return self.below
-
-    def _start_flusher(self) -> None:
-        self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop,),
-                                         name="ioadvisor-flush", daemon=True)
-        self._flusher.start()
-
-    def _install(self) -> None:
-        self._stop = threading.Event()
-        self._start_flusher()
-        self._finder = _ImportHook(self)
-        sys.meta_path.insert(0, self._finder)
-        for lib in _HOOKS:
-            if lib in sys.modules:
-                self._hook(lib)
-
-    def _hook(self, lib: str) -> None:
-        with self.lock:
-            if lib in self._hooked or not self.active and self._finder is None:
-                return
-            try:
-                from importlib import import_module
-
-                module = import_module(_HOOKS[lib], __package__)
-                patches = module.patches()
-                self._hooked[lib] = module
-            except Exception as exc:  # a library version we cannot hook: trace the rest, say so in the trace
-                for tr in self.active:
-                    tr.missed.append(f"{lib} not traced: {type(exc).__name__}: {exc}")
-                return
-            for owner, attr, wrapper in patches:
-                was_own = attr in vars(owner)
-                self._patched.append((owner, attr, vars(owner).get(attr), was_own))
-                setattr(owner, attr, wrapper)
-
-    def _uninstall(self) -> None:
-        self._stop.set()
-        if self._flusher is not None and self._flusher is not threading.current_thread():
-            # bounded: a flusher stuck on a lock the exiting code holds must not hang the exit
-            # (the exit drains again under the drain lock anyway)
-            self._flusher.join(FLUSHER_WAIT)
-        self._flusher = None
-        if self._finder is not None:
-            try:
-                sys.meta_path.remove(self._finder)
-            except ValueError:
-                pass
-            self._finder = None
-        for owner, attr, original, was_own in reversed(self._patched):
-            if was_own:
-                setattr(owner, attr, original)
-            else:
-                delattr(owner, attr)
-        self._patched.clear()
-        for module in self._hooked.values():
-            module.reset()  # cached shapes may change while nothing is traced
-        self._hooked.clear()
-        if self.below is not None:
-            self.below.close()
-            self.below = None
-
-
-class _ImportHook(importlib.abc.MetaPathFinder):
-    """Patches h5py / zarr as soon as they finish importing while a tracer is active."""
-
-    def __init__(self, hub: _Hub):
-        self.hub = hub
-        self._busy = threading.local()
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _HOOKS or getattr(self._busy, "on", False):
-            return None
-        self._busy.on = True
-        try:
-            from importlib.util import find_spec
-
-            spec = find_spec(fullname)
-        finally:
-            self._busy.on = False
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _HookingLoader(spec.loader, self.hub, fullname)
-        return spec
-
-
-class _HookingLoader(importlib.abc.Loader):
-    def __init__(self, loader, hub: _Hub, name: str):
-        self._loader = loader
-        self._hub = hub
-        self._name = name
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        module.__spec__.loader = self._loader  # the module keeps its real loader
-        module.__loader__ = self._loader
-        self._loader.exec_module(module)
-        self._hub._hook(self._name)
-
-
-HUB = _Hub()
-os.register_at_fork(before=HUB._before_fork, after_in_parent=HUB._after_fork_in_parent,
-                    after_in_child=HUB._after_fork_in_child)
-# a tracer entered by hand and never exited, or a child process's parts: still end the files cleanly
-atexit.register(follow.close_all)
-
-
-@functools.lru_cache(maxsize=None)
-def _dist_info_versions() -> dict[str, str]:
-    """Name -> version of the distributions installed as ``NAME-VERSION.dist-info`` directories on sys.path
-    (the first one found, as importlib.metadata finds them): a directory listing per entry, about 1 ms, where
-    importlib.metadata costs about 20 ms to import and 3 ms a package (a run's fixed cost:
-    benchmarks/tracing_overhead.py)."""
-    found: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for dist in names:
-            if dist.endswith(".dist-info"):
-                name, _, version = dist[: -len(".dist-info")].partition("-")
-                found.setdefault(name.lower().replace("-", "_").replace(".", "_"), version)
-    return found
-
-
-@functools.lru_cache(maxsize=None)
-def _installed_version(name: str) -> str | None:
-    """A package's installed version, looked up once per process (forked children inherit it)."""
-    found = _dist_info_versions().get(name.lower().replace("-", "_"))
-    if found:
-        return found
-    try:  # installed otherwise (an egg, a zip): the slower, general way
-        from importlib.metadata import version
-
-        return version(name)
-    except Exception:
-        return None
-
-
-def _versions(installed: bool = True) -> dict:
-    """Versions of Python and the array libraries: those imported, and (``installed``) those installed but not
-    imported yet. A followed process's part looks up none (about 15-30 ms of its start-up, per child process:
-    benchmarks/tracing_overhead.py); the run's trace has them."""
-    out = {"python": platform.python_version()}
-    for name in ("numpy", "h5py", "zarr", "numcodecs", "hdf5plugin"):
-        mod = sys.modules.get(name)
-        if mod is None:
-            if not installed:
-                continue
-            found = _installed_version(name)
-            if found is not None:
-                out[name] = found
-        else:
-            out[name] = getattr(mod, "__version__", "")
-    h5 = sys.modules.get("h5py")
-    if h5 is not None:
-        out["hdf5"] = h5.version.hdf5_version
-    return out
-
-
 class Tracer:
     """One trace being written; a context manager (single use).
 
@@ -498,7 +95,7 @@ class Tracer:
     process runs under (``Tracer._part``): it writes ``<parts dir>/<pid>.parquet``
     (or ``.jsonl``) and its own children's parts go beside it; the run's tracer
     merges them all. Every tracer of a run takes its dataset ids from the run's
-    ``follow.SharedIds`` and its clock origin and rank from its ``follow.RunInfo``.
+    ``runinfo.SharedIds`` and its clock origin and rank from its ``runinfo.RunInfo``; it is a ``sink.Sink``.
     """
 
     def __init__(self, path=None, *, comm=None, overwrite: bool = False, follow: bool = True):
@@ -508,8 +105,8 @@ class Tracer:
         self._follow = follow
         self._is_part = False
         self._parts_dir: str | None = None
-        self._run: follow.RunInfo | None = None
-        self._shared_ids: follow.SharedIds | None = None
+        self._run: RunInfo | None = None
+        self._shared_ids: SharedIds | None = None
         self._own: Path | None = None
         self._forked_part: Tracer | None = None
         self.path: Path | None = None
@@ -529,12 +126,13 @@ class Tracer:
         self._origin = 0.0
         self._state = "new"
         self._merge = False
-        self._spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
+        self.spans: deque | None = None  # h5py calls (key, t0, t1), when libhdf5 sees this process too
         self._libhdf5_before: frozenset[str] = frozenset()
         self._header: TraceHeader | None = None
+        self._holds_hook = False  # the start-up hook, until this tracer's end (startup.release_startup_hook)
 
     @classmethod
-    def _part(cls, parts_dir: str, run: follow.RunInfo) -> "Tracer":
+    def part(cls, parts_dir: str, run: RunInfo) -> "Tracer":
         """The tracer of this (child) process's part of the run whose parts go to ``parts_dir``."""
         part = cls(run.part_path(parts_dir, os.getpid()))
         part._is_part = True
@@ -543,18 +141,43 @@ class Tracer:
         part.rank, part.size = run.rank, run.size
         return part
 
-    @classmethod
-    def _converter(cls, path: Path, parts_dir: str, run: follow.RunInfo, header: TraceHeader) -> "Tracer":
-        """A tracer that only takes converted interposer records, into ``path`` with ``header`` (the run's merge
-        converting what a killed process left: ``follow.merge_parts``); never attached to the hub."""
-        tr = cls._part(parts_dir, run)
-        tr.path = tr._own = Path(path)
-        tr._state = "active"
-        tr._shared_ids = follow.SharedIds(parts_dir)
-        tr._origin = run.origin
-        tr._spans = deque()
-        tr._writer = TraceWriter(tr._own, header)
-        return tr
+    @property
+    def is_part(self) -> bool:
+        """This tracer writes a followed process's part (``part``), not a run's trace."""
+        return self._is_part
+
+    @property
+    def parts_dir(self) -> str | None:
+        """Where the run's processes write their parts (None: children not followed)."""
+        return self._parts_dir
+
+    @property
+    def run(self) -> RunInfo | None:
+        return self._run
+
+    @property
+    def own_path(self) -> Path | None:
+        """This process's own file (a rank's, a part's); ``path`` is what the user gets."""
+        return self._own
+
+    @property
+    def header(self) -> TraceHeader | None:
+        return self._header
+
+    @property
+    def recorder(self):
+        """Where the hooks queue this tracer's records (``_hotpath.Recorder``, or its Python stand-in)."""
+        return self._recorder
+
+    @property
+    def drain_lock(self) -> threading.Lock:
+        """Held while what the hooks queued is written (a fork waits for it: ``hub``)."""
+        return self._drain_lock
+
+    @property
+    def origin(self) -> float:
+        """The clock origin of this trace's accesses, on ``time.perf_counter``'s clock."""
+        return self._origin
 
     # -- context manager --
     def __enter__(self) -> "Tracer":
@@ -589,7 +212,7 @@ class Tracer:
                 capture += (interpose.CAPTURE_LEVEL + " in child processes only",)
         elif below is not None:
             capture += (interpose.CAPTURE_LEVEL,)
-            self._spans = deque()
+            self.spans = deque()
         if self._run is None:
             t_origin_unix, origin = time.time(), time.perf_counter()
         else:  # a part's accesses are timed from the run's origin: merged, they need no shift
@@ -598,10 +221,11 @@ class Tracer:
             if not self._is_part:
                 self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
                 os.makedirs(self._parts_dir)
-                self._run = follow.RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
+                self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
                 self._run.save(self._parts_dir)
-            self._shared_ids = follow.SharedIds(self._parts_dir)
-            why = follow.ensure_startup_hook()
+            self._shared_ids = SharedIds(self._parts_dir)
+            why = startup.ensure_startup_hook()
+            self._holds_hook = why is None
             if why is None:
                 capture += ("child processes",)
             else:  # a capture level, not a miss: whether such a child runs at all is not known here
@@ -613,7 +237,7 @@ class Tracer:
             rank=self.rank,
             size=self.size,
             t_origin_unix=t_origin_unix,
-            versions=_versions(installed=not self._is_part),
+            versions=versions(installed=not self._is_part),
             # a child's own sys.argv is just ["-c"] for multiprocessing's spawn: its interpreter's command says more
             argv=tuple(sys.orig_argv if self._is_part else sys.argv),
             ppid=os.getppid(),
@@ -634,22 +258,24 @@ class Tracer:
                 self._forked_part.__exit__(exc_type, exc, tb)
             return False
         ended = time.time_ns()
-        self._drain()  # the h5py calls first: libhdf5 calls inside them are then known as such
+        self.drain()  # the h5py calls first: libhdf5 calls inside them are then known as such
         HUB.poll_below(final=True)
         # a program with libhdf5 linked in is named by `ioadvisor run` and by the interposer at its exit: once
         self.missed += [m for m in interpose.unseen(HUB.below, self._libhdf5_before) if m not in self.missed]
         libraries = HUB.below.libraries() if HUB.below is not None else ()
         HUB.detach(self)
         self._state = "done"
-        self._drain()
+        self.drain()
         if self.record_errors:
             self.missed.append(f"{self.record_errors} access(es) could not be recorded "
                                f"(first: {self.first_error})")
         self._writer.close(tuple(self.missed), libraries, gather=not self._is_part)
         parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
         if parts is not None and parts.is_dir():
+            from . import parts as merging
+
             try:
-                self.missed += follow.merge_parts(self._own, parts, ended)
+                self.missed += merging.merge_parts(self._own, parts, ended)
                 parts.rmdir()
             except (OSError, TraceError) as exc:
                 self.missed.append(f"child processes' parts left unmerged in {parts}: {exc}")
@@ -660,6 +286,9 @@ class Tracer:
                 mpi.finish(self._comm, self.path, self.rank, self.size)
             except ImportError:
                 pass
+        if self._holds_hook:  # the run's children are merged: new interpreters need it no more
+            self._holds_hook = False
+            startup.release_startup_hook()
         if self.missed and not self._is_part:  # a part's notes reach the run's trace and its line
             more = f" (and {len(self.missed) - 1} more: ioadvisor trace show {self.path})" \
                 if len(self.missed) > 1 else ""
@@ -667,7 +296,7 @@ class Tracer:
                   file=sys.stderr)
         return False
 
-    def _orphan(self) -> "Tracer | None":
+    def orphan(self) -> "Tracer | None":
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
         self._state = "forked"
         self._recorder = _Recorder(self._ids)  # the parent's records, the parent writes them
@@ -682,7 +311,7 @@ class Tracer:
             pass
         if not self._parts_dir:
             return None
-        part = Tracer._part(self._parts_dir, self._run)
+        part = Tracer.part(self._parts_dir, self._run)
         part._start()
         self._forked_part = part
         return part
@@ -722,7 +351,7 @@ class Tracer:
         """Write every access recorded so far to the file now (the flusher thread does it every
         FLUSH_INTERVAL seconds anyway)."""
         if self._state == "active":
-            self._drain()
+            self.drain()
 
     def load(self) -> Trace:
         """The trace written (after exit)."""
@@ -730,7 +359,15 @@ class Tracer:
             raise RuntimeError("Tracer.load() is available after the with-block has exited")
         return load_trace(self.path)
 
-    # -- called by the hub --
+    # -- a sink.Sink: called by the hub and by interpose.LibraryCapture --
+    def register(self, info: DatasetInfo, created: bool = False, below: bool = False) -> int:
+        tid = self._ids.get(info)
+        return tid if tid is not None else self._register(info, created, below)
+
+    def pending(self) -> int:
+        """Records the hooks queued and the writer has not taken yet."""
+        return len(self._recorder)
+
     def _register(self, info: DatasetInfo, created: bool = False, below: bool = False) -> int:
         """This trace's id of ``info``'s array; ``created``: made now, so new even where an old one had its name
         (overwritten files); ``below``: seen by the libhdf5 interposer, which also sees h5py's own creations."""
@@ -754,7 +391,7 @@ class Tracer:
             self._ids[info] = tid
             return tid
 
-    def _hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
+    def hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
@@ -762,30 +399,30 @@ class Tracer:
         recorder.append([tid, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block), n, nbytes,
                          t0 - self._origin, dt])  # a list: the writer's row, final as recorded
         if len(recorder) > MAX_PENDING:
-            self._drain()
+            self.drain()
 
-    def _access(self, info, op, selection, n, nbytes, t0, dt, collective=False) -> None:
+    def access(self, info, op, selection, n, nbytes, t0, dt, collective=False) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
         recorder = self._recorder
         recorder.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt, collective=collective))
         if len(recorder) > MAX_PENDING:
-            self._drain()
+            self.drain()
 
-    def _columns(self, cols) -> None:
+    def columns(self, cols) -> None:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
-        self._drain(force=False)  # what the hooks recorded before goes first
+        self.drain(force=False)  # what the hooks recorded before goes first
         with self._drain_lock:
             self._writer.access_columns(cols)
 
-    def _resize(self, info, t0) -> None:
+    def resize(self, info, t0) -> None:
         tid = self._ids.get(info)
         if tid is None:
             tid = self._register(info)
         self._recorder.append(ResizeRecord(tid, info.shape, t0 - self._origin))
 
-    def _drain(self, force: bool = True) -> None:
+    def drain(self, force: bool = True) -> None:
         """Hand what the hooks recorded to the writer (the flusher thread, a full recorder, or exit)."""
         writer = self._writer
         with self._drain_lock:
@@ -797,24 +434,14 @@ class Tracer:
                                                                np.frombuffer(dims, np.int64), infos)
             python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]
             if python:  # rare (a dataset's first resize, zarr's): in call order with the C hook's
-                ndim = np.array([len(rec.shape) for _, rec in python], np.int64)
-                shapes = np.zeros((len(python), int(ndim.max())), np.int64)
-                for i, (_, rec) in enumerate(python):
-                    shapes[i, :ndim[i]] = rec.shape
-                resized = AccessColumns.concat([resized, self._resize_columns(
-                    [rec.dataset for _, rec in python], shapes, ndim, [rec.t_start for _, rec in python])])
+                resized = AccessColumns.concat([resized, record_resizes([rec for _, rec in python], self.rank)])
                 # a Python record at p came after p records of the C hook
                 resized = resized.take(np.argsort(np.concatenate([resized_at, [p - 0.5 for p, _ in python]]),
                                                   kind="stable"))
             # resizes go ahead of the accesses (readers order records by time): a loop of resize + write keeps its
             # writes in one batch. Written one by one, each write cost the flusher 100 us with the GIL held, and the
             # program's calls took 30% longer (regret's w07). An append loop's resizes fold into runs, as its writes do
-            if resized.rows:
-                runs = compact_runs(resized.take(np.argsort(resized.ds, kind="stable")))
-                nd = runs.ndim.tolist()
-                writer.resizes(list(zip(runs.ds.tolist(), [s[:k] for s, k in zip(runs.start.tolist(), nd)],
-                                        runs.t0.tolist(), runs.rep.tolist(),
-                                        [s[:k] for s, k in zip(runs.step.tolist(), nd)], runs.t_step.tolist())))
+            write_resizes(writer, resized)
             done, rows = 0, []  # rows of cols written; consecutive Python rows, written together
             for p, item in items:  # file order = call order
                 if type(item) is ResizeRecord:
@@ -836,52 +463,14 @@ class Tracer:
                 writer.access_columns(cols.rows_between(done, cols.rows) if done else cols)
             writer.flush(force)
 
-    def _resize_columns(self, ds, shapes: np.ndarray, ndim, t0) -> AccessColumns:
-        """Changes of extent as columns, the new extent in ``start`` ((m, K), padded with 0): so that an append
-        loop's fold into runs as its writes do (``compact_runs``)."""
-        m, width = shapes.shape
-        ones = np.ones((m, width), np.int64)
-        return AccessColumns.slabs(ds, np.zeros(m, bool), shapes, ones, ones, ones, np.zeros(m, np.int64),
-                                   np.zeros(m, np.int64), t0, np.zeros(m), self.rank, ndim)
-
     def _from_c(self, head: np.ndarray, vals: np.ndarray, infos: list):
-        """What the C hooks recorded: (the accesses as columns, each one's place among the records, the resizes
-        as columns (``_resize_columns``), each one's place)."""
+        """What the C hooks recorded, in this trace's ids and clock (``decode.from_c``); the h5py calls kept."""
         tids = np.array([self._ids[info] if info in self._ids else self._register(info) for info in infos], np.int32)
-        if self._spans is not None:
+        if self.spans is not None:
             keys = [info.key for info in infos]
-            self._spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
-                                   (head["t0"] + head["dt"]).tolist()))
-        ndim = head["ndim"].astype(np.int64)
-        resize = head["op"] == OP_RESIZE
-        nvals = np.where(resize, ndim, 4 * ndim)
-        first = np.cumsum(nvals) - nvals  # where each record's values begin
-        resized_at = np.flatnonzero(resize)
-        r_ndim = ndim[resized_at]
-        shapes = np.zeros((len(resized_at), int(r_ndim.max(initial=0))), np.int64)
-        for k in np.unique(r_ndim).tolist():
-            rows = np.flatnonzero(r_ndim == k)
-            shapes[rows, :k] = vals[first[resized_at[rows]][:, None] + np.arange(k)]
-        r_head = head[resized_at]
-        resized = self._resize_columns(tids[r_head["slot"]], shapes, r_ndim,
-                                       r_head["t0"] + r_head["dt"] - self._origin)
-        position = np.flatnonzero(~resize)
-        head, first, ndim = head[position], first[position], ndim[position]
-        m, width = len(head), int(ndim.max(initial=0))
-        start = np.zeros((m, width), np.int64)
-        count, stride, block = (np.ones((m, width), np.int64) for _ in range(3))
-        if m and not len(resized_at) and (ndim == width).all():  # the common case: one piece, no gather
-            groups = [(width, slice(None), vals.reshape(m, 4, width))]
-        else:
-            groups = [(k, rows, vals[first[rows][:, None] + np.arange(4 * k)].reshape(len(rows), 4, k))
-                      for k in np.unique(ndim).tolist() for rows in [np.flatnonzero(ndim == k)]]
-        for k, rows, v in groups:
-            for d, col in enumerate((start, count, stride, block)):
-                col[rows, :k] = v[:, d]
-        cols = AccessColumns.slabs(tids[head["slot"]], head["op"] == OP_WRITE, start, count, stride, block,
-                                   head["n"], head["nbytes"], head["t0"] - self._origin, head["dt"], self.rank,
-                                   head["ndim"])
-        return cols, position, resized, resized_at
+            self.spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
+                                  (head["t0"] + head["dt"]).tolist()))
+        return from_c(head, vals, tids, self._origin, self.rank)
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:
@@ -897,4 +486,4 @@ def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True)
     return Tracer(path, comm=comm, overwrite=overwrite, follow=follow)
 
 
-__all__ = ["DatasetInfo", "HUB", "Tracer", "trace"]
+__all__ = ["DatasetInfo", "HUB", "OP_READ", "OP_RESIZE", "OP_WRITE", "RECORD_HEAD", "Tracer", "hotpath", "trace"]

@@ -130,7 +130,7 @@ def test_columns_of_one_value_are_views_the_models_read_as_copies(tmp_path):
     ever handed contiguous arrays (a strided one would compile another specialization)."""
     import numba
 
-    from instrumentation.columns import _ARRAYS
+    from instrumentation.columns import ARRAYS
     from iomodel import cache, chunks, variables
 
     path = tmp_path / "t.parquet"
@@ -140,9 +140,9 @@ def test_columns_of_one_value_are_views_the_models_read_as_copies(tmp_path):
         w.hyperslab_access(0, "read", (r, 0), (1, 1), (1, 1), (1, 8), 8, 32, 0.1 * i, 1e-4)
     w.close()
     cols = load_trace(path).columns
-    views = [name for name in _ARRAYS if getattr(cols, name).strides[0] == 0]
+    views = [name for name in ARRAYS if getattr(cols, name).strides[0] == 0]
     assert {"ds", "n", "nbytes", "rep", "count", "block"} <= set(views) and "start" not in views
-    copies = cols._with(**{name: np.ascontiguousarray(getattr(cols, name)) for name in _ARRAYS})
+    copies = cols._with(**{name: np.ascontiguousarray(getattr(cols, name)) for name in ARRAYS})
     ds = dataset()
     for lay in (Layout("hdf5", (100, 8), 4, chunks=(10, 8)), Layout("zarr", (100, 8), 4, chunks=(16, 4))):
         assert count_variables(cols, ds, lay, 1 << 30) == count_variables(copies, ds, lay, 1 << 30)
@@ -416,7 +416,7 @@ def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_pa
     import mmap
 
     from instrumentation import columnar
-    from instrumentation.columns import _ARRAYS
+    from instrumentation.columns import ARRAYS
 
     write_sample(tmp_path / "t.parquet", n=40)
     small = load_trace(tmp_path / "t.parquet").columns
@@ -424,7 +424,7 @@ def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_pa
     big, other = (load_trace(tmp_path / "t.parquet").columns for _ in range(2))
     assert small.rows == 3 and not small.ds.any() and small.write.any() and small.irregular
     one = set()
-    for name in _ARRAYS:
+    for name in ARRAYS:
         a, b = getattr(small, name), getattr(big, name)
         assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
         if b.strides[0] == 0:

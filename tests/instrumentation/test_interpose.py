@@ -16,7 +16,7 @@ import pytest
 
 import advisor
 from advisor.commands.trace import format_capture
-from instrumentation import interpose
+from instrumentation import h5log, interpose
 from instrumentation.columns import AccessColumns
 from instrumentation.records import AccessRecord, Selection
 from instrumentation.selection import _multiblock_dim
@@ -732,7 +732,7 @@ def test_writer_takes_columns_between_rows_in_call_order(tmp_path, name):
 
 
 def _batch(rec: np.ndarray, width: int) -> bytes:
-    cut = np.zeros(len(rec), interpose._cut(width))
+    cut = np.zeros(len(rec), h5log._cut(width))
     for name in interpose.ACCESS.names:
         cut[name] = rec[name][:, :width] if rec[name].ndim == 2 else rec[name]
     head = np.array([(interpose.BATCH_MAGIC, len(rec), width, 0)], interpose.BATCH)
@@ -807,7 +807,7 @@ def test_records_converted_when_idle_or_large(tmp_path, monkeypatch):
         with open(log.acc_path, "ab") as fh:
             fh.write(batches[2])
         assert not log.due()
-    monkeypatch.setattr(interpose, "PENDING_BYTES", 102 * len(batches[0]))
+    monkeypatch.setattr(h5log, "PENDING_BYTES", 102 * len(batches[0]))
     with open(log.acc_path, "ab") as fh:
         fh.write(batches[1])
     assert not log.due()
@@ -827,7 +827,7 @@ def test_own_records_converted_while_busy_only_past_the_h5py_calls_bound(tmp_pat
     capture = interpose.LibraryCapture(tmp_path, None)
     delivered = []
     monkeypatch.setattr(capture, "_deliver", lambda log, got, first, tracers: delivered.append((log.pid, len(got))))
-    tracer = type("Tracer", (), {"_spans": deque(), "_run": None})()  # no parts directory: no converter
+    tracer = type("Sink", (), {"spans": deque(), "run": None})()  # no parts directory: no converter
     own, other = (tmp_path / f"h5-{pid}.acc" for pid in (os.getpid(), os.getpid() + 1))
 
     def busy_poll():
@@ -840,10 +840,10 @@ def test_own_records_converted_while_busy_only_past_the_h5py_calls_bound(tmp_pat
         busy_poll()
     assert delivered == []
     monkeypatch.setattr(interpose, "MAX_SPANS", 5)
-    tracer._spans.extend([("f::/x", 0.0, 1.0)] * 5)
+    tracer.spans.extend([("f::/x", 0.0, 1.0)] * 5)
     busy_poll()
     assert delivered == []
-    tracer._spans.append(("f::/x", 0.0, 1.0))
+    tracer.spans.append(("f::/x", 0.0, 1.0))
     busy_poll()
     assert delivered == [(os.getpid(), 50)]
     capture.poll([tracer], final=True)

@@ -21,6 +21,7 @@ import advisor
 from instrumentation import hooks_h5py, load_trace
 from instrumentation.columnar import ColumnarTraceWriter
 from instrumentation.tracefile import TraceError
+from instrumentation import hub
 from instrumentation import tracer as tracer_module
 from instrumentation.tracer import HUB, Tracer
 
@@ -285,7 +286,7 @@ def test_a_full_recorder_is_written_by_the_recording_thread(tmp_path, ds, monkey
     from instrumentation.selection import SIMPLE_INDEX_TYPES
 
     limit = hooks_h5py.MAX_PENDING
-    monkeypatch.setattr(tracer_module, "FLUSH_INTERVAL", 1000.0)
+    monkeypatch.setattr(hub, "FLUSH_INTERVAL", 1000.0)
     monkeypatch.setattr(tracer_module, "MAX_PENDING", 50)
     monkeypatch.setattr(hooks_h5py, "MAX_PENDING", 50)
     if tracer_module._hotpath is not None:

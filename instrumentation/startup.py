@@ -1,0 +1,134 @@
+"""The start-up hook that makes new Python interpreters of a traced run trace themselves: ``ioadvisor-follow.pth``
+in site-packages (instrumentation/follow.py), run by ``site`` at every start-up of this environment's interpreter,
+a no-op unless ``partsdir.ENV`` is set.
+
+It is there only while a traced run is: each process that traces (a run's tracer, a followed process's part,
+``ioadvisor run``) holds it from its start (``ensure_startup_hook``) to its end (``release_startup_hook``), as a
+file named ``HOST-PID`` in ``ioadvisor-follow.runs/`` beside it; the last to let go removes both, under a lock,
+so that site-packages is as it was. A holder that died without letting go (SIGKILL) holds nothing: its file is
+removed by the next one to let go (a holder on another host, site-packages being shared, is taken as alive).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sysconfig
+from pathlib import Path
+
+from .partsdir import ENV
+
+PTH_NAME = "ioadvisor-follow.pth"
+_PTH_CODE = """\
+import sys
+def start():
+    try:
+        import instrumentation.follow as follow
+        follow.start_part()
+    except ImportError as exc:
+        return exc
+failed = start()
+if failed is not None:
+    class Retry:  # the tracer's own imports (numpy) may be in a site directory processed later
+        def find_spec(self, name, path=None, target=None):
+            if name == "sitecustomize":  # site imports it once every .pth file was processed
+                sys.meta_path.remove(self)
+                again = start()
+                if again is not None:
+                    print(f"ioadvisor: process {os.getpid()} not traced: {again}", file=sys.stderr)
+            return None
+    sys.meta_path.insert(0, Retry())
+"""
+# executed by site at every start-up of this environment's interpreter; a no-op without the variable
+PTH_LINE = f"import os; exec({_PTH_CODE!r}, {{'os': os}}) if os.environ.get({ENV!r}) else None\n"
+
+
+HOLDERS = "ioadvisor-follow.runs"
+"""The directory beside the hook naming the processes that hold it."""
+_hook_state: dict[str, str | None] = {}  # "result": why the hook cannot be written (not tried again)
+_held = {"pid": 0, "count": 0}  # this process's holds (nested tracers); a forked child starts with none
+
+
+class _Locked:
+    """The holders' directory, locked (``flock``) for the time of a change."""
+
+    def __init__(self, holders: Path):
+        holders.mkdir(exist_ok=True)
+        self._fd = os.open(holders, os.O_RDONLY)
+
+    def __enter__(self):
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self._fd)  # releases the lock
+        return False
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _alive(holder: str) -> bool:
+    host, _, pid = holder.rpartition("-")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another host's process (site-packages on a shared file system): not known here
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def ensure_startup_hook() -> str | None:
+    """Hold the .pth start-up hook in this interpreter's site-packages (written if it is not there) until
+    ``release_startup_hook``.
+
+    Returns None when the hook is in place, else why not (new interpreters are then not followed).
+    """
+    if _hook_state.get("result"):
+        return _hook_state["result"]
+    if _held["pid"] != os.getpid():
+        _held.update(pid=os.getpid(), count=0)
+    site = Path(sysconfig.get_paths()["purelib"])
+    target = site / PTH_NAME
+    try:
+        with _Locked(site / HOLDERS):
+            (site / HOLDERS / _me()).touch()
+            if not target.exists() or target.read_text() != PTH_LINE:
+                tmp = target.with_name(f".{PTH_NAME}.{os.getpid()}")
+                tmp.write_text(PTH_LINE)
+                os.replace(tmp, target)  # all-or-nothing for a process starting now
+    except OSError as exc:
+        _hook_state["result"] = f"cannot write the start-up hook {target} ({exc.strerror or exc})"
+        return _hook_state["result"]
+    _held["count"] += 1
+    return None
+
+
+def release_startup_hook() -> None:
+    """Let go of the hook (``ensure_startup_hook``); the last holder removes it."""
+    if _held["pid"] != os.getpid() or not _held["count"]:
+        return
+    _held["count"] -= 1
+    if _held["count"]:
+        return
+    site = Path(sysconfig.get_paths()["purelib"])
+    holders = site / HOLDERS
+    try:
+        with _Locked(holders):
+            (holders / _me()).unlink(missing_ok=True)
+            others = [h for h in os.listdir(holders) if not h.startswith(".")]
+            if any(_alive(h) for h in others):
+                return
+            (site / PTH_NAME).unlink(missing_ok=True)
+            for h in others:
+                (holders / h).unlink(missing_ok=True)
+            holders.rmdir()
+    except OSError:
+        pass  # left for the next holder to remove
+
+
+__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "ensure_startup_hook", "release_startup_hook"]
