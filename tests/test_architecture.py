@@ -23,54 +23,18 @@ MAX_LINES = 600
 MAX_PARAMS = 10
 
 # --- allowlists (target: all empty) -------------------------------------------------------------
-# instrumentation/: owned by the #32/#33 capture work (branch fixed2); the coordinator tightens at merge.
-# Everything else: issue #33 (branch redesign).
 # Cycles: a module listed may sit in a cycle; private imports: (importing module, "source.name");
 # functions: "module:qualified.name".
-ALLOWED_CYCLE_MODULES: set[str] = {
-    # instrumentation (branch fixed2)
-    "instrumentation.columnar",
-    "instrumentation.convert",
-    "instrumentation.follow",
-    "instrumentation.interpose",
-    "instrumentation.tracefile",
-    "instrumentation.tracer",
-    # advisor, iomodel, compression_model (branch redesign)
-}
-ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = {
-    # instrumentation (branch fixed2)
-    ("instrumentation.columnar", "instrumentation.columns._ARRAYS"),
-    ("instrumentation.columnar", "instrumentation.tracefile._dumps"),
-    ("instrumentation.columnar", "instrumentation.tracefile._read_records"),
-    ("instrumentation.columnar", "instrumentation.tracefile._unify"),
-    ("instrumentation.convert", "instrumentation.follow._dataset_keys"),
-    ("instrumentation.convert", "instrumentation.follow._part_calls"),
-    ("instrumentation.darshan", "instrumentation.hooks_h5py._describe"),
-    ("instrumentation.follow", "instrumentation.columnar._RAW"),
-    ("instrumentation.follow", "instrumentation.columnar._parquet_file"),
-    ("instrumentation.follow", "instrumentation.mpi._file_done"),
-    ("instrumentation.follow", "instrumentation.tracefile._dumps"),
-    ("instrumentation.follow", "instrumentation.tracefile._read_records"),
-    ("instrumentation.hooks_h5py", "instrumentation.tracer._hotpath"),
-    # advisor, iomodel, compression_model (branch redesign)
-}
+ALLOWED_CYCLE_MODULES: set[str] = set()
+ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 ALLOWED_LONG_MODULES: set[str] = {
-    # instrumentation (branch fixed2)
-    "instrumentation.columnar",
+    "instrumentation.columnar",  # Arrow codec, reader, live writer, parts, compaction, rank merging: to split
     "instrumentation.darshan",
-    "instrumentation.follow",
-    "instrumentation.interpose",
-    "instrumentation.records",
-    "instrumentation.tracefile",
-    "instrumentation.tracer",
-    # advisor, iomodel, compression_model (branch redesign)
     "advisor.verify",
     "iomodel.variables",
 }
 ALLOWED_LONG_FUNCTIONS: set[str] = {
-    # instrumentation (branch fixed2)
     "instrumentation.columns:AccessColumns.slabs",
-    # advisor, iomodel, compression_model (branch redesign)
     "advisor.verify:verify",
     "iomodel.replay:replay",
     "iomodel.variables:_close",
