@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,21 +65,27 @@ def _env(scale: float) -> dict:
     return {**os.environ, "WORKLOAD_SCALE": str(scale), "PYTHONPATH": str(HERE.parent)}
 
 
-def run_program(w: Path, data: Path, env: dict, traced: Path | None = None) -> float:
-    """The program's wall time, start to exit (cold: its data evicted first)."""
+def run_program(w: Path, data: Path, env: dict, traced: Path | None = None, cpu: list | None = None) -> float:
+    """The program's wall time, start to exit (cold: its data evicted first); ``cpu`` gets its CPU seconds
+    (user + system, the process and its children: what six sessions sharing two cores cannot inflate; None for
+    a program that times its reads itself)."""
     evict(data)
     cmd = [sys.executable, str(w), "run", str(data)]
     if traced is not None:
         cmd = [str(BIN / "ioadvisor"), "run", "--force", "-o", str(traced), "--"] + cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [""]
         raise RuntimeError(f"{w.stem} failed on {data}: {tail[0][:300]}")
     if not re.search(r"RUN_SECONDS=([0-9.]+)", proc.stderr):
         raise RuntimeError(f"{w.stem} printed no RUN_SECONDS")
     part = re.search(r"READ_SECONDS=([0-9.]+)", proc.stderr)  # a write-once read-many program: its reads
+    if cpu is not None:
+        cpu.append(None if part else (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return float(part.group(1)) if part else wall
 
 
@@ -236,13 +243,18 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
         layouts[label], recs[label] = d, rec
     del arr
     times: dict[str, list[float]] = {k: [] for k in layouts}
+    cpu: dict[str, list] = {k: [] for k in layouts}
+    order = list(layouts)
     for i in range(repeat):
-        for label, d in layouts.items():
+        # each round starts one layout later: no layout always runs right after the 1-2 GB current one (whose
+        # run fills the page cache and memory) or first in a round
+        for label in order[i % len(order):] + order[:i % len(order)]:
             if i and sum(times[label]) > 60:  # a slow layout: its rank does not change
                 continue
-            times[label].append(run_program(w, d, env))
+            times[label].append(run_program(w, layouts[label], env, cpu=cpu[label]))
     med = {k: statistics.median(v) for k, v in times.items()}
     best = min(med, key=med.get)
+    cmed = {k: statistics.median(v) for k, v in cpu.items() if v and None not in v}
     rec_label = "recipe" if entry.verdict == "change" and "recipe" in med else "current"
     r = entry.recommendation
     return {
@@ -257,8 +269,13 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
         "measured_current": med["current"], "measured_recommended": med[rec_label],
         "measured_speedup": med["current"] / med[rec_label], "best_measured": best,
         "regret": med[rec_label] / med[best], "advise_seconds": advise_s,
+        "cpu_regret": cmed[rec_label] / min(cmed.values()) if rec_label in cmed else None,
+        "cpu_best": min(cmed, key=cmed.get) if cmed else None,
+        "measured_cpu_speedup": cmed["current"] / cmed[rec_label] if rec_label in cmed and "current" in cmed
+        else None,
         "recommended_cache_bytes": r.candidate.cache_bytes if r.library == "hdf5" else None,
-        "layouts": {k: {"label": recs[k].label, "predicted": recs[k].seconds, "runs": times[k], "median": med[k]}
+        "layouts": {k: {"label": recs[k].label, "predicted": recs[k].seconds, "runs": times[k], "median": med[k],
+                        "cpu": cpu[k], "cpu_median": cmed.get(k)}
                     for k in layouts},
         "rewrite_seconds": rewrite_s, "notes": list(entry.notes),
     }
@@ -302,8 +319,12 @@ def details(results: list[dict]) -> str:
         out.append(f"{r['workload']}: {r['pattern']}")
         for k, lay in r["layouts"].items():
             pred = "-" if lay["predicted"] != lay["predicted"] else f"{lay['predicted']:.3g}"
+            cpu = "" if lay.get("cpu_median") is None else f"  CPU {lay['cpu_median']:.3f} s"
             out.append(f"  {k:<40} {lay['label']:<44} predicted I/O {pred:>8} s  measured "
-                       f"{lay['median']:.3f} s [{', '.join(f'{x:.3f}' for x in lay['runs'])}]")
+                       f"{lay['median']:.3f} s [{', '.join(f'{x:.3f}' for x in lay['runs'])}]{cpu}")
+        if r.get("cpu_regret") is not None:
+            out.append(f"  by CPU seconds: regret {r['cpu_regret']:.2f} (best {r['cpu_best']}), measured "
+                       f"speed-up {r['measured_cpu_speedup']:.3g}x")
     return "\n".join(out)
 
 
@@ -316,7 +337,7 @@ def main(only=None, scale: float = 1.0, repeat: int = 3, workdir: str = "/tmp/io
     for w in found:
         wd = Path(workdir) / w.stem
         shutil.rmtree(wd, ignore_errors=True)
-        t = time.perf_counter()
+        t, load0 = time.perf_counter(), os.getloadavg()[0]
         try:
             r = measure(w, wd, scale, repeat)
         except Exception as exc:  # one broken workload must not hide the others' numbers
@@ -324,6 +345,7 @@ def main(only=None, scale: float = 1.0, repeat: int = 3, workdir: str = "/tmp/io
         finally:
             shutil.rmtree(wd, ignore_errors=True)  # 2-10 GB per workload
         r["wall_seconds"] = time.perf_counter() - t
+        r["loadavg"] = [load0, os.getloadavg()[0]]  # 1-minute load average at the workload's start and end
         results.append(r)
         path = Path(out) if out else HERE / "results" / f"realsize-{time.strftime('%Y%m%dT%H%M%S')}.json"
         path.parent.mkdir(exist_ok=True)  # after every workload: a long run stopped early keeps what it measured
