@@ -261,7 +261,13 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
     cmed = {k: statistics.median(v) for k, v in cpu.items() if v and None not in v}
     rec_label = "recipe" if entry.verdict == "change" and "recipe" in med else "current"
     r = entry.recommendation
-    return {
+    checked = {}
+    if rec_label == "recipe" and not writer:
+        try:
+            checked = recipe_against_verify(w, entry, trace, adv, layouts["recipe"], env, workdir)
+        except Exception as exc:  # the rows above stand without it
+            checked = {"recipe_against_verify_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {**checked,
         "workload": w.stem, "dataset": entry.path, "pattern": entry.pattern, "n_accesses": entry.n_accesses,
         "verdict": entry.verdict, "recommended": r.label, "tie_rule": entry.tie_rule,
         "traced_run_seconds": traced_run, "traced_io_seconds": entry.traced_seconds,
@@ -283,6 +289,30 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
                     for k in layouts},
         "rewrite_seconds": rewrite_s, "notes": list(entry.notes),
     }
+
+
+def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dict, workdir: Path) -> dict:
+    """The recommendation's calls as the printed recipe gives them (the unchanged program on the rewritten data,
+    under ``ioadvisor run``, cold: the traced seconds of the advised array) against ``advisor.verify``'s cold
+    replay of the same recommendation (median of 3)."""
+    from advisor.verify import verify
+    from instrumentation.tracefile import load_trace
+    from iomodel.intrace import traced_seconds
+
+    tp = workdir / "recipe-trace.jsonl"
+    run_program(w, recipe_dir, env, traced=tp)
+    t = load_trace(tp)
+    name = entry.path.strip("/").split("/")[-1]
+    ids = [i for i, d in t.datasets.items() if d.path.strip("/").split("/")[-1] == name] or list(t.datasets)
+    recipe_io = max(traced_seconds(t.columns_of(i)) for i in ids)
+    v = verify(trace, top=1, advice=adv, repeat=3, max_bytes=4 << 30, workdir=workdir / "verify")
+    row = next((r for r in v.rows if r.label != "current"), None)
+    out = {"recipe_traced_io_seconds": recipe_io, "verify_seconds": None if row is None else row.measured_seconds,
+           "verify_label": None if row is None else row.label}
+    shutil.rmtree(workdir / "verify", ignore_errors=True)
+    if row is not None and row.measured_seconds > 0:
+        out["recipe_over_verify"] = recipe_io / row.measured_seconds
+    return out
 
 
 def table(results: list[dict]) -> str:
@@ -326,6 +356,9 @@ def details(results: list[dict]) -> str:
             cpu = "" if lay.get("cpu_median") is None else f"  CPU {lay['cpu_median']:.3f} s"
             out.append(f"  {k:<40} {lay['label']:<44} predicted I/O {pred:>8} s  measured "
                        f"{lay['median']:.3f} s [{', '.join(f'{x:.3f}' for x in lay['runs'])}]{cpu}")
+        if r.get("recipe_over_verify") is not None:
+            out.append(f"  the recipe's traced calls {r['recipe_traced_io_seconds']:.3g} s against verify's replay "
+                       f"{r['verify_seconds']:.3g} s: {r['recipe_over_verify']:.2f}x (target within 1.2x)")
         if r.get("cpu_regret") is not None:
             out.append(f"  by CPU seconds: regret {r['cpu_regret']:.2f} (best {r['cpu_best']}), measured "
                        f"speed-up {r['measured_cpu_speedup']:.3g}x")
