@@ -112,10 +112,13 @@ class AtSize:
 
 def relies_on_fit(candidate, shape: Sequence[int], itemsize: int) -> bool:
     """The layout holds at least SPAN of the traced array in one chunk, or in its HDF5 chunk cache: what a
-    larger array takes away (issue 30: "because it relied on the array fitting in a cache")."""
+    larger array takes away (issue 30: "because it relied on the array fitting in a cache"). HDF5 contiguous
+    storage does not: it reads what is selected, through its sieve buffer, at any size."""
+    if candidate.chunks is None:
+        return False
     array = float(np.prod(shape, dtype=np.float64)) * itemsize
-    chunk = float(np.prod(candidate.chunks or shape, dtype=np.float64)) * itemsize
-    cache = (candidate.cache_bytes or 0) if candidate.library == "hdf5" and candidate.chunks is not None else 0
+    chunk = float(np.prod(candidate.chunks, dtype=np.float64)) * itemsize
+    cache = (candidate.cache_bytes or 0) if candidate.library == "hdf5" else 0
     return array > 0 and (chunk >= SPAN * array or cache >= SPAN * array)
 
 

@@ -126,5 +126,6 @@ def test_only_a_layout_holding_the_array_in_one_chunk_or_its_cache_relies_on_its
     assert relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=2 << 20, cache_slots=521), shape, 4)
     assert not relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=1 << 20, cache_slots=521), shape, 4)
     assert not relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=None), shape, 4)
+    assert not relies_on_fit(Candidate("hdf5", None), shape, 4)  # contiguous: reads what is selected
     assert relies_on_fit(Candidate("zarr", (1000, 600)), shape, 4) and not relies_on_fit(
         Candidate("zarr", (1000, 100)), shape, 4)
