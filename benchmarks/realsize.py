@@ -216,7 +216,7 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
     adv = advise(trace, objective="read" if writer else "time")
     advise_s = time.perf_counter() - t
     entry = adv.datasets[0]
-    ds_record = trace.dataset_by_key(entry.name)
+    ds_record = next(d for d in trace.datasets.values() if entry.name in (d.key, d.label))  # a zarr root: its store
     arr = None if writer else _source(entry, ds_record)
     base_open = json.loads((data / "open.json").read_text()) if (data / "open.json").exists() else {}
     xr_source = Path(ds_record.file) if entry.idiom is not None else None
