@@ -140,8 +140,8 @@ def at_size(model, winner, finalists: Sequence, growth: int = GROWTH) -> AtSize:
     # the layouts it may give way to do not rely on the fit themselves: on an array small enough that every
     # finalist's cache holds half of it, the winner stays (regret's w01 at a quarter of its size, 16 MB: its
     # whole array as one chunk measured fastest, 65536x16 chunks with a 16 MiB cache 1.57x slower)
-    pool = [r for r in finalists if (r.candidate.compressor is None and not relies_on_fit(r.candidate, work.shape, item))
-            or r is winner]
+    pool = [r for r in finalists
+            if r is winner or (r.candidate.compressor is None and not relies_on_fit(r.candidate, work.shape, item))]
     pool = [winner] + [r for r in pool if r.candidate != winner.candidate]
     if len(pool) == 1:
         return AtSize(factors, tuple(work.shape), {}, None, winner, "")
