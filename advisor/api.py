@@ -117,6 +117,7 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
     from advisor.results import Advice, MinorDataset, NotAdvised
     from advisor.budget import CacheShare, cache_shares
     from advisor.candidates import CACHE_BUDGET, allowed_codecs
+    from advisor.runspan import traced_program
     from advisor.screening import compression_note, why_not_advised
     from compression_model.error_bound import ErrorBound
     from instrumentation.formats import untraced_inputs
@@ -212,7 +213,8 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
                                    read_data=read_data and no_codec is None, procs=nprocs)
                     adv = _advise_one(trace, ds, shape, profile, mine, RunContext(
                         CacheShare(shares.get(ds.id), cache_budget), run, goal, calibrations, traced[ds.id], comm,
-                        works.get(ds.id), follows))
+                        works.get(ds.id), follows,
+                        program=goal.kind != "read" and traced_program(trace.header.argv)))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
                 if os.environ.get("IOADVISOR_DEBUG"):
                     raise
@@ -286,6 +288,9 @@ class RunContext:
     """The dataset's ``iomodel.predict.Workload``, already built (None: built by the cost model)."""
     follows: tuple[str, str] | None = None
     """(library, path) recommended for the dataset of the same file with more traced time (``_advise_one``)."""
+    program: bool = False
+    """The trace holds a whole Python program (``ioadvisor run``): its interpreter's start and exit, outside the
+    trace's window, are measured and added to the run (``advisor.runspan``)."""
 
 
 WHATIF_ACCESSES = 200_000
@@ -452,6 +457,16 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
     other = calibrations.get("zarr" if ds.library == "hdf5" else "hdf5")
     if not calibrated and other is not None and other.borrowed and other.library in libraries:
         notes.append(other.describe())
+    idiom = detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None
+    run_seconds = context.run_seconds if context is not None and calibrated and traced > 0 else None
+    if run_seconds and context.program:
+        from advisor.runspan import describe, program_stack, start_and_exit_seconds
+
+        stack = program_stack([(ds.library, idiom)])
+        beyond = start_and_exit_seconds(stack)
+        if beyond is not None:
+            run_seconds += beyond
+            notes.append(describe(beyond, stack))
     adv = DatasetAdvice(
         name=ds.label, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
         n_accesses=accesses.n_access, procs=model.procs, objective=goal.describe(),
@@ -462,9 +477,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         data_range=data_range, traced_seconds=traced if traced > 0 else None, verdict=judged.verdict,
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
-        idiom=detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None, whatifs=whatifs,
-        calibrated=calibrated,
-        run_seconds=context.run_seconds if calibrated and traced > 0 else None,
+        idiom=idiom, whatifs=whatifs, calibrated=calibrated, run_seconds=run_seconds,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

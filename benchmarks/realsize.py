@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,21 +65,27 @@ def _env(scale: float) -> dict:
     return {**os.environ, "WORKLOAD_SCALE": str(scale), "PYTHONPATH": str(HERE.parent)}
 
 
-def run_program(w: Path, data: Path, env: dict, traced: Path | None = None) -> float:
-    """The program's wall time, start to exit (cold: its data evicted first)."""
+def run_program(w: Path, data: Path, env: dict, traced: Path | None = None, cpu: list | None = None) -> float:
+    """The program's wall time, start to exit (cold: its data evicted first); ``cpu`` gets its CPU seconds
+    (user + system, the process and its children: what six sessions sharing two cores cannot inflate; None for
+    a program that times its reads itself)."""
     evict(data)
     cmd = [sys.executable, str(w), "run", str(data)]
     if traced is not None:
         cmd = [str(BIN / "ioadvisor"), "run", "--force", "-o", str(traced), "--"] + cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [""]
         raise RuntimeError(f"{w.stem} failed on {data}: {tail[0][:300]}")
     if not re.search(r"RUN_SECONDS=([0-9.]+)", proc.stderr):
         raise RuntimeError(f"{w.stem} printed no RUN_SECONDS")
     part = re.search(r"READ_SECONDS=([0-9.]+)", proc.stderr)  # a write-once read-many program: its reads
+    if cpu is not None:
+        cpu.append(None if part else (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return float(part.group(1)) if part else wall
 
 
@@ -150,7 +157,9 @@ def rewrite(entry, rec, ds_record, arr, layout_dir: Path, base_open: dict, xr_so
 
 def created(entry, rec, layout_dir: Path) -> None:
     """For a program that creates its data: the recipe's create_dataset settings in ``open.json`` (chunks, the
-    filter as h5py keywords, the chunk cache), which the program applies when it writes and reads."""
+    filter as h5py keywords, the chunk cache). Advice ranked by the reads alone (``--objective read``) says
+    "write it as now and copy it into the recommended layout afterwards": the settings then go under ``copy``,
+    and the program writes as before, copies, and reads the copy."""
     from dataclasses import replace
 
     layout_dir.mkdir(parents=True, exist_ok=True)
@@ -162,6 +171,8 @@ def created(entry, rec, layout_dir: Path) -> None:
                        if k not in ("chunks", "rdcc_nbytes", "rdcc_nslots")}
     if c.library == "hdf5" and c.chunks is not None and c.cache_bytes is not None:
         s["cache"] = [int(c.cache_bytes), int(c.cache_slots or 8191)]
+    if entry.objective.startswith("read"):
+        s = {"copy": s}
     (layout_dir / "open.json").write_text(json.dumps(s))
 
 
@@ -205,7 +216,7 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
     adv = advise(trace, objective="read" if writer else "time")
     advise_s = time.perf_counter() - t
     entry = adv.datasets[0]
-    ds_record = trace.dataset_by_key(entry.name)
+    ds_record = next(d for d in trace.datasets.values() if entry.name in (d.key, d.label))  # a zarr root: its store
     arr = None if writer else _source(entry, ds_record)
     base_open = json.loads((data / "open.json").read_text()) if (data / "open.json").exists() else {}
     xr_source = Path(ds_record.file) if entry.idiom is not None else None
@@ -236,16 +247,27 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
         layouts[label], recs[label] = d, rec
     del arr
     times: dict[str, list[float]] = {k: [] for k in layouts}
+    cpu: dict[str, list] = {k: [] for k in layouts}
+    order = list(layouts)
     for i in range(repeat):
-        for label, d in layouts.items():
+        # each round starts one layout later: no layout always runs right after the 1-2 GB current one (whose
+        # run fills the page cache and memory) or first in a round
+        for label in order[i % len(order):] + order[:i % len(order)]:
             if i and sum(times[label]) > 60:  # a slow layout: its rank does not change
                 continue
-            times[label].append(run_program(w, d, env))
+            times[label].append(run_program(w, layouts[label], env, cpu=cpu[label]))
     med = {k: statistics.median(v) for k, v in times.items()}
     best = min(med, key=med.get)
+    cmed = {k: statistics.median(v) for k, v in cpu.items() if v and None not in v}
     rec_label = "recipe" if entry.verdict == "change" and "recipe" in med else "current"
     r = entry.recommendation
-    return {
+    checked = {}
+    if rec_label == "recipe" and not writer:
+        try:
+            checked = recipe_against_verify(w, entry, trace, adv, layouts["recipe"], env, workdir)
+        except Exception as exc:  # the rows above stand without it
+            checked = {"recipe_against_verify_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {**checked,
         "workload": w.stem, "dataset": entry.path, "pattern": entry.pattern, "n_accesses": entry.n_accesses,
         "verdict": entry.verdict, "recommended": r.label, "tie_rule": entry.tie_rule,
         "traced_run_seconds": traced_run, "traced_io_seconds": entry.traced_seconds,
@@ -257,11 +279,40 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
         "measured_current": med["current"], "measured_recommended": med[rec_label],
         "measured_speedup": med["current"] / med[rec_label], "best_measured": best,
         "regret": med[rec_label] / med[best], "advise_seconds": advise_s,
+        "cpu_regret": cmed[rec_label] / min(cmed.values()) if rec_label in cmed else None,
+        "cpu_best": min(cmed, key=cmed.get) if cmed else None,
+        "measured_cpu_speedup": cmed["current"] / cmed[rec_label] if rec_label in cmed and "current" in cmed
+        else None,
         "recommended_cache_bytes": r.candidate.cache_bytes if r.library == "hdf5" else None,
-        "layouts": {k: {"label": recs[k].label, "predicted": recs[k].seconds, "runs": times[k], "median": med[k]}
+        "layouts": {k: {"label": recs[k].label, "predicted": recs[k].seconds, "runs": times[k], "median": med[k],
+                        "cpu": cpu[k], "cpu_median": cmed.get(k)}
                     for k in layouts},
         "rewrite_seconds": rewrite_s, "notes": list(entry.notes),
     }
+
+
+def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dict, workdir: Path) -> dict:
+    """The recommendation's calls as the printed recipe gives them (the unchanged program on the rewritten data,
+    under ``ioadvisor run``, cold: the traced seconds of the advised array) against ``advisor.verify``'s cold
+    replay of the same recommendation (median of 3)."""
+    from advisor.verify import verify
+    from instrumentation.tracefile import load_trace
+    from iomodel.intrace import traced_seconds
+
+    tp = workdir / "recipe-trace.jsonl"
+    run_program(w, recipe_dir, env, traced=tp)
+    t = load_trace(tp)
+    name = entry.path.strip("/").split("/")[-1]
+    ids = [i for i, d in t.datasets.items() if d.path.strip("/").split("/")[-1] == name] or list(t.datasets)
+    recipe_io = max(traced_seconds(t.columns_of(i)) for i in ids)
+    v = verify(trace, top=1, advice=adv, repeat=3, max_bytes=4 << 30, workdir=workdir / "verify")
+    row = next((r for r in v.rows if r.label != "current"), None)
+    out = {"recipe_traced_io_seconds": recipe_io, "verify_seconds": None if row is None else row.measured_seconds,
+           "verify_label": None if row is None else row.label}
+    shutil.rmtree(workdir / "verify", ignore_errors=True)
+    if row is not None and row.measured_seconds > 0:
+        out["recipe_over_verify"] = recipe_io / row.measured_seconds
+    return out
 
 
 def table(results: list[dict]) -> str:
@@ -302,8 +353,15 @@ def details(results: list[dict]) -> str:
         out.append(f"{r['workload']}: {r['pattern']}")
         for k, lay in r["layouts"].items():
             pred = "-" if lay["predicted"] != lay["predicted"] else f"{lay['predicted']:.3g}"
+            cpu = "" if lay.get("cpu_median") is None else f"  CPU {lay['cpu_median']:.3f} s"
             out.append(f"  {k:<40} {lay['label']:<44} predicted I/O {pred:>8} s  measured "
-                       f"{lay['median']:.3f} s [{', '.join(f'{x:.3f}' for x in lay['runs'])}]")
+                       f"{lay['median']:.3f} s [{', '.join(f'{x:.3f}' for x in lay['runs'])}]{cpu}")
+        if r.get("recipe_over_verify") is not None:
+            out.append(f"  the recipe's traced calls {r['recipe_traced_io_seconds']:.3g} s against verify's replay "
+                       f"{r['verify_seconds']:.3g} s: {r['recipe_over_verify']:.2f}x (target within 1.2x)")
+        if r.get("cpu_regret") is not None:
+            out.append(f"  by CPU seconds: regret {r['cpu_regret']:.2f} (best {r['cpu_best']}), measured "
+                       f"speed-up {r['measured_cpu_speedup']:.3g}x")
     return "\n".join(out)
 
 
@@ -316,7 +374,7 @@ def main(only=None, scale: float = 1.0, repeat: int = 3, workdir: str = "/tmp/io
     for w in found:
         wd = Path(workdir) / w.stem
         shutil.rmtree(wd, ignore_errors=True)
-        t = time.perf_counter()
+        t, load0 = time.perf_counter(), os.getloadavg()[0]
         try:
             r = measure(w, wd, scale, repeat)
         except Exception as exc:  # one broken workload must not hide the others' numbers
@@ -324,6 +382,7 @@ def main(only=None, scale: float = 1.0, repeat: int = 3, workdir: str = "/tmp/io
         finally:
             shutil.rmtree(wd, ignore_errors=True)  # 2-10 GB per workload
         r["wall_seconds"] = time.perf_counter() - t
+        r["loadavg"] = [load0, os.getloadavg()[0]]  # 1-minute load average at the workload's start and end
         results.append(r)
         path = Path(out) if out else HERE / "results" / f"realsize-{time.strftime('%Y%m%dT%H%M%S')}.json"
         path.parent.mkdir(exist_ok=True)  # after every workload: a long run stopped early keeps what it measured

@@ -87,7 +87,8 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
         run = adv.run_speedup()
         if run is not None:
             lo, hi = adv.run_speedup(at=ci[1]), adv.run_speedup(at=ci[0])
-            out.append(f"For the run ({adv.run_seconds:.3g} s traced from its start to its last call, "
+            out.append(f"For the run ({adv.run_seconds:.3g} s from its start to its last call, and to its exit when "
+                       "measured (notes), "
                        f"{_pct(adv.run_seconds - adv.current_seconds, adv.run_seconds)} of it outside this array's "
                        f"calls, which no layout changes): {run:.3g}x (95% interval {lo:.3g}-{hi:.3g}x).")
         if adv.rewrite_seconds is not None:

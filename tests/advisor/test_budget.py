@@ -88,3 +88,44 @@ def test_a_winner_that_holds_the_whole_array_in_its_cache_gives_way_at_size():
     assert sized.replaced == whole.candidate and sized.chosen.candidate == pencil.candidate
     assert "16x larger" in sized.line
     assert at_size(model, pencil, [pencil, whole]).replaced is None
+
+
+def test_at_size_weighs_a_loss_now_and_a_loss_at_size_alike():
+    """Minimax regret over the two sizes: a robust layout predicted 1.3x slower now still replaces a winner that
+    loses far more at 16x the size; one slower now than the winner would be at size does not."""
+    from dataclasses import replace
+
+    from advisor.candidates import Candidate
+    from advisor.robust import at_size
+    from advisor.search import CostModel
+    from iomodel import load_profile
+
+    shape = (365, 180, 360)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/x.h5", "/t", shape, "float32")
+    rng = np.random.default_rng(1)
+    accs = [acc(0, (0, int(i), int(j)), (365, 1, 1), 0.01 * k)
+            for k, (i, j) in enumerate(zip(rng.integers(0, 180, 40), rng.integers(0, 360, 40)))]
+    model = CostModel(ds, accs, shape, load_profile(), jobs=1)
+    whole = model.evaluate(Candidate("hdf5", (365, 90, 180), cache_bytes=128 * MiB, cache_slots=8191))
+    pencil = model.evaluate(Candidate("hdf5", (365, 10, 10), cache_bytes=8 * MiB, cache_slots=8191))
+    first = at_size(model, whole, [whole, pencil])
+    loss = first.seconds[whole.candidate] / first.seconds[pencil.candidate]  # the winner's at 16x the size
+    assert loss > 1.5
+    slower_now = replace(pencil, seconds=whole.seconds * 1.3)  # outside a 1.25x window at the traced size
+    assert at_size(model, whole, [whole, slower_now]).replaced == whole.candidate
+    too_slow_now = replace(pencil, seconds=whole.seconds * loss * 1.1)
+    assert at_size(model, whole, [whole, too_slow_now]).replaced is None
+
+
+def test_only_a_layout_holding_the_array_in_one_chunk_or_its_cache_relies_on_its_fit():
+    from advisor.candidates import Candidate
+    from advisor.robust import relies_on_fit
+
+    shape = (1000, 1000)  # 4 MB of float32
+    assert relies_on_fit(Candidate("hdf5", (1000, 1000)), shape, 4)
+    assert relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=2 << 20, cache_slots=521), shape, 4)
+    assert not relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=1 << 20, cache_slots=521), shape, 4)
+    assert not relies_on_fit(Candidate("hdf5", (100, 100), cache_bytes=None), shape, 4)
+    assert not relies_on_fit(Candidate("hdf5", None), shape, 4)  # contiguous: reads what is selected
+    assert relies_on_fit(Candidate("zarr", (1000, 600)), shape, 4) and not relies_on_fit(
+        Candidate("zarr", (1000, 100)), shape, 4)
