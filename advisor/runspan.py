@@ -4,9 +4,9 @@ A Python program started by ``ioadvisor run`` is traced from the tracer's clock 
 run its user times with ``time python prog.py`` also holds what comes before that origin and after the program's
 last line: the interpreter's start (and numpy's import, which ioadvisor did before the origin, so the program's
 own ``import numpy`` was free in the window) and its exit (module teardown). No layout changes either, so they
-belong to both sides of Amdahl's ratio. They are not small: with xarray and netCDF4 imported the exit took
-0.4-0.5 s here, more than the I/O of a well-chunked 1.5 GB array (benchmarks/realsize.py, r01), and leaving
-them out claimed 13.6x where 7.9x was measured.
+belong to both sides of Amdahl's ratio. They are not small: with xarray and netCDF4 imported the exit can take
+longer than the I/O of a well-chunked 1.5 GB array, and leaving them out overstates the claimed speed-up
+(benchmarks/realsize.py, r01).
 
 The trace cannot time them (the tracer starts after the interpreter and stops before its exit), so they are
 measured here: an interpreter of this Python that imports numpy and the program's array stack (the libraries

@@ -196,11 +196,11 @@ def steady_allocator() -> None:
     """Put the C allocator in the state of a process that has worked with large arrays before timing codecs.
 
     The HDF5 SZ2 filter mallocs ~30 MB per chunk. In a fresh process glibc serves that with a new mmap each
-    call (7,600 page faults, 19 ms per 256x256 chunk of the NEMO SST field); once any block of <= 32 MiB that
-    was mmapped is freed, glibc raises its mmap threshold to that size and the buffer comes from the heap
-    (5 ms). Freeing a 30 MiB array, then touching 30 MiB of heap, gives the steady state every timing here
+    call (a page fault per page: several times the heap's time per chunk, on the NEMO SST field of
+    benchmarks/sampling_estimator.py); once any block of <= 32 MiB that
+    was mmapped is freed, glibc raises its mmap threshold to that size and the buffer comes from the heap. Freeing a 30 MiB array, then touching 30 MiB of heap, gives the steady state every timing here
     (estimate and validation truth) is taken in; a fresh process writing the field can be 3-4x slower.
-    Once per process (23 ms the first time; glibc keeps the raised threshold)."""
+    Once per process (glibc keeps the raised threshold)."""
     global _steady
     if _steady:
         return
@@ -284,8 +284,8 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
     # and the estimate stays within its cost budget.
     steady_allocator()
     repeat_logs = []  # log(first / second timing) of each block timed twice
-    # the first calls of a codec in a process load and initialise it (blosc: ~100 ms), and a first decode
-    # touches fresh buffers (bitshuffle-lz4: 1.6-1.9 GB/s against 2.9-3.6 later): untimed
+    # the first calls of a codec in a process load and initialise it , and a first decode
+    # touches fresh buffers (about half the later speed: docs/compression-validation.md): untimed
     decode(encode(blocks[0]), blocks[0].shape, blocks[0].dtype)
     nbytes, comp_s, decomp_s, pairs = run(blocks, FEW if codec.lossy else len(blocks), 1 if regime == "tiles" else 2)
     e_nbytes, e_comp, e_decomp, e_pairs = run(edges, len(edges))
@@ -303,7 +303,7 @@ def measure_blocks(data, codec, chunks, *, sample_fraction=0.01, target="hdf5", 
         pieces = [pieces[i] for i in np.unique(np.linspace(0, len(pieces) - 1, MAX_PIECES).round().astype(int))]
         pieces_points = sum(p.size for p in pieces)
         encode, decode = codec_calls(codec, target, [anchor.shape] + [p.shape for p in pieces], anchor.dtype)
-        # best of two: on a shared machine one call can take 10x longer (0.3 ms vs 4.4 ms, same chunk)
+        # best of two: on a shared machine one call can take 10x longer than the same call on the same chunk
         (buf, t1), (_, t2) = _timed(encode, anchor), _timed(encode, anchor)
         chunk_comp_s = min(t1, t2)
         repeat_logs.append(math.log(max(t1, 1e-9) / max(t2, 1e-9)))

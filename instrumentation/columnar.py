@@ -130,9 +130,10 @@ def to_table(cols: AccessColumns) -> pa.Table:
 
 
 CODEC = "lz4"
-"""Parquet compression of the batches (LZ4_RAW). Not zstd: its decoder context costs about 20 µs per column
-chunk to set up here (two ``cpuid`` instructions, each a VM exit), 0.5 ms of a 10,000-access trace's load of 22
-columns, while after the delta coding it saves under 2% of the bytes (docs/trace-format.md)."""
+"""Parquet compression of the batches (LZ4_RAW). Not zstd: its decoder sets up a context per column chunk
+(two ``cpuid`` instructions, each a VM exit on a virtual machine), a fixed cost that is a large share of loading
+a small trace, while after the delta coding zstd saves under 2% of the bytes (docs/trace-format.md has the
+figures; benchmarks/scale.py measures the load)."""
 
 
 def write_table(table: pa.Table, path: Path) -> None:
@@ -616,9 +617,9 @@ def read_meta(path: str | os.PathLike, allow_truncated: bool):
 
 THREADED_ROWS = 1 << 15
 """Row groups of at least this many rows are decoded on Arrow's threads (a column each); a smaller one decodes
-faster on the calling thread than its 22 columns are handed out (10,000 rows: 0.50 ms against 0.71 here),
-unless zstd-compressed (traces written before CODEC was LZ4) and not tiny: its fixed ~20 µs per column then
-overlaps on the cores (10,000 rows: 0.85 ms against 1.2)."""
+faster on the calling thread than its 22 columns are handed out, unless zstd-compressed (traces written before
+CODEC was LZ4) and not tiny: zstd's fixed cost per column then overlaps on the cores. Both thresholds come from
+timing the two ways on the first load of benchmarks/scale.py's traces (docs/trace-format.md)."""
 ZSTD_THREADED_ROWS = 1 << 12
 
 
@@ -631,11 +632,11 @@ def parquet_file(part: Path) -> pq.ParquetReader:
     """A batch file opened for reading on the calling thread, its reads on the system allocator.
 
     Not ``pq.ParquetFile``: it takes no memory pool, and our results would come from Arrow's default pool
-    (mimalloc), whose first use in a process costs it about 0.5 ms (a 1 GiB arena set up, its pages faulted in):
-    half of a fresh process's first load of 10,000 accesses. The user's program keeps its default pool; the page
+    (mimalloc), whose first use in a process sets up a 1 GiB arena and faults its pages in: a large share of a
+    fresh process's first load of a small trace (benchmarks/scale.py, 10k traces). The user's program keeps its default pool; the page
     buffers of compressed pages still come from it (``default_reader_properties()``: pyarrow has no way to give
     them another). No pre-buffering (``ParquetFile``'s default): it hands every read to an I/O thread, started on a
-    process's first read (a fresh process's first 10k-row load: 3.6 ms with it, 2.9 without). The file is
+    process's first read, which slows a fresh process's first load of a small trace (benchmarks/scale.py). The file is
     memory-mapped: its reads (the footer, the column chunks) are views of the mapping, not allocations. The
     mapping outlives the file's name (the writer's close replaces batches by gathered files)."""
     reader = pq.ParquetReader(memory_pool=pa.system_memory_pool())
@@ -745,8 +746,8 @@ FRESH_BYTES = 1 << 22
 def _fresh(shape, dtype) -> np.ndarray:
     """A zeroed array whose memory is faulted in on first touch, 4 KiB at a time. Not ``np.empty``/``np.zeros``
     for large arrays: numpy advises huge pages on allocations of 4 MiB or more, and with this kernel's THP defrag
-    setting (``madvise``) a fault there compacts memory first: a fresh process's first load of 10M rows filled
-    its 1.4 GB of columns in 2.0-4.5 s against 0.6 s once huge pages were free (docs/scale.md, "First load").
+    setting (``madvise``) a fault there compacts memory first, which can make a fresh process's first load of 10M
+    rows several times slower than with huge pages free (benchmarks/scale.py, the 10M loader trace).
     Pages never touched cost nothing, as with calloc."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize

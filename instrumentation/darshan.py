@@ -36,7 +36,7 @@ from .tracefile import TraceWriter
 
 MAX_SYNTHESIZED = 2_000_000
 """Reads plus writes of a log's H5D records beyond which it is refused: accesses are synthesized one object
-each (600,000 took 155 s on a loaded 2-core machine); the real logs of docs/darshan.md hold at most a few
+each (a few hundred thousand take minutes); the real logs of docs/darshan.md hold at most a few
 hundred."""
 SPLIT_SEARCH_LIMIT = 200_000
 """Read/write splits of the access shapes enumerated at most; beyond it the split is proportional."""

@@ -26,8 +26,8 @@ priced as 4 KiB ones (and the fit then preferred a flat price per hit, ``n_cache
 PROBE_REQUEST = MiB
 PROBE_TOLERANCE = 2.0
 """Speeds further apart than this factor (either way) are reported as a different machine. The load of
-other jobs moved the probe of one machine by up to 1.8x here (page cache 9.2-16.8 GB/s, device
-0.73-1.51 GB/s at load 1-10), so closer speeds cannot be told apart from load."""
+other jobs moves the probe of one machine by up to about 2x (its page-cache and device speeds probed at load
+average 1-10), so closer speeds cannot be told apart from load."""
 
 
 def _queue_kib(path: str | os.PathLike, name: str) -> int:

@@ -55,8 +55,8 @@ def available_memory() -> int:
 class PageCacheCurve:
     """Seconds of one read request served by the page cache, by request size (measured, increasing sizes).
 
-    Copy speed depends on the request size (per-call cost, readahead, copy efficiency; measured
-    2.9 GB/s at 4 KiB and 6-7 GB/s from 128 KiB here), so one per-byte coefficient misprices either
+    Copy speed depends on the request size (per-call cost, readahead, copy efficiency: 4 KiB
+    requests copy at about half the speed of requests from 128 KiB), so one per-byte coefficient misprices either
     small or large hits. ``iomodel.calibrate.measure_page_cache_curve`` measures it.
     """
 

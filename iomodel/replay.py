@@ -152,8 +152,8 @@ def evict(path: str | os.PathLike) -> list[str]:
     """Drop the array's files from the OS page cache; returns the files evicted.
 
     fsync first (POSIX_FADV_DONTNEED only drops clean pages), but only for files modified since their last
-    eviction: fsync of a clean file still costs about 1 ms here, seconds for a zarr store of thousands of
-    chunk files, on every repetition of a read case.
+    eviction: fsync of a clean file is still a system call that waits on the file system, which adds up to
+    seconds for a zarr store of thousands of chunk files, on every repetition of a read case.
     """
     done = []
     for name in files_of(path):

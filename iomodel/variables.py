@@ -111,12 +111,12 @@ class Variables:
     a line per few elements; for contiguous runs it equals s_memcpy."""
     s_wnew: float = 0.0
     """Bytes written to pages not in the page cache (formulas 5-6 by page state): the kernel takes a new page for
-    them, which costs more than copying over a cached one (1 MiB ``pwrite``: 0.24 ns/B into new pages, 0.10-0.11
-    over cached ones here); zarr's atomic writes always go to a new file's pages."""
+    them, which costs more than copying over a cached one (a 1 MiB ``pwrite`` into new pages costs about twice
+    as much per byte as over cached ones; docs/iomodel.md); zarr's atomic writes always go to a new file's pages."""
     n_wcalls: float = 0.0
     """Library calls that write (formula 1's per-call overhead, split by op): what a write call costs beyond a read
-    call. h5py converts and broadcasts the source array first: a 16 KiB frame written into a cached chunk took
-    115-126 us here, read back 51-54 us (h5py 3.16)."""
+    call. h5py converts and broadcasts the source array first: a 16 KiB frame written into a cached chunk costs
+    about twice its read back (h5py 3.16; docs/iomodel.md, "A write call costs more than a read call")."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""
@@ -146,9 +146,9 @@ assert tuple(f.name for f in fields(Variables)) == FEATURES
 
 
 # ------------------------------------------------------------------------ the replay kernel
-# the small helpers run once or more per chunk visit: inlined (numba IR) rather than called, the zarr default
-# chunks' replay of a million loader reads took 2.0-2.4 s against 2.6 (docs/scale.md); _os_read is not (its
-# dozen call sites took minutes more to compile)
+# the small helpers run once or more per chunk visit: inlined (numba IR) rather than called, which speeds up the
+# replay of long traces (benchmarks/scale.py: the zarr default chunks of the 1M loader); _os_read is not (its
+# dozen call sites would take minutes more to compile)
 @numba.njit(cache=True, inline="always")
 def _curve_seconds(curve_b, curve_s, nbytes):
     """Seconds of one page-cache hit of ``nbytes`` by the measured curve: interpolated in log2(size),
