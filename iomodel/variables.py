@@ -444,8 +444,8 @@ def _os_write(out, pc, key, nbytes, offset, last_end, lands_on):
     """One write request through the page cache (``lands_on``: ``WRITE_*``); returns the new write position.
 
     Pages not in the page cache are new pages (``s_wnew``). Over data on disk, a page the request covers only in
-    part is read from the device first (the kernel's write_begin; measured: 288 KB written at an unaligned offset
-    of an evicted file took 150 us, page-aligned 34 us): one device read per end that falls inside a page, but
+    part is read from the device first (the kernel's write_begin: a write at an unaligned offset of an evicted file
+    costs several times a page-aligned one; docs/iomodel-validation.md): one device read per end that falls inside a page, but
     for the start of a write continuing the previous one."""
     nodes, free, st, index = pc
     hit = pc_access(nodes, free, st, index, key, nbytes)
@@ -729,8 +729,8 @@ def _simulate(cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets, ops, 
                 else:
                     # the chunk's first request brings its selected pages in (readahead); the other
                     # requests are served by the page cache, after a seek per further run contiguous in
-                    # the file (measured: 960,017 read calls for 960,005 counted took 0.7 s, page-cache
-                    # speed, not device speed; docs/parallel-validation.md)
+                    # the file (the mpio-read-rw case of benchmarks/parallel_validation.py: the counts match
+                    # and the time is page-cache speed, not device speed; docs/parallel-validation.md)
                     rd_end = _os_read(out, pc, key, nbytes, off, rd_end, curve_b, curve_s, 1.0, ra)
                     out[N_CACHE] += nrun_a[j] - 1
                     out[N_RSEEK] += nfrun_a[j] - 1
