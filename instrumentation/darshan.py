@@ -29,6 +29,7 @@ import numpy as np
 
 from .darshan_raw import DarshanError  # noqa: F401 - also public here
 from .darshan_split import split_reads_writes
+from .errors import OutputExistsError
 from .records import READ, WRITE, AccessRecord, DatasetRecord, ImportedFact, Selection, TraceHeader
 from .darshan_log import (  # noqa: F401 - a log's names, also public here
     BUCKET_EDGES, MAX_NDIMS, N_ACCESS_SHAPES, SIZE_BUCKETS, AccessShape, DarshanLog, DxtSegments, H5DCounters,
@@ -247,8 +248,8 @@ def import_darshan(log: str | os.PathLike | DarshanLog, output: str | os.PathLik
     An existing ``output`` is never replaced without ``overwrite=True``.
     """
     if not overwrite and os.path.exists(output):
-        raise FileExistsError(f"{output} exists: not replacing an earlier trace "
-                              "(choose another path, or overwrite=True / --force to replace it)")
+        raise OutputExistsError(f"{output} exists: not replacing an earlier trace "
+                                "(choose another path, or overwrite=True / --force to replace it)")
     log = log if isinstance(log, DarshanLog) else read_log(log, dxt=dxt)
     for rec in log.h5d:
         if min(rec.reads, rec.writes, rec.ndims, rec.npoints, rec.itemsize) < 0:
