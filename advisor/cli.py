@@ -76,10 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         # `ioadvisor trace show T | head`: the reader left; not an error of ours
         sys.stderr.close()
         return 0
-    except (IoadvisorError, FileExistsError) as exc:
-        # bad input (trace, layout, profile, path, option) is one line; IOADVISOR_DEBUG=1 shows the traceback.
-        # Anything else is a bug and keeps its traceback. FileExistsError: the never-overwrite refusals that
-        # instrumentation (launch, tracer, darshan) still raise untyped; OutputExistsError once they use it.
+    except IoadvisorError as exc:
+        # bad input (trace, layout, profile, path, option) and refused overwrites (OutputExistsError) are one
+        # line; IOADVISOR_DEBUG=1 shows the traceback. Anything else is a bug and keeps its traceback.
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
         print(f"ioadvisor {args.command}: error: {_one_line(exc)}", file=sys.stderr)

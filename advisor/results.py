@@ -22,6 +22,7 @@ from advisor.render.code import codec_of, hdf5_codec_source, zarr_codec_source
 from advisor.render.text import format_table
 from advisor.terms import TERM_MEANING
 from advisor.tuning import BATCH, CHUNK_MEMORY
+from instrumentation.errors import InputError
 
 KINDS = {
     "batched": f"one sorted fancy-index read per mini-batch of {BATCH} reads",
@@ -446,13 +447,13 @@ class Advice:
         """The advice for dataset ``name`` (key, path or path without '/'); the only one when None."""
         if name is None:
             if len(self.datasets) != 1:
-                raise ValueError(f"{len(self.datasets)} datasets advised: name one of "
+                raise InputError(f"{len(self.datasets)} datasets advised: name one of "
                                  f"{', '.join(d.path for d in self.datasets)}")
             return self.datasets[0]
         for d in self.datasets:
             if name in (d.name, d.path, d.path.lstrip("/")):
                 return d
-        raise KeyError(f"no advice for dataset {name!r} (advised: {', '.join(d.path for d in self.datasets)})")
+        raise InputError(f"no advice for dataset {name!r} (advised: {', '.join(d.path for d in self.datasets)})")
 
     def h5py_kwargs(self, name: str | None = None) -> dict:
         """``create_dataset`` kwargs: of dataset ``name``, or ``{path: kwargs}`` for every dataset."""

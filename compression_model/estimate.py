@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from instrumentation.errors import InputError
+
 from compression_model import sampling_estimator as se
 from compression_model.codecs import Codec, get_codec
 from compression_model.error_bound import ErrorBound, ErrorStats
@@ -101,14 +103,14 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
     sample through the real HDF5 filter, "zarr" through the Python binding zarr uses.
     """
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+        raise InputError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     if not 0 < sample_fraction <= 1:
-        raise ValueError(f"sample fraction must be in (0, 1], not {sample_fraction}")
+        raise InputError(f"sample fraction must be in (0, 1], not {sample_fraction}")
     t0 = time.perf_counter()
     shape = tuple(int(s) for s in data.shape)
     chunks = shape if chunks is None else tuple(int(c) for c in chunks)
     if len(chunks) != len(shape) or any(c < 1 for c in chunks):
-        raise ValueError(f"chunks {chunks} do not fit an array of shape {shape}")
+        raise InputError(f"chunks {chunks} do not fit an array of shape {shape}")
     chunks = tuple(min(c, s) for c, s in zip(chunks, shape))
     if safety is None:
         from compression_model.sampling import sample_blocks

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from instrumentation.errors import InputError
+
 from . import graybox_sz, graybox_zfp
 
 GRAYBOX_CODECS = ("sz3", "sz", "zfp")
@@ -145,15 +147,15 @@ def graybox_ratio(sample, codec_name: str, abs_error: float, chunks=None, profil
     from .profile import load_profile
 
     if codec_name not in GRAYBOX_CODECS:
-        raise ValueError(f"gray-box model covers {', '.join(GRAYBOX_CODECS)}, not {codec_name!r}")
+        raise InputError(f"gray-box model covers {', '.join(GRAYBOX_CODECS)}, not {codec_name!r}")
     if not abs_error > 0:
-        raise ValueError(f"absolute error bound must be > 0, got {abs_error}")
+        raise InputError(f"absolute error bound must be > 0, got {abs_error}")
     profile = profile or load_profile()
     rng = np.random.default_rng(rng)
     shape = tuple(sample.shape)
     chunks = tuple(int(c) for c in (chunks or shape))
     if len(chunks) != len(shape) or any(c < 1 for c in chunks):
-        raise ValueError(f"chunk shape {chunks} does not fit array shape {shape}")
+        raise InputError(f"chunk shape {chunks} does not fit array shape {shape}")
     itemsize = int(np.dtype(sample.dtype).itemsize)
     n_total = sample.n_total
     n_chunks = math.prod(-(-s // c) for s, c in zip(shape, chunks))

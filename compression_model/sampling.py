@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from instrumentation.errors import InputError
+
 #: points per block by default: large enough that boundary points (no full predictor context) stay
 #: a small share, small enough that a 1% sample of a few-MB field still has several blocks.
 DEFAULT_BLOCK_POINTS = {1: 8192, 2: 64 * 64, 3: 24 * 24 * 24}
@@ -187,7 +189,7 @@ def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, stra
     than a chunk, too little predictor context for a model).
     """
     if not 0 < fraction <= 1:
-        raise ValueError(f"sample fraction must be in (0, 1], got {fraction}")
+        raise InputError(f"sample fraction must be in (0, 1], got {fraction}")
     rng = np.random.default_rng(rng)
     shape = tuple(int(s) for s in data.shape)
     dtype = np.dtype(data.dtype)
@@ -202,7 +204,7 @@ def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, stra
         block_shape = default_block_shape(shape, per_block)
     block_shape = tuple(max(1, min(int(b), s)) for b, s in zip(block_shape, shape))
     if len(block_shape) != len(shape):
-        raise ValueError(f"block_shape {block_shape} does not match array rank {len(shape)}")
+        raise InputError(f"block_shape {block_shape} does not match array rank {len(shape)}")
     bpts = int(np.prod(block_shape, dtype=np.int64))
     if fraction >= 1 or bpts >= n_total or n_total == 0:
         whole = np.ascontiguousarray(np.asarray(data[...]))
@@ -216,7 +218,7 @@ def sample_blocks(data, fraction: float = 0.01, block_shape=None, rng=None, stra
     skew = block_skew(blocks)
     chosen = strategy or ("random" if skew > SKEW_THRESHOLD else "stratified")
     if chosen not in ("stratified", "random"):
-        raise ValueError(f"unknown sampling strategy {strategy!r}")
+        raise InputError(f"unknown sampling strategy {strategy!r}")
     remaining = max(0, math.ceil(fraction * n_total) - sum(b.size for b in blocks))
     # The pilot blocks are kept: the second half of the budget completes the sample, so nothing
     # is read twice.

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .jsonvalue import plain
 from .locations import hdf5_location
 from .records import ChunkCache, DatasetRecord, Filter, Selection
 from .selection import points_selection
@@ -64,8 +65,7 @@ def numpy_dtype(cls: int, size: int, order: int, sign: int, vstr: bool = False) 
 def _fill(hexbytes: str | None, dtype: str):
     if not hexbytes or dtype == "|O":
         return None
-    value = np.frombuffer(bytes.fromhex(hexbytes), dtype=np.dtype(dtype))[0].item()
-    return value if not isinstance(value, bytes) else value.decode("utf-8", "replace")
+    return plain(np.frombuffer(bytes.fromhex(hexbytes), dtype=np.dtype(dtype))[0])
 
 
 def _file_location(name: str, driver: str | None) -> str:

@@ -27,6 +27,7 @@ from h5py._hl import dataset as _dataset
 from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
+from .jsonvalue import plain
 from .locations import hdf5_location
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
@@ -62,21 +63,6 @@ def reset() -> None:
     _by_dsid.clear()
 
 
-def _plain(value):
-    """A JSON-friendly Python value for a fill value (complex as [re, im])."""
-    if isinstance(value, np.ndarray | np.generic):
-        value = value.tolist()
-    if isinstance(value, np.generic):  # long double / complex256 have no Python equivalent
-        value = complex(value) if np.iscomplexobj(value) else float(value)
-    if isinstance(value, complex):
-        return [value.real, value.imag]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _filters(dcpl) -> tuple[Filter, ...]:
     out = []
     for i in range(dcpl.get_nfilters()):
@@ -108,7 +94,7 @@ def describe(ds, created: bool) -> DatasetInfo:
     except Exception:  # noqa: BLE001 - optional detail; some drivers/HDF5 builds refuse
         cache = None
     try:
-        fill = _plain(ds.fillvalue)
+        fill = plain(ds.fillvalue)
     except Exception:  # noqa: BLE001 - vlen/reference types have no numpy fill value
         fill = None
     try:

@@ -23,10 +23,10 @@ import weakref
 from dataclasses import replace
 from time import perf_counter
 
-import numpy as np
 import zarr
 from zarr.core import array as _array
 
+from .jsonvalue import plain
 from .locations import store_location
 from .records import READ, WRITE, DatasetRecord, Filter, dtype_string, type_class
 from .selection import field_itemsize, from_zarr_indexer, zarr_hyperslab
@@ -39,14 +39,6 @@ _by_array: dict[tuple[int, str], tuple[weakref.ref, DatasetInfo]] = {}
 def reset() -> None:
     """Forget cached metadata (the last tracer exited)."""
     _by_array.clear()
-
-
-def _plain(value):
-    if isinstance(value, np.ndarray | np.generic):
-        value = value.tolist()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
 
 
 def _codec_filter(codec) -> Filter:
@@ -85,7 +77,7 @@ def _describe(store_path, metadata, created: bool) -> DatasetInfo:
         chunks=chunks,
         shards=shards,
         filters=tuple(_codec_filter(c) for c in codecs),
-        fillvalue=_plain(metadata.fill_value),
+        fillvalue=plain(metadata.fill_value),
         zarr_format=metadata.zarr_format,
         created=created,
     )

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import mpi, preload
+from .errors import OutputExistsError
 from .parts import merge_parts
 from .partsdir import RUN_FILE, child_environment
 from .runinfo import RunInfo
@@ -63,8 +64,8 @@ class NativeRun:
 
     def __enter__(self) -> "NativeRun":
         if self.path.exists() and not self._overwrite:
-            raise FileExistsError(f"{self.path} exists: not replacing an earlier trace "
-                                  "(choose another path, or overwrite=True / --force to replace it)")
+            raise OutputExistsError(f"{self.path} exists: not replacing an earlier trace "
+                                    "(choose another path, or overwrite=True / --force to replace it)")
         t_origin_unix, origin = time.time(), time.perf_counter()
         jsonl = is_jsonl(self.path)
         self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .header import SCHEMA_VERSION, ImportedFact, ProcessInfo, TraceHeader  # noqa: F401 - records of a trace
+from .jsonvalue import fill_from_json
 from .validation import RecordError, flag, ints, opt_ints, positive, require, typed
 
 # numpy is imported where it is used: a light launcher writes a trace's header without it (instrumentation/launch.py)
@@ -377,7 +378,7 @@ class DatasetRecord:
             chunks=positive(opt_ints(config.get("chunks"), "chunks"), "chunks", shape),
             shards=positive(opt_ints(config.get("shards"), "shards"), "shards", shape),
             filters=tuple(Filter.from_config(f) for f in filters),
-            fillvalue=config.get("fillvalue"),
+            fillvalue=fill_from_json(config.get("fillvalue"), config["dtype"]),
             cache=None if config.get("cache") is None else ChunkCache.from_config(config["cache"]),
             libver=None if libver is None else tuple(libver),
             zarr_format=config.get("zarr_format"),

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import IoadvisorError
+from .jsonvalue import json_value
 from .columns import KINDS, AccessColumns, as_columns, fold_runs
 from .records import AccessRecord, DatasetRecord, TraceHeader
 
@@ -21,15 +22,8 @@ class TraceError(IoadvisorError, ValueError):
 
 
 def _json_default(obj):
-    if isinstance(obj, np.generic):
-        value = obj.item()
-        # long double and its complex have no Python counterpart: item() returns them unchanged
-        return repr(value) if isinstance(value, np.generic) else value
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, bytes):
-        return obj.decode("utf-8", "replace")
-    return repr(obj)
+    value = json_value(obj)
+    return repr(obj) if value is obj else value
 
 
 def dumps(obj) -> str:

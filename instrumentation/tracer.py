@@ -57,6 +57,7 @@ try:
 except ImportError:
     _hotpath = None
 from .columns import AccessColumns
+from .errors import OutputExistsError
 from .decode import OP_READ, OP_RESIZE, OP_WRITE, RECORD_HEAD, from_c, record_resizes, write_resizes
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeRecord, TraceHeader
 from .runinfo import RunInfo, SharedIds
@@ -203,8 +204,8 @@ class Tracer:
                 for p in {self.path, self._own}:  # another rank's part may be this run's own: only ours is checked
                     if p.exists():
                         self._state = "done"
-                        raise FileExistsError(f"{p} exists: not replacing an earlier trace "
-                                              "(choose another path, or overwrite=True / --force to replace it)")
+                        raise OutputExistsError(f"{p} exists: not replacing an earlier trace "
+                                                "(choose another path, or overwrite=True / --force to replace it)")
         capture = CAPTURE_CALLS
         below = HUB.start_below(self._parts_dir if self._is_part else None)
         if below is not None and below.control is None:
@@ -479,7 +480,7 @@ def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True)
     ``path=None`` writes a temporary file (``Tracer.path``). ``comm`` (mpi4py) or an
     MPI launcher's environment gives one file per rank, merged by rank 0 into ``path``.
     An existing ``path`` (or this rank's part) is never replaced without ``overwrite=True``:
-    entering the tracer raises FileExistsError before anything is traced.
+    entering the tracer raises OutputExistsError (a FileExistsError) before anything is traced.
     ``follow`` (default): the Python processes the block starts are traced too,
     each into its own part, merged into ``path`` at exit.
     """

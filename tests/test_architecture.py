@@ -29,7 +29,6 @@ ALLOWED_CYCLE_MODULES: set[str] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 ALLOWED_LONG_MODULES: set[str] = {
     "instrumentation.columnar",  # Arrow codec, reader, live writer, parts, compaction, rank merging: to split
-    "instrumentation.darshan",
     "advisor.verify",
     "iomodel.variables",
 }

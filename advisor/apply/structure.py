@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from instrumentation.jsonvalue import plain
+
 from .targets import KEEP, ApplyError, ArrayLayout
 
 HDF5_DIMENSION_ATTRS = ("DIMENSION_LIST", "REFERENCE_LIST")
@@ -91,16 +93,9 @@ def _json_value(v):
 
     if isinstance(v, h5py.Empty):
         return None
-    if isinstance(v, (bytes, np.bytes_)):
-        return bytes(v).decode("utf-8", "replace")
-    if isinstance(v, np.ndarray):
-        if v.dtype.kind in "SO":
-            items = [_json_value(x) for x in v.reshape(-1)]
-            return items[0] if v.size == 1 else items
-        return v.reshape(-1)[0].item() if v.size == 1 else v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
+    if isinstance(v, np.ndarray) and v.size == 1:  # a one-element attribute is stored as its value
+        v = v.reshape(-1)[0]
+    return plain(v)
 
 
 def fill_value_to_zarr(value, dtype: np.dtype):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from instrumentation.errors import InputError
+from instrumentation.errors import InputError, OutputExistsError
 
 
 def register(sub) -> None:
@@ -47,7 +47,7 @@ def run(args) -> int:
     if args.workers < 1 or (args.batch is not None and args.batch < 1):
         raise InputError("--workers and --batch must be at least 1")
     if args.html and os.path.exists(args.html):
-        raise FileExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
+        raise OutputExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
     rows = RowOptions(dxt=not args.no_dxt, names=args.names, name_key=os.environ.get("IOADVISOR_TRIAGE_KEY", ""))
     opts = TriageOptions(out=args.out, scheduler=args.scheduler, workers=args.workers,
                          memory_limit=args.memory_limit, batch=args.batch or 0, rows=rows, html=args.html)

@@ -56,3 +56,12 @@ def test_anything_else_is_a_bug_with_its_traceback(monkeypatch, exc):
     _command_raising(monkeypatch, exc)
     with pytest.raises(type(exc)):
         cli.main([])
+
+
+def test_asking_advice_for_an_unknown_or_ambiguous_dataset_is_bad_input():
+    from advisor.results import Advice
+
+    with pytest.raises(InputError, match="0 datasets advised"):
+        Advice(()).dataset()
+    with pytest.raises(InputError, match="no advice for dataset 'x'"):
+        Advice(()).dataset("x")

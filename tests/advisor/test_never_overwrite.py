@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import advisor
+from instrumentation.errors import OutputExistsError
 
 IOADVISOR = Path(sys.executable).parent / "ioadvisor"
 
@@ -29,7 +30,7 @@ def test_run_refuses_before_the_program_starts_and_force_replaces(tmp_path):
 def test_api_refuses_unless_overwrite(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text("old\n")
-    with pytest.raises(FileExistsError, match="not replacing"):
+    with pytest.raises(OutputExistsError, match="not replacing"):
         with advisor.trace(path):
             pass
     assert path.read_text() == "old\n"
@@ -43,6 +44,6 @@ def test_a_rank_part_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("PMI_SIZE", "2")
     part = tmp_path / "t.rank0001.jsonl"
     part.write_text("rank 1 of an earlier run\n")
-    with pytest.raises(FileExistsError, match="t.rank0001.jsonl exists"):
+    with pytest.raises(OutputExistsError, match="t.rank0001.jsonl exists"):
         advisor.trace(tmp_path / "t.jsonl").__enter__()
     assert part.read_text() == "rank 1 of an earlier run\n"

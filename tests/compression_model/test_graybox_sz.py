@@ -8,6 +8,7 @@ from compression_model.graybox import graybox_ratio
 from compression_model.graybox_sz import (RADIUS, TileSize, huffman_lengths, huffman_stream, interp_codes,
                                           sz3_predictor, tile_sizes)
 from compression_model.sampling import sample_blocks
+from instrumentation.errors import InputError
 
 
 def test_huffman_lengths_are_optimal_and_complete():
@@ -58,9 +59,9 @@ def test_graybox_ratio_tracks_the_real_hdf5_filter(codec):
 
 def test_rejects_unknown_codec_and_bad_bound():
     s = sample_blocks(np.zeros((64, 64), np.float32), 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         graybox_ratio(s, "blosc-zstd", 1e-3)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         graybox_ratio(s, "sz3", 0.0)
 
 

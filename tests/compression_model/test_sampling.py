@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from compression_model.sampling import block_skew, sample_blocks
+from instrumentation.errors import InputError
 
 
 def smooth(shape, seed=0):
@@ -58,5 +59,5 @@ def test_reads_only_blocks_from_an_h5py_dataset(tmp_path):
 def test_whole_array_when_fraction_is_one_and_bad_fraction_rejected():
     x = smooth((50, 50))
     assert sample_blocks(x, 1.0).strategy == "full"
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         sample_blocks(x, 0.0)

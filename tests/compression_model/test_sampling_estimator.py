@@ -5,6 +5,7 @@ import pytest
 from compression_model import sampling_estimator as se
 from compression_model.codecs import get_codec
 from compression_model.estimate import Estimate, estimate
+from instrumentation.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +87,11 @@ def test_nan_field_with_sz3_for_hdf5_is_flagged_not_crashed(field):
 
 
 def test_bad_arguments(field):
-    with pytest.raises(ValueError, match="chunks"):
+    with pytest.raises(InputError, match="chunks"):
         estimate(field, "zfp", "abs:1", (16, 32))
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(InputError, match="method"):
         estimate(field, "zfp", "abs:1", method="magic")
-    with pytest.raises(ValueError, match="sample fraction"):
+    with pytest.raises(InputError, match="sample fraction"):
         estimate(field, "zfp", "abs:1", sample_fraction=0)
 
 

@@ -215,3 +215,23 @@ def test_async_array_selections_recorded(arr, tmp_path, method, selection, expec
         np.testing.assert_array_equal(acc.selection.points, expected.points)
     else:
         assert acc.selection == expected
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.parquet"])
+def test_complex_fill_value_round_trips(tmp_path, name):
+    """A complex fill value is written as [re, im] (JSON has no complex) and read back as a complex,
+    in the trace and in the advice made from it."""
+    def work():
+        z = zarr.create_array(store=str(tmp_path / "c.zarr"), shape=(40, 30), chunks=(10, 10), dtype="c16",
+                              fill_value=1 + 2j)
+        z[:] = np.arange(40 * 30).reshape(40, 30) * (1 - 1j)
+        return z[:10]
+
+    with advisor.trace(tmp_path / name) as t:
+        work()
+    tr = t.load()
+    (rec,) = tr.datasets.values()
+    assert isinstance(rec.fillvalue, complex) and rec.fillvalue == 1 + 2j
+    if name.endswith(".jsonl"):
+        assert '"fillvalue":[1.0,2.0]' in (tmp_path / name).read_text()
+    assert advisor.advise(tr).dataset().dtype == "<c16"

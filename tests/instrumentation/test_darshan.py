@@ -20,6 +20,7 @@ from instrumentation.darshan import (
     split_reads_writes,
     to_parser_text,
 )
+from instrumentation.errors import OutputExistsError
 from instrumentation.records import READ, WRITE, ImportedFact, TraceHeader
 from instrumentation.tracefile import load_trace
 
@@ -81,7 +82,7 @@ def test_macsio_shared_collective_3d_record(tmp_path):
 def test_an_existing_trace_is_kept(tmp_path):
     out = tmp_path / "t.jsonl"
     out.write_text("earlier\n")
-    with pytest.raises(FileExistsError, match="not replacing"):
+    with pytest.raises(OutputExistsError, match="not replacing"):
         import_darshan(IOR, out)
     assert out.read_text() == "earlier\n"
     assert load_trace(import_darshan(IOR, out, overwrite=True).trace).header.synthetic

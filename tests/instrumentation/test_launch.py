@@ -57,3 +57,15 @@ def test_a_followed_python_child_of_a_shell_script_is_merged(tmp_path, output):
     assert [a.op for a in trace.accesses] == ["write"] * 10 + ["read"]
     assert len(trace.header.processes) == 2 and trace.header.processes[1].accesses == 11
     assert not list(tmp_path.glob("*.parts-*"))
+
+
+def test_an_existing_trace_is_refused_with_the_projects_error(tmp_path):
+    from instrumentation.errors import OutputExistsError
+    from instrumentation.launch import NativeRun
+
+    (tmp_path / "t.jsonl").write_text("earlier\n")
+    with pytest.raises(OutputExistsError, match="not replacing"):
+        NativeRun(tmp_path / "t.jsonl").__enter__()
+    assert (tmp_path / "t.jsonl").read_text() == "earlier\n"
+    res = _run(tmp_path, "t.jsonl", "/bin/sh", "-c", "exit 0")  # the CLI: one line, exit 2
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "exists" in res.stderr
