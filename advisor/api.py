@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from instrumentation import settings
 from instrumentation.tracefile import Trace, load_trace
 from instrumentation.errors import InputError
 
@@ -187,7 +188,7 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
             calibrations = calibrate_in_trace(trace, profile, nprocs, layout_of=_current_layout,
                                               datasets=[i for i, r in reasons.items() if r is None], workloads=works)
         except Exception as exc:  # noqa: BLE001 - the advice stands on the profile's predictions then, and says so
-            if os.environ.get("IOADVISOR_DEBUG"):
+            if settings.debug():
                 raise
             uncalibrated = (f"predictions not calibrated on the trace ({type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}): speed-ups against the prediction")
@@ -216,7 +217,7 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
                         works.get(ds.id), follows,
                         program=goal.kind != "read" and traced_program(trace.header.argv)))
             except Exception as exc:  # noqa: BLE001 - one dataset never stops the advice for the others
-                if os.environ.get("IOADVISOR_DEBUG"):
+                if settings.debug():
                     raise
                 reason = f"{MODELS_FAILED} ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             else:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
+from instrumentation import settings
 from instrumentation.errors import IoadvisorError
 
 COMMANDS = {
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     except IoadvisorError as exc:
         # bad input (trace, layout, profile, path, option) and refused overwrites (OutputExistsError) are one
         # line; IOADVISOR_DEBUG=1 shows the traceback. Anything else is a bug and keeps its traceback.
-        if os.environ.get("IOADVISOR_DEBUG"):
+        if settings.debug():
             raise
         print(f"ioadvisor {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

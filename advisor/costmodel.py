@@ -14,6 +14,7 @@ import numpy as np
 from advisor import progress
 from advisor.candidates import Candidate, CodecChoice
 from advisor.results import Recommendation
+from instrumentation import settings
 from instrumentation.columns import AccessColumns
 from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace
@@ -445,9 +446,9 @@ class CostModel:
 
 def default_jobs() -> int:
     """Workers for candidate evaluation: ``IOADVISOR_JOBS``, else the cores this process may use."""
-    env = os.environ.get("IOADVISOR_JOBS")
-    if env:
-        return max(1, int(env))
+    env = settings.jobs()
+    if env is not None:
+        return env
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:

@@ -13,9 +13,10 @@ disk for later runs), shown as its own bar with that reason from the first kerne
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
+
+from instrumentation import settings
 
 _state = {"enabled": False, "progress": None, "depth": 0}
 _stack: list = []
@@ -35,7 +36,7 @@ def _tty(stream) -> bool:
 
 def configure(quiet: bool = False) -> bool:
     """Show progress from now on when on a terminal and not ``quiet``; returns whether it is shown."""
-    _state["enabled"] = (not quiet and not os.environ.get("IOADVISOR_QUIET")
+    _state["enabled"] = (not quiet and not settings.quiet()
                          and _tty(sys.stdout) and _tty(sys.stderr))
     return _state["enabled"]
 

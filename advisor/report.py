@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from advisor.terms import TERM_MEANING
+from instrumentation import settings
 
 if TYPE_CHECKING:  # annotations only: Advice._repr_html_ imports this module
     from advisor.advice import Advice, DatasetAdvice, Recommendation
@@ -42,7 +43,7 @@ def _cost_chart(adv: DatasetAdvice, measured=None) -> str:
 
         return _img(png_bytes(figure(adv, measured_of(measured, adv))), f"predicted time by term: {adv.name}")
     except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
-        if os.environ.get("IOADVISOR_DEBUG"):
+        if settings.debug():
             raise
         return f"<p class='note'>no cost chart: {html.escape(str(exc) or type(exc).__name__)}</p>"
 
@@ -83,7 +84,7 @@ def access_map_html(adv: DatasetAdvice, trace) -> str:
         return (_img(to_png(m), f"access map: {adv.name}")
                 + f"<p class='note'>{html.escape(m.describe())}.</p>")
     except Exception as exc:  # noqa: BLE001 - a picture that cannot be drawn never costs the report
-        if os.environ.get("IOADVISOR_DEBUG"):
+        if settings.debug():
             raise
         return f"<p class='note'>no access map: {html.escape(str(exc) or type(exc).__name__)}</p>"
 

@@ -40,10 +40,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import settings
 from .partsdir import CONVERTED, ENV
 from .preload import LOG_DIR_VAR, library
 
-FINISH_WAIT = float(os.environ.get("IOADVISOR_CONVERT_WAIT", "120"))
+FINISH_WAIT = settings.convert_wait()
 """Longest wait at a tracer's exit for its converter to convert the rest (at most PENDING_BYTES: seconds)."""
 _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.converter import main; main()"
 

@@ -37,6 +37,7 @@ import functools
 import os
 import sys
 
+from . import settings
 from .partsdir import CONVERTED, DATASETS_FILE, ENV, LOG_PREFIX, RUN_FILE, child_environment
 from .parts import MERGING, PART_WAIT, merge_parts, wait_for_parts
 from .runinfo import RunInfo, SharedIds
@@ -57,7 +58,7 @@ def _helper() -> bool:
 
 def start_part() -> None:
     """Trace this whole process into parts of the tracers named by the environment (from the .pth hook)."""
-    dirs = [d for d in os.environ.get(ENV, "").split(os.pathsep) if d]
+    dirs = settings.follow_dirs()
     if not dirs or _helper():
         return
     from .tracer import HUB, Tracer  # an ImportError reaches the start-up hook: numpy may be in a later site dir

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import settings
 from .jsonvalue import plain
 from .locations import hdf5_location
 from .records import ChunkCache, DatasetRecord, Filter, Selection
@@ -30,7 +31,7 @@ start) of each (``_alike``)."""
 BATCH_MAGIC, BATCH_ALIKE_MAGIC = 0x31414F49, 0x32414F49
 KIND_ALL, KIND_REGULAR, KIND_BLOCKS, KIND_POINTS, KIND_NONE, KIND_OTHER = range(6)
 
-PENDING_BYTES = int(os.environ.get("IOADVISOR_PENDING_BYTES", 16 << 20))
+PENDING_BYTES = settings.pending_bytes()
 """Unconverted bytes of a process's ``.acc`` file (about 150,000 2-D records, 520,000 of a loop's alike ones) that
 make a poll convert them while the process is still recording (a process's own, from then on, by a converter
 beside it: ``convert.Converter``): bounds the log directory's disk use."""

@@ -19,6 +19,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from . import settings
+
 # .tracefile (numpy) is imported where a merge needs it: a serial run's launcher imports this module to learn
 # that it is serial (instrumentation.launch)
 
@@ -28,11 +30,11 @@ _LAUNCHER_ENV = (
     ("PMIX_RANK", None),  # PMIx launchers (srun --mpi=pmix, prrte): no size variable
 )
 
-WAIT_SECONDS = float(os.environ.get("IOADVISOR_MPI_WAIT", "600"))
+WAIT_SECONDS = settings.mpi_wait()
 """Longest wait for the other ranks in ``finish`` (a rank killed without closing its file)."""
 GRACE_SECONDS = 2.0
 """Wait for a rank that closed its file but did not reach ``finish`` (its program failed)."""
-MISSING_SECONDS = float(os.environ.get("IOADVISOR_MPI_MISSING", "60"))
+MISSING_SECONDS = settings.mpi_missing()
 """Wait for a rank that has no trace file at all (it died before tracing began)."""
 POLL_SECONDS = 0.1
 """Interval between rank 0's looks at the rank files while waiting."""

@@ -15,11 +15,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from . import settings
 from .partsdir import CONVERTED, DATASETS_FILE, LOG_PREFIX, RUN_FILE, dataset_keys, part_paths
 from .runinfo import RunInfo
 from .tracedir import RAW
 
-PART_WAIT = float(os.environ.get("IOADVISOR_PART_WAIT", "10"))
+PART_WAIT = settings.part_wait()
 """Longest wait at the end of a run for a live child to flush what it recorded before the end."""
 POLL = 0.02
 

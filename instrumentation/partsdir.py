@@ -8,7 +8,9 @@ import json
 import os
 from pathlib import Path
 
-ENV = "IOADVISOR_FOLLOW"
+from . import settings
+
+ENV = settings.FOLLOW
 """Parts directories of the active tracers (``os.pathsep``-separated): set in a process means "trace me"."""
 RUN_FILE = "_run.json"
 DATASETS_FILE = "_datasets.jsonl"

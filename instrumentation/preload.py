@@ -9,7 +9,9 @@ import importlib.machinery
 import os
 from pathlib import Path
 
-LOG_DIR_VAR = "IOADVISOR_H5_DIR"
+from . import settings
+
+LOG_DIR_VAR = settings.H5_DIR
 """Environment variable naming the directory a preloaded interposer writes into."""
 LIB_NAME = "_h5interpose"
 CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"

@@ -21,7 +21,9 @@ import threading
 import time
 from typing import Callable
 
-SIGTERM_WAIT = float(os.environ.get("IOADVISOR_SIGTERM_WAIT", "5"))
+from . import settings
+
+SIGTERM_WAIT = settings.sigterm_wait()
 """Longest a child killed by SIGTERM spends closing its part before it ends (the part is then lost, and said so)."""
 _tracers: dict[str, Callable[[], tuple]] = {"active": tuple}
 

@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import settings
+
 CONNECTOR = "ioadvisor under_vol=0;under_info={}"
 """``HDF5_VOL_CONNECTOR``: the connector's name, then the pass-through's own information (the native
 connector below it)."""
@@ -30,7 +32,7 @@ _VERSION = re.compile(r"#define H5_VERS_(MAJOR|MINOR|RELEASE)\s+(\d+)")
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor"))
+    return settings.cache_root()
 
 
 def plugin_dir(version: str) -> Path:

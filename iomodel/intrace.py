@@ -37,12 +37,12 @@ A pure function of the trace and the profile: nothing is timed here.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
+from instrumentation import settings
 from instrumentation.columns import as_columns
 from instrumentation.records import DatasetRecord
 from instrumentation.tracefile import Trace
@@ -421,7 +421,7 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
                 seg_traced.append(traced_seconds(accs.window(start, end)))
                 before, start = upto, end
         except (ValueError, IndexError, TypeError):
-            if os.environ.get("IOADVISOR_DEBUG"):
+            if settings.debug():
                 raise
             continue
         g_terms, g_traced, w_terms, w_traced = rows.setdefault(ds.library, ([], [], [], []))

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from instrumentation import settings
+
 from .profile import PageCacheCurve, SystemProfile
 
 MiB = 1 << 20
@@ -138,7 +140,7 @@ def machine_differences(recorded: dict, current: dict, tolerance: float = PROBE_
     return out
 
 
-RESCALE_VAR = "IOADVISOR_RESCALE"
+RESCALE_VAR = settings.RESCALE
 """Set to 0 to use a profile as it is (no rescale by the probe): runs whose figures must match exactly."""
 RESCALE_LIMIT = 8.0
 """Speeds further apart than this factor are not rescaled: beyond twice the load noise of PROBE_TOLERANCE
@@ -175,7 +177,7 @@ def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
     """The profile with its page-cache and device-read terms rescaled by this machine's probe, and a note
     saying so (None when nothing moved beyond ``tolerance``, the profile has no probe, or a speed moved beyond
     RESCALE_LIMIT: ``check_machine`` warns about those). ``current``: this machine's probe (default: measured)."""
-    if not profile.probe or (current is None and os.environ.get(RESCALE_VAR, "1") == "0"):
+    if not profile.probe or (current is None and not settings.rescale()):
         return profile, None
     current = current_probe() if current is None else current
     factors = _factors(profile.probe, current, tolerance)

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from instrumentation import settings
 from instrumentation.errors import IoadvisorError
 
 PROFILE_SCHEMA = 1
@@ -26,7 +27,7 @@ DEFAULT_PROFILE = Path(__file__).with_name("profiles") / "default.json"
 
 def user_profile_path() -> Path:
     """This machine's profile, written by ``ioadvisor calibrate``: $IOADVISOR_PROFILE or ~/.config/ioadvisor/profile.json."""
-    return Path(os.environ.get("IOADVISOR_PROFILE") or Path.home() / ".config" / "ioadvisor" / "profile.json")
+    return settings.profile_path()
 
 
 def default_profile_path() -> Path:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from instrumentation import settings
+
 from .targets import ApplyError, library_of_path
 
 SITE = Path(__file__).parent / "site"
@@ -45,9 +47,9 @@ def substitution_environment(substitutions: dict[str, str], env: dict) -> dict:
     ``IOADVISOR_H5_SUBSTITUTE`` for the libhdf5 interposer's H5Fopen (netCDF-C, C programs)."""
     env = dict(env)
     env["PYTHONPATH"] = os.pathsep.join([str(SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["IOADVISOR_SUBSTITUTE"] = os.pathsep.join(f"{a}={b}" for a, b in substitutions.items())
+    env[settings.SUBSTITUTE] = os.pathsep.join(f"{a}={b}" for a, b in substitutions.items())
     # the libhdf5 interposer's H5Fopen (when preloaded: ioadvisor run) reads the same pairs, ':'-separated
-    env["IOADVISOR_H5_SUBSTITUTE"] = ":".join(f"{a}={b}" for a, b in substitutions.items())
+    env[settings.H5_SUBSTITUTE] = ":".join(f"{a}={b}" for a, b in substitutions.items())
     return env
 
 

@@ -6,6 +6,8 @@ import os
 import signal
 import sys
 
+from instrumentation import settings
+
 from . import add_profile_option
 
 
@@ -98,7 +100,7 @@ def run(args) -> int:
         _leave("interrupted; run the same command again to resume", 130)
     except Exception as exc:  # noqa: BLE001  (h5py/zarr/codec errors: RuntimeError, TypeError, ...)
         bar.stop()
-        if os.environ.get("IOADVISOR_DEBUG"):
+        if settings.debug():
             raise
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         _leave(f"error: {msg}", 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
+from instrumentation import settings
 from iomodel.calibrate import calibrate, write_profile
 from iomodel.profile import user_profile_path
 
@@ -20,7 +21,7 @@ def register(sub) -> None:
     p = sub.add_parser("calibrate", help="measure this machine: fit the I/O (and compression) cost coefficients")
     p.add_argument("--quick", action="store_true", help="small grid, one repetition (under 3 minutes)")
     p.add_argument("-o", "--output", default=None, metavar="PROFILE",
-                   help="profile file to write (default: this machine's, $IOADVISOR_PROFILE or "
+                   help=f"profile file to write (default: this machine's, ${settings.PROFILE} or "
                         "~/.config/ioadvisor/profile.json, used from then on when no --profile is given)")
     p.add_argument("--skip-compression", action="store_true", help="do not calibrate the compression model")
     p.add_argument("--workdir", default=None, help="directory for the benchmark files (default: /tmp)")

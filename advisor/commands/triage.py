@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from instrumentation import settings
 from instrumentation.errors import InputError, OutputExistsError
 
 
@@ -26,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--memory-limit", default="1GiB", metavar="BYTES", help="per local worker (default 1GiB)")
     p.add_argument("--batch", type=int, default=None, metavar="N", help="logs per dask task (default: 8 tasks per worker, 10 to 200 logs each)")
     p.add_argument("--names", action="store_true", help="keep executable and user names (default: hashed; "
-                   "IOADVISOR_TRIAGE_KEY keys the hash)")
+                   f"{settings.TRIAGE_KEY} keys the hash)")
     p.add_argument("--no-dxt", action="store_true", help="ignore DXT segments (faster; no modelled savings)")
     p.set_defaults(func=run)
 
@@ -48,7 +49,7 @@ def run(args) -> int:
         raise InputError("--workers and --batch must be at least 1")
     if args.html and os.path.exists(args.html):
         raise OutputExistsError(f"{args.html} exists: not replacing it (choose another path for --html)")
-    rows = RowOptions(dxt=not args.no_dxt, names=args.names, name_key=os.environ.get("IOADVISOR_TRIAGE_KEY", ""))
+    rows = RowOptions(dxt=not args.no_dxt, names=args.names, name_key=settings.triage_key())
     opts = TriageOptions(out=args.out, scheduler=args.scheduler, workers=args.workers,
                          memory_limit=args.memory_limit, batch=args.batch or 0, rows=rows, html=args.html)
     res = triage(args.archive, opts)

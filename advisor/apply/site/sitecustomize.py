@@ -12,12 +12,15 @@ not H5Fcreate).
 """
 import os
 
+VARIABLE = "IOADVISOR_SUBSTITUTE"
+"""instrumentation.settings.SUBSTITUTE, spelled here: this hook runs in the program's interpreter at start-up,
+where the project need not be importable (tests/instrumentation/test_settings.py checks the two agree)."""
 CREATE_MODES = ("w", "w-", "x")
 """Open modes (h5py, zarr, netCDF4; netCDF4's ``ws`` is ``w``) that create the file anew."""
 
 
 def install() -> None:
-    pairs = [p.split("=", 1) for p in os.environ.get("IOADVISOR_SUBSTITUTE", "").split(os.pathsep) if "=" in p]
+    pairs = [p.split("=", 1) for p in os.environ.get(VARIABLE, "").split(os.pathsep) if "=" in p]
     table = {os.path.realpath(a): b for a, b in pairs}
 
     def swap(path, mode=None):
@@ -64,5 +67,5 @@ def install() -> None:
         pass
 
 
-if "IOADVISOR_SUBSTITUTE" in os.environ:
+if VARIABLE in os.environ:
     install()
