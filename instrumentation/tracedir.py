@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from .errors import OutputExistsError
+
 META = "_meta.jsonl"
 """The records file: header(s), dataset and resize records, end (JSON Lines)."""
 PART = re.compile(r"^part-(\d{6,})\.parquet$")
@@ -29,7 +31,8 @@ def prepare(path: Path) -> None:
                     or f.name.endswith((".parquet.tmp", ".npy.tmp")):
                 f.unlink()
         if any(path.iterdir()):
-            raise OSError(f"{path} is a directory with other files in it, not a trace")
+            raise OutputExistsError(f"{path} is a directory with other files in it, not a trace: not replacing it "
+                                    "(choose another path)")
     else:
         if path.exists():
             path.unlink()

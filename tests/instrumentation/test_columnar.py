@@ -185,6 +185,21 @@ def test_bad_batches_give_one_line_errors(tmp_path):
     assert main(["trace", "show", str(_bad_trace(tmp_path, lambda p: (p / "_meta.jsonl").write_text("{")))]) == 2
 
 
+def test_a_directory_of_other_files_is_not_replaced_even_with_force(tmp_path):
+    """``--force`` replaces an earlier trace, never a directory holding the user's files: one line, no traceback."""
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "keep.txt").write_text("the user's")
+    proc = subprocess.run([sys.executable, "-m", "advisor", "run", "--force", "-o", str(out), "--",
+                           sys.executable, "-c", "pass"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"ioadvisor run: error: {out} is a directory with other files in it, not a trace: not replacing it "
+        "(choose another path)"]
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "the user's"
+
+
 def test_merge_streams_rank_files_into_one_columnar_trace(tmp_path):
     paths = []
     for r in range(3):
