@@ -28,7 +28,6 @@ MAX_PARAMS = 10
 ALLOWED_CYCLE_MODULES: set[str] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 ALLOWED_LONG_MODULES: set[str] = {
-    "instrumentation.columnar",  # Arrow codec, reader, live writer, parts, compaction, rank merging: to split
     "advisor.verify",
     "iomodel.variables",
 }

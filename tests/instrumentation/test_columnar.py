@@ -354,7 +354,7 @@ def test_batches_lz4_required_constants_in_statistics_and_older_batches_load(tmp
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from instrumentation import columnar
+    from instrumentation import columnar_reader
 
     new, old, other = tmp_path / "new.parquet", tmp_path / "old.parquet", tmp_path / "other.parquet"
     for p in (new, old, other):
@@ -386,7 +386,7 @@ def test_batches_lz4_required_constants_in_statistics_and_older_batches_load(tmp
     same_accesses(load_trace(old).accesses, ref.accesses)
     same_accesses(load_trace(other).accesses, ref.accesses)
     # decoded on Arrow's threads (large row groups) or on this one: the same columns
-    monkeypatch.setattr(columnar, "THREADED_ROWS", 1)
+    monkeypatch.setattr(columnar_reader, "THREADED_ROWS", 1)
     threaded = load_trace(new)
     for name in ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim", "start", "count",
                  "stride", "block", "step", "collective"):
@@ -430,12 +430,12 @@ def test_large_columns_are_fresh_mappings_holding_what_numpy_arrays_would(tmp_pa
     of other loads."""
     import mmap
 
-    from instrumentation import columnar
+    from instrumentation import arrowcodec
     from instrumentation.columns import ARRAYS
 
     write_sample(tmp_path / "t.parquet", n=40)
     small = load_trace(tmp_path / "t.parquet").columns
-    monkeypatch.setattr(columnar, "FRESH_BYTES", 1)
+    monkeypatch.setattr(arrowcodec, "FRESH_BYTES", 1)
     big, other = (load_trace(tmp_path / "t.parquet").columns for _ in range(2))
     assert small.rows == 3 and not small.ds.any() and small.write.any() and small.irregular
     one = set()
