@@ -16,6 +16,8 @@ from advisor.candidates import Candidate, CodecChoice
 from advisor.results import Recommendation
 from instrumentation import settings
 from instrumentation.columns import AccessColumns
+from instrumentation.errors import InputError
+from instrumentation.opener import open_recorded
 from instrumentation.records import AccessRecord, DatasetRecord
 from instrumentation.tracefile import Trace
 from iomodel.chunks import trace_visits
@@ -90,23 +92,17 @@ class DataSource:
         if self._array is None and self.problem is None:
             try:
                 self._array = self._open()
-            except Exception as exc:  # any failure to open means: no data, say why
+            except InputError as exc:  # the opener's one line names the file and the dataset
+                self.problem = f"data not readable ({exc})"
+            except Exception as exc:  # any other failure to open means: no data, say why
                 self.problem = f"data not readable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
         return self._array
 
     def _open(self):
         ds = self.ds
-        if ds.file.startswith(("memory://", "<")) or not os.path.exists(ds.file):
-            raise FileNotFoundError(f"{ds.file} does not exist here")
-        if ds.library == "hdf5":
-            import h5py
-
-            self._handle = h5py.File(ds.file, "r")
-            arr = self._handle[ds.path]
-        else:
-            import zarr
-
-            arr = zarr.open_array(store=ds.file, path=ds.path, mode="r")
+        opened = open_recorded(ds)
+        self._handle = opened.file  # the HDF5 file (None for zarr), closed by close()
+        arr = opened.array
         if np.dtype(arr.dtype) != np.dtype(ds.dtype) or len(arr.shape) != len(ds.shape):
             raise ValueError(f"{ds.key} is now {arr.dtype} {arr.shape}, the trace saw {ds.dtype} {ds.shape}")
         if int(np.prod(arr.shape)) == 0:

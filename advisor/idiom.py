@@ -11,10 +11,10 @@ blocks).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
+from instrumentation.opener import open_recorded
 from instrumentation.records import DatasetRecord
 
 
@@ -66,31 +66,24 @@ def detect(ds: DatasetRecord, libraries: Sequence[str] = (), dask: bool = True) 
 
 
 def _detect(ds: DatasetRecord) -> Idiom | None:
-    if ds.file.startswith(("memory://", "<")) or not os.path.exists(ds.file):
-        return None
     variable = ds.path.strip("/").split("/")[-1] or "data"
     try:
-        if ds.library == "hdf5":
-            import h5py
-
-            with h5py.File(ds.file, "r") as f:
-                obj = f[ds.path]
-                attrs = obj.attrs
+        with open_recorded(ds) as opened:
+            arr = opened.array
+            if opened.library == "hdf5":
+                attrs = arr.attrs
                 if "DIMENSION_LIST" not in attrs and "_Netcdf4Dimid" not in attrs:
                     return None
                 if "DIMENSION_LIST" in attrs:  # netCDF names a dimension scale dataset after its dimension
-                    dims = [f[refs[0]].name.split("/")[-1] for refs in attrs["DIMENSION_LIST"]]
+                    dims = [opened.file[refs[0]].name.split("/")[-1] for refs in attrs["DIMENSION_LIST"]]
                 else:  # a dimension scale itself (a coordinate variable)
                     dims = [variable]
                 return Idiom("netcdf4", variable, tuple(dims))
-        import zarr
-
-        arr = zarr.open_array(store=ds.file, path=ds.path, mode="r")
-        dims = arr.attrs.get("_ARRAY_DIMENSIONS") or getattr(arr.metadata, "dimension_names", None)
-        if not dims or any(d is None for d in dims):
-            return None
-        return Idiom("xarray-zarr", variable, tuple(_name(d) for d in dims))
-    except Exception:  # noqa: BLE001 - metadata we cannot read means: no idiom, the plain code stands
+            dims = arr.attrs.get("_ARRAY_DIMENSIONS") or getattr(arr.metadata, "dimension_names", None)
+            if not dims or any(d is None for d in dims):
+                return None
+            return Idiom("xarray-zarr", variable, tuple(_name(d) for d in dims))
+    except Exception:  # noqa: BLE001 - a file not here, or metadata we cannot read: no idiom, the plain code stands
         return None
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from .darshan_raw import DarshanError  # noqa: F401 - also public here
 from .darshan_split import split_reads_writes
 from .errors import OutputExistsError
+from .opener import open_array
 from .records import READ, WRITE, AccessRecord, DatasetRecord, ImportedFact, Selection, TraceHeader
 from .darshan_log import (  # noqa: F401 - a log's names, also public here
     BUCKET_EDGES, MAX_NDIMS, N_ACCESS_SHAPES, SIZE_BUCKETS, AccessShape, DarshanLog, DxtSegments, H5DCounters,
@@ -171,16 +172,11 @@ def _from_file(file: str, path: str) -> DatasetRecord | None:
     if not os.path.isfile(file):
         return None
     try:
-        import h5py
-
         from .hooks_h5py import describe
 
-        with h5py.File(file, "r") as f:
-            obj = f.get(path)
-            if not isinstance(obj, h5py.Dataset):
-                return None
-            return describe(obj, created=False).template
-    except Exception:  # noqa: BLE001 - an unreadable or foreign file only means: not reachable
+        with open_array(file, path, "hdf5") as opened:
+            return describe(opened.array, created=False).template
+    except Exception:  # noqa: BLE001 - an unreadable or foreign file, or no such dataset, only means: not reachable
         return None
 
 

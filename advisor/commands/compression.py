@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import struct
 import sys
 import time
@@ -29,6 +28,7 @@ from compression_model.sampling_estimator import codec_calls
 
 from . import add_quiet_option, with_progress
 from instrumentation.errors import InputError
+from instrumentation.opener import open_target
 
 DEFAULT_BOUNDS = ("rel:1e-2", "rel:1e-3", "rel:1e-4")
 LOSSLESS_BASELINE = "blosc-zstd"
@@ -105,52 +105,8 @@ def lossy_for_dtype(names: list[str], dtype, *, named: bool, target: str) -> lis
 
 def open_dataset(target: str):
     """(array-like, library, fill value or None) for ``FILE.h5:/dataset`` or ``STORE.zarr[/array]``."""
-    if ".zarr" in target:
-        store, _, inner = target.partition(".zarr")
-        store += ".zarr"
-        if not os.path.exists(store):
-            raise InputError(f"{store}: no such Zarr store")
-        import zarr
-
-        name = inner.strip("/")
-        try:
-            node = zarr.open(store, mode="r")
-        except (FileNotFoundError, zarr.errors.NodeTypeValidationError, ValueError) as exc:
-            raise InputError(f"{store}: not a readable Zarr store ({str(exc).splitlines()[0][:120]})") from None
-        if name and isinstance(node, zarr.Array):  # an array's [...] would take the name as a record field
-            raise InputError(f"{target}: {store} is an array, it has no member {name!r}")
-        if name:
-            try:
-                node = node[name]
-            except KeyError:
-                raise InputError(f"{target}: no such array in {store}") from None
-        if not isinstance(node, zarr.Array):
-            arrays = [a for _, a in node.arrays()]
-            if len(arrays) != 1:
-                raise InputError(f"{target} is a group with {len(arrays)} arrays: name one, STORE.zarr/ARRAY")
-            node = arrays[0]
-        return node, "zarr", _missing_value(node.attrs)
-    path, sep, name = target.rpartition(":")
-    if not sep:
-        path, name = target, ""
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    import h5py
-
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
-    if not name:
-        names = []
-        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        if len(names) != 1:
-            raise InputError(f"{path} holds {len(names)} datasets: name one, FILE.h5:/dataset")
-        name = names[0]
-    if name not in f or not isinstance(f[name], h5py.Dataset):
-        raise InputError(f"{path}: no dataset {name!r}")
-    ds = f[name]
-    return ds, "hdf5", _missing_value(ds.attrs)
+    opened = open_target(target)  # the HDF5 file stays open while the command reads the array
+    return opened.array, opened.library, _missing_value(opened.array.attrs)
 
 
 def _missing_value(attrs) -> float | None:
