@@ -17,561 +17,87 @@ in time order in one process (``VerifyRow.parallel`` is False then).
 With a ``deadline`` every replay runs in a separate process that is killed
 when it runs past it (some default layouts take minutes); its time is then a
 lower bound (``VerifyRow.timed_out``).
+
+The work is split by job: the types (``advisor.verify_results``), the data and the built arrays
+(``advisor.verify_data``), the replay processes (``advisor.verify_pool``) and the measuring loop
+(``advisor.verify_measure``); this module picks the layouts and holds the API (``verify`` with
+``VerifyOptions``, ``verify_choices``), and re-exports the others' public names.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import pickle
-import select
-import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from advisor import progress
-from instrumentation.records import READ, AccessRecord, DatasetRecord, Filter, ResizeRecord
+from advisor.api import AdviseOptions
+from advisor.verify_data import build_choice, load_data, synthetic
+from advisor.verify_measure import measure_all
+from advisor.verify_pool import ReplayPool, ReplayTimeout
+from advisor.verify_results import Choice, VerifyError, VerifyResult, VerifyRow, dataset_name
+from instrumentation.errors import InputError
+from instrumentation.records import DatasetRecord, Filter
 from instrumentation.tracefile import Trace, load_trace
-from iomodel.layout import Layout, layout_text
+from iomodel.layout import Layout
 from iomodel.predict import pick_dataset
-from iomodel.replay import (DATASET_NAME, LayoutSpec, ReplayError, build, data_path, evict, index_of, replay,
-                            stored_bytes)
-from instrumentation.errors import IoadvisorError
 
 MAX_BYTES = 2 << 30
 """Largest array region verify rebuilds per layout (the user's data is held in memory once)."""
 
 
-class VerifyError(IoadvisorError, ValueError):
-    """A dataset cannot be rebuilt or replayed; the message names the dataset and the reason."""
+
+# ---- the options -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Choice:
-    """One layout to rebuild: the recorded one ("current") or a recommended candidate.
+class VerifyOptions:
+    """What ``verify`` is asked for (every field as ``verify``'s keyword of the same name documents it); a
+    frozen dataclass with a JSON round trip (``get_config``/``from_config``). ``constraints``: the options of
+    the advice made when none is given (``AdviseOptions``; its ``dataset`` and ``top`` are verify's)."""
 
-    Compression is given either as the recorded filter pipeline (``filters``,
-    the current layout) or as a compression_model codec name and error bound
-    (candidates); the bound is resolved against the data's range when built.
-    """
-
-    label: str
-    layout: Layout
-    predicted_seconds: float | None = None
-    predicted_ci: tuple[float, float] | None = None
-    filters: tuple[Filter, ...] = ()
-    compressor: str | None = None
-    error_bound: str | None = None
-
-
-@dataclass(frozen=True)
-class VerifyRow:
-    """Predicted and measured time of one dataset in one layout."""
-
-    dataset: str
-    label: str
-    library: str
-    chunks: tuple[int, ...] | None
-    shards: tuple[int, ...] | None
-    cache_bytes: int | None
-    compressor: str | None
-    error_bound: str | None
-    predicted_seconds: float | None
-    measured_seconds: float
-    measured_all: tuple[float, ...]
-    stored_bytes: int
-    data: str  # "user" | "synthetic"
-    max_error: float | None  # largest |read or stored - original| (user data only)
-    parallel: bool = False
-    timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
-
-    @property
-    def description(self) -> str:
-        """``hdf5 1000x16 cache=8MiB blosc-zstd``: the library, layout and codec measured."""
-        text = f"{self.library} {layout_text(self.chunks, self.shards, self.cache_bytes)}"
-        if self.compressor:
-            text += f" {self.compressor}" + (f"({self.error_bound})" if self.error_bound else "")
-        return text
-
-    @property
-    def ratio(self) -> float | None:
-        """measured / predicted (> 1: the model is optimistic)."""
-        if not self.predicted_seconds:
-            return None
-        return self.measured_seconds / self.predicted_seconds
-
-    def get_config(self) -> dict:
-        cfg = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("chunks", "shards", "measured_all"):
-            cfg[k] = None if cfg[k] is None else list(cfg[k])
-        cfg["ratio"] = self.ratio
-        return cfg
-
-    @classmethod
-    def from_config(cls, config: dict) -> "VerifyRow":
-        kw = {f.name: config.get(f.name) for f in fields(cls)}
-        for k in ("chunks", "shards", "measured_all"):
-            kw[k] = None if kw[k] is None else tuple(kw[k])
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """All rows of one ``verify`` run, dataset by dataset, current layout first."""
-
-    source: str
-    rows: tuple[VerifyRow, ...]
-    workdir: str
+    top: int = 3
+    dataset: str | int | None = None
+    workdir: str | os.PathLike | None = None
     repeat: int = 1
-
-    def rows_of(self, dataset: str) -> tuple[VerifyRow, ...]:
-        return tuple(r for r in self.rows if r.dataset == dataset)
-
-    @property
-    def datasets(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.dataset for r in self.rows))
-
-    def get_config(self) -> dict:
-        return {"source": self.source, "workdir": self.workdir, "repeat": self.repeat,
-                "rows": [r.get_config() for r in self.rows]}
+    budget: float | None = None
+    deadline: float | None = None
+    max_bytes: int = MAX_BYTES
+    defaults: bool = False
+    layouts: Sequence[str] = ()
+    constraints: AdviseOptions = field(default_factory=AdviseOptions)
 
     @classmethod
-    def from_config(cls, config: dict) -> "VerifyResult":
-        return cls(config["source"], tuple(VerifyRow.from_config(r) for r in config["rows"]),
-                   config["workdir"], int(config.get("repeat", 1)))
+    def of(cls, **kwargs) -> "VerifyOptions":
+        """From ``verify``'s keywords: its own, and any other as an ``AdviseOptions`` field (the constraints)."""
+        own = {f.name for f in fields(cls)} - {"constraints"}
+        mine = {k: v for k, v in kwargs.items() if k in own}
+        if "layouts" in mine:
+            mine["layouts"] = tuple(mine["layouts"])
+        advise = {k: v for k, v in kwargs.items() if k not in own}
+        return cls(**mine, constraints=AdviseOptions(**advise))
 
-    def table(self) -> str:
-        """Predicted vs measured, one block per dataset, with the measured speed-up over the current layout."""
-        out = []
-        for name in self.datasets:
-            rows = self.rows_of(name)
-            src = rows[0].data
-            upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
-            ranks = " ranks replayed concurrently," if any(r.parallel for r in rows) else ""
-            out.append(f"{name}  ({'user data' if src == 'user' else 'synthetic data: file not readable'},"
-                       f"{ranks} cold page cache, " + (f"median of {upto}{self.repeat} replays)" if self.repeat > 1
-                                                       else "one replay)"))
-            out.append(f"  {'':<12} {'library':<7} {'layout (chunks, cache/shards)':<32} {'codec':<18} "
-                       f"{'predicted':>10} {'measured':>10} {'meas/pred':>9} {'stored':>10} {'speed-up':>8}")
-            base = next((r.measured_seconds for r in rows if r.label == "current"), None)
-            for r in rows:
-                chunks = layout_text(r.chunks, r.shards, r.cache_bytes)
-                codec = r.compressor or "none"
-                if r.error_bound:
-                    codec += f" {r.error_bound}"
-                pred = "-" if r.predicted_seconds is None else f"{r.predicted_seconds:.3f} s"
-                ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
-                speed = "-" if not base or not r.measured_seconds else f"{base / r.measured_seconds:.2f}x"
-                meas = (">" if r.timed_out else "") + f"{r.measured_seconds:.3f}"
-                out.append(f"  {r.label:<12} {r.library:<7} {chunks:<32} {codec:<18} {pred:>10} "
-                           f"{meas:>8} s {ratio:>9} {_mb(r.stored_bytes):>10} {speed:>8}")
-            errs = [r for r in rows if r.max_error is not None]
-            if errs:
-                worst = max(errs, key=lambda r: r.max_error)
-                out.append(f"  data read back: max |error| {worst.max_error:.3g} ({worst.label})")
-            if any(not r.parallel for r in rows) and any(r.parallel for r in rows):
-                out.append("  note: some layouts replayed sequentially (writes from several ranks)")
-        return "\n".join(out)
+    def get_config(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["workdir"] = None if self.workdir is None else os.fspath(self.workdir)
+        out["layouts"] = list(self.layouts)
+        out["constraints"] = self.constraints.get_config()
+        return out
 
-    def __str__(self) -> str:
-        return self.table()
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-# ---- data ------------------------------------------------------------------------------------------
-
-
-def synthetic(shape: Sequence[int], dtype: Any, seed: int = 0) -> np.ndarray:
-    """A smooth random field plus 1% noise, of the dtype: compresses like simulation output, not like noise.
-
-    Separable (a product of low-frequency cosines per axis, three terms), so it costs one pass.
-    """
-    rng = np.random.default_rng(seed)
-    shape = tuple(int(s) for s in shape)
-    out = np.zeros(shape, dtype=np.float64 if np.dtype(dtype).itemsize > 4 else np.float32)
-    for _ in range(3):
-        term = np.ones((1,) * len(shape), dtype=out.dtype)
-        for d, n in enumerate(shape):
-            axis = np.cos(2 * np.pi * rng.uniform(0.5, 4.0) * np.arange(n) / max(n, 1) + rng.uniform(0, 2 * np.pi))
-            term = term * axis.astype(out.dtype).reshape((1,) * d + (n,) + (1,) * (len(shape) - d - 1))
-        out += term
-    out += rng.standard_normal(shape).astype(out.dtype) * 0.01
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return out.astype(dt)
-    if dt.kind in "iu":
-        hi = min(np.iinfo(dt).max, 1 << 20)
-        lo = 0 if dt.kind == "u" else -hi
-        return np.clip(np.rint(lo + (out + 3.1) / 6.2 * (hi - lo)), lo, hi).astype(dt)
-    if dt.kind == "b":
-        return out > 0
-    raise VerifyError(f"cannot make synthetic data of dtype {dt}")
-
-
-def _open_user(ds: DatasetRecord):
-    """The recorded array, opened read-only, or None when its file is not readable here."""
-    if not os.path.exists(ds.file):
-        return None
-    try:
-        if ds.library == "hdf5":
-            import h5py
-
-            f = h5py.File(ds.file, "r")
-            return f[ds.path]
-        import zarr
-
-        return zarr.open_array(store=ds.file, path=ds.path or None, mode="r")
-    except Exception:  # unreadable, moved, other format: verify with synthetic data instead
-        return None
-
-
-def load_data(ds: DatasetRecord, shape: Sequence[int], seed: int = 0) -> tuple[np.ndarray, str]:
-    """The array's content over ``shape``: the user's (padded with synthetic values where the file is smaller
-    than the traced extent) or synthetic; and which one ("user" | "synthetic")."""
-    arr = _open_user(ds)
-    if arr is None or tuple(arr.shape) == () or np.dtype(arr.dtype) != np.dtype(ds.dtype):
-        return synthetic(shape, ds.dtype, seed), "synthetic"
-    try:
-        have = tuple(min(a, s) for a, s in zip(arr.shape, shape))
-        part = np.asarray(arr[tuple(slice(0, h) for h in have)])
-    finally:
-        f = getattr(arr, "file", None)
-        if f is not None:
-            f.close()
-    if have == tuple(shape):
-        return part, "user"
-    data = synthetic(shape, ds.dtype, seed)
-    data[tuple(slice(0, h) for h in have)] = part
-    return data, "user"
-
-
-# ---- building and replaying ------------------------------------------------------------------------
-
-
-def _spec(choice: Choice, ds: DatasetRecord) -> LayoutSpec:
-    layout = replace(choice.layout, filtered=False)
-    return LayoutSpec.of(layout, dtype=ds.dtype, filters=choice.filters)
-
-
-def _codec(choice: Choice, data: np.ndarray):
-    if not choice.compressor or choice.compressor == "none":
-        return None
-    from compression_model.codecs import get_codec
-
-    finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
-    rng = float(finite.max() - finite.min()) if finite.size else 0.0
-    return get_codec(choice.compressor, choice.error_bound, rng)
-
-
-def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndarray, *,
-                 fill: bool, shape: Sequence[int], resizable: bool) -> Path:
-    """Create the array of ``choice`` under workdir; written whole from ``data`` when ``fill``."""
-    spec = _spec(choice, ds)
-    codec = _codec(choice, data)
-    kwargs = None if codec is None else codec.hdf5_kwargs() if spec.library == "hdf5" else codec.zarr_codecs()
-    return build(spec, workdir, fill=fill, data=data, shape=shape, resizable=resizable, create_kwargs=kwargs)
-
-
-def _events(trace: Trace, ds: DatasetRecord, rank: int | None = None) -> list:
-    """The dataset's accesses and resizes in time order (one rank's, or every rank's). The accesses and resizes of
-    a folded run carry interpolated start times, which can put an access just before the resize that made room
-    for it: an access beyond the array's shape comes after the resizes that precede it."""
-    accesses = sorted((a for a in trace.accesses if a.dataset == ds.id and (rank is None or a.rank == rank)),
-                      key=lambda e: e.t_start)
-    resizes = sorted((one for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)
-                      for one in r.expanded()), key=lambda e: e.t_start)
-    shape, ev, i = tuple(ds.shape), [], 0
-    for a in accesses:
-        while i < len(resizes) and (resizes[i].t_start <= a.t_start
-                                    or any(h > s for h, s in zip(a.selection.bounds()[1], shape))):
-            shape = tuple(resizes[i].shape)
-            ev.append(resizes[i])
-            i += 1
-        ev.append(a)
-    return ev + resizes[i:]
-
-
-def _written_mask(events: list, shape, created: bool) -> np.ndarray | None:
-    """Where the trace wrote (None: not a fresh array, every element holds data)."""
-    if not created:
-        return None
-    mask = np.zeros(shape, dtype=bool)
-    for e in events:
-        if isinstance(e, AccessRecord) and e.op != READ:
-            kind, key = index_of(e.selection)
-            mask[np.ix_(*key) if kind == "orthogonal" else key] = True
-    return mask
-
-
-def _error(got: np.ndarray, expected: np.ndarray) -> float:
-    if not expected.size:
-        return 0.0
-    diff = np.abs(np.asarray(got).reshape(expected.shape).astype(np.float64) - expected.astype(np.float64))
-    return 0.0 if np.all(np.isnan(diff)) else float(np.nanmax(diff))
-
-
-def _max_error(events: list, values: list[np.ndarray], data: np.ndarray, created: bool) -> float | None:
-    """Largest |read - expected| over the reads (None when there are none); expected = the data, or 0 (the
-    fill value) where a fresh array had not been written yet."""
-    written = np.zeros(data.shape, dtype=bool) if created else None
-    worst, i = None, 0
-    for e in events:
-        if isinstance(e, ResizeRecord):
-            continue
-        kind, key = index_of(e.selection)
-        idx = np.ix_(*key) if kind == "orthogonal" else key
-        if e.op != READ:
-            if written is not None:
-                written[idx] = True
-            continue
-        expected = data[idx] if written is None else np.where(written[idx], data[idx], 0)
-        worst = max(worst or 0.0, _error(values[i], expected))
-        i += 1
-    return worst
-
-
-def _stored_error(spec: LayoutSpec, workdir: Path, data: np.ndarray, events: list, created: bool) -> float:
-    """Largest |stored - expected| over the whole array after the replay (checks what writes left behind)."""
-    path = data_path(spec, workdir)
-    if spec.library == "hdf5":
-        import h5py
-
-        with h5py.File(path, "r") as f:
-            stored = f[DATASET_NAME][...]
-    else:
-        import zarr
-
-        stored = zarr.open_array(str(path), mode="r")[...]
-    expected = data[tuple(slice(0, s) for s in stored.shape)]
-    mask = _written_mask(events, data.shape, created)
-    if mask is not None:
-        expected = np.where(mask[tuple(slice(0, s) for s in stored.shape)], expected, 0)
-    return _error(stored, expected)
-
-
-def _rank_main() -> None:
-    """A process of ``ReplayPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it."""
-    # imported up front so no rank pays it inside a timed replay; hdf5plugin and zarr_sz3 register the
-    # compressed candidates' HDF5 filters and zarr codec
-    import h5py  # noqa: F401
-    import hdf5plugin  # noqa: F401
-    import zarr  # noqa: F401
-
-    import compression_model.zarr_sz3  # noqa: F401
-
-    while True:
-        try:
-            events, spec, workdir, data_file = pickle.load(sys.stdin.buffer)
-        except EOFError:
-            return
-        data = None if data_file is None else np.load(data_file, mmap_mode="r")
-        print("ready", flush=True)
-        sys.stdin.buffer.readline()
-        try:
-            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=True, data=data).total_seconds}
-        except Exception as exc:  # reported by the parent, which owns the error message
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-        print(json.dumps(out), flush=True)
-
-
-class ReplayTimeout(Exception):
-    """A replay ran past its deadline (its processes were killed)."""
-
-
-class ReplayPool:
-    """Long-lived replay processes, one per rank, started together on each job.
-
-    Used for the ranks of an MPI read trace (run concurrently) and for serial
-    replays that must be stoppable (a deadline: some default layouts take
-    minutes). Fresh interpreters, not fork: HDF5 reads HDF5_USE_FILE_LOCKING
-    once at start-up and every rank opens the one file (replay opens it r+);
-    not multiprocessing's spawn either, which re-runs the caller's ``__main__``.
-    Started once per dataset so the imports are paid once.
-    """
-
-    def __init__(self, nprocs: int):
-        self.nprocs = nprocs
-        self.procs: list[subprocess.Popen] = []
-        self._start()
-
-    def _start(self) -> None:
-        env = {**os.environ, "HDF5_USE_FILE_LOCKING": "FALSE"}
-        cmd = [sys.executable, "-c", "from advisor.verify import _rank_main; _rank_main()"]
-        self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-                      for _ in range(self.nprocs)]
-
-    def _line(self, p: subprocess.Popen, until: float | None) -> bytes:
-        if until is not None:
-            ready, _, _ = select.select([p.stdout], [], [], max(0.0, until - time.monotonic()))
-            if not ready:
-                raise ReplayTimeout
-        return p.stdout.readline()
-
-    def run(self, rank_events: list[list], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
-            timeout: float | None = None) -> float:
-        """Every rank's events at once (each empties the page cache first); the slowest rank's seconds.
-
-        ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
-        the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
-        """
-        for p, ev in zip(self.procs, rank_events):
-            pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
-            p.stdin.flush()
-        for r, p in enumerate(self.procs):
-            if p.stdout.readline().strip() != b"ready":
-                raise VerifyError(f"replay process {r} stopped (exit {p.poll()})")
-        for p in self.procs:
-            p.stdin.write(b"go\n")
-            p.stdin.flush()
-        until = None if timeout is None else time.monotonic() + timeout
-        try:
-            got = [json.loads(self._line(p, until) or b'{"error": "no result"}') for p in self.procs]
-        except ReplayTimeout:
-            for p in self.procs:
-                p.kill()
-                p.wait()
-            self._start()
-            raise
-        failed = [f"rank {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
-        if failed:
-            raise ReplayError(failed[0])
-        return max(g["seconds"] for g in got)
-
-    def close(self) -> None:
-        for p in self.procs:
-            p.stdin.close()
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-    def __enter__(self) -> "ReplayPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-@dataclass
-class _Runs:
-    """Measurements of one distinct layout so far."""
-
-    workdir: Path
-    times: list = field(default_factory=list)
-    stored: int = 0
-    error: float | None = None
-    timed_out: bool = False
-
-
-ROUND_ROBIN_BYTES = 4 << 30
-"""Keep every layout of a read-only trace built at once (replays interleaved) up to this many bytes in all."""
-ROUND_ORDER_SEED = 0
-"""Seed of the layouts' order in each round after the first (a fixed seed: two runs replay in the same order)."""
-
-
-def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data: np.ndarray, workdir: Path, *,
-                repeat: int = 1, check: bool = False, budget: float | None = None,
-                deadline: float | None = None) -> tuple[list[_Runs], bool]:
-    """Replay every choice ``repeat`` times, round robin (repeat i of every layout before repeat i+1, so a
-    burst of load on the shared machine hits all layouts alike; each round after the first in a new order, so
-    no layout always follows the same one); identical layouts are measured once.
-
-    A layout stops repeating once its replays took ``budget`` seconds; a replay
-    still running after ``deadline`` seconds is stopped and counts as
-    ``deadline`` (a lower bound, ``timed_out``). Returns the runs per choice and
-    whether the ranks ran concurrently.
-    """
-    events = _events(trace, ds)
-    ranks = sorted({e.rank for e in events if isinstance(e, AccessRecord)})
-    reads_only = all(e.op == READ for e in events if isinstance(e, AccessRecord))
-    resizes = [e for e in events if isinstance(e, ResizeRecord)]
-    parallel = len(ranks) > 1 and reads_only and not resizes
-    shape = tuple(int(s) for s in (ds.shape if ds.created else data.shape))
-    distinct: dict[tuple, _Runs] = {}
-    keys = []
-    for c in choices:
-        key = (c.layout, c.filters, c.compressor, c.error_bound)
-        keys.append(key)
-        if key not in distinct:
-            distinct[key] = _Runs(workdir / f"layout{len(distinct)}")
-    keep_built = reads_only and data.nbytes * len(distinct) <= ROUND_ROBIN_BYTES
-    first = {k: choices[keys.index(k)] for k in distinct}
-    jobs = [_events(trace, ds, r) for r in ranks] if parallel else [events]
-    pooled = parallel or deadline is not None
-    data_file = None
-    if pooled and not reads_only:
-        workdir.mkdir(parents=True, exist_ok=True)
-        data_file = str(workdir / "values.npy")
-        np.save(data_file, data)
-    if keep_built:  # all built and written out before the first replay: no write-back under a timed read
-        for key, runs in distinct.items():
-            build_choice(first[key], ds, runs.workdir, data, fill=not ds.created, shape=shape,
-                         resizable=bool(resizes))
-        for key, runs in distinct.items():
-            evict(data_path(_spec(first[key], ds), runs.workdir))
-    order = list(distinct)
-    rounds = np.random.default_rng(ROUND_ORDER_SEED)
-    bar = progress.current()
-    bar.add_total(len(order) * max(1, repeat))
-    with ReplayPool(len(jobs)) if pooled else contextlib.nullcontext() as pool:
-        for k in range(max(1, repeat)):
-            if k:  # the layout replayed after a long one ran slower (w09: 5-20%): no layout keeps one place
-                order = [order[i] for i in rounds.permutation(len(order))]
-            for key in order:
-                runs = distinct[key]
-                if runs.timed_out or (budget is not None and runs.times and sum(runs.times) > budget):
-                    bar.advance()
-                    continue  # a slow layout: more replays would not change its rank, only the run time
-                choice, spec = first[key], _spec(first[key], ds)
-                if not keep_built:
-                    build_choice(choice, ds, runs.workdir, data, fill=not ds.created, shape=shape,
-                                 resizable=bool(resizes))
-                want = check and runs.error is None
-                try:
-                    if pooled:
-                        runs.times.append(pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline))
-                        runs.stored = stored_bytes(data_path(spec, runs.workdir))
-                    else:
-                        res = replay(events, spec, runs.workdir, rebuild=False, cold=True, data=data,
-                                     keep_values=want)
-                        runs.times.append(res.total_seconds)
-                        runs.stored = res.stored_bytes
-                        if want and reads_only:
-                            runs.error = _max_error(events, res.values, data, ds.created)
-                except ReplayTimeout:
-                    runs.times.append(float(deadline))
-                    runs.timed_out = True
-                    bar.advance()
-                    continue
-                except ReplayError as exc:
-                    raise VerifyError(f"dataset {dataset_name(ds)}, layout {choice.label}: {exc}") from None
-                if want and not reads_only:  # what the writes left behind (and, in process, what reads saw)
-                    seen = 0.0 if pooled else (_max_error(events, res.values, data, ds.created) or 0.0)
-                    runs.error = max(seen, _stored_error(spec, runs.workdir, data, events, ds.created))
-                elif want and pooled:
-                    # the replay processes keep nothing: read back once in this process to check the data
-                    res = replay(events, spec, runs.workdir, rebuild=False, cold=False, data=data,
-                                 keep_values=True)
-                    runs.error = _max_error(events, res.values, data, ds.created)
-                if not keep_built:
-                    shutil.rmtree(runs.workdir, ignore_errors=True)
-                bar.advance()
-    for runs in distinct.values():
-        shutil.rmtree(runs.workdir, ignore_errors=True)
-    if data_file is not None:
-        os.unlink(data_file)
-    return [distinct[k] for k in keys], parallel
+    @classmethod
+    def from_config(cls, c: dict) -> "VerifyOptions":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(c) - known)
+        if unknown:
+            raise InputError(f"unknown verify option(s): {', '.join(unknown)}")
+        c = dict(c)
+        c["layouts"] = tuple(c.get("layouts", ()))
+        c["constraints"] = AdviseOptions.from_config(c.get("constraints") or {})
+        return cls(**c)
 
 
 # ---- choices from the advice ------------------------------------------------------------------------
@@ -673,27 +199,19 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
     return rows
 
 
-def dataset_name(ds: DatasetRecord) -> str:
-    """Short name for tables: ``table.h5:/x`` (HDF5), ``table.zarr`` or ``store.zarr/group/a`` (zarr)."""
-    base = Path(ds.file).name
-    if ds.library == "hdf5":
-        return f"{base}:{ds.path}"
-    return f"{base}/{ds.path}" if ds.path else base
-
 
 def _filters_name(filters: Sequence[Filter]) -> str | None:
     names = [f.name for f in filters if f.name not in ("bytes", "sharding_indexed")]
     return "+".join(names) or None
 
 
-def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=None, dataset: str | None = None,
-           workdir: str | os.PathLike | None = None, repeat: int = 1, budget: float | None = None,
-           deadline: float | None = None, max_bytes: int = MAX_BYTES,
-           advice=None, defaults: bool = False, layouts: Sequence[str] = (), **constraints) -> VerifyResult:
+
+def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | int | None = None, *, profile=None,
+           advice=None, **kwargs) -> VerifyResult:
     """Rebuild each traced dataset in its current and top-``top`` recommended layouts and replay it for real.
 
     ``advice``: an ``advisor.advise`` result to verify (default: advise the trace
-    now with ``profile`` and ``constraints``). ``dataset``: only this one (id,
+    now with ``profile`` and the ``constraints``). ``dataset``: only this one (id,
     path or file::path). ``workdir``: where the arrays are built (default a
     temporary directory, removed afterwards). ``repeat``: replays per layout
     (the median is reported); ``budget``: seconds after which a layout's
@@ -701,51 +219,62 @@ def verify(trace_or_path: Trace | str | os.PathLike, top: int = 3, *, profile=No
     stopped (its time is then a lower bound). ``defaults``: also measure h5py's and zarr's
     default layouts. ``layouts``: more layouts to measure, as ``ioadvisor predict --layout`` specs
     (``iomodel.parse_layout``), each predicted by ``iomodel.predict``.
+
+    The options come as ``options`` (``VerifyOptions``) or as keyword arguments of the same names (any other
+    keyword is an ``advise`` option: ``max_error``, ``libraries``, ...), not both; an int in place of
+    ``options`` is ``top``, as the second positional argument was before ``VerifyOptions``.
     """
+    if isinstance(options, int) and not isinstance(options, bool):
+        kwargs = {"top": options, **kwargs}
+        options = None
+    if options is None:
+        options = VerifyOptions.of(**kwargs)
+    elif kwargs:
+        raise TypeError(f"verify() takes options or keyword options, not both (got {', '.join(sorted(kwargs))})")
+    o = options
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(trace_or_path)
-    if top < 0:
-        raise VerifyError(f"top must be >= 0, got {top}")
-    if dataset is not None:
-        targets = [pick_dataset(trace, dataset)]
+    if o.top < 0:
+        raise VerifyError(f"top must be >= 0, got {o.top}")
+    if o.dataset is not None:
+        targets = [pick_dataset(trace, o.dataset)]
     else:
         targets = trace.accessed()
     if not targets:
         raise VerifyError(f"{trace.source or 'trace'}: no accesses recorded, nothing to verify")
     bar = progress.current()
-    if advice is None and (top > 0 or defaults):
+    if advice is None and (o.top > 0 or o.defaults):
         from advisor.api import advise
 
         with progress.task("advise"):  # its own bar: layouts evaluated, not replayed
-            advice = advise(trace, profile=profile, dataset=dataset, top=max(top, 1), **constraints)
+            advice = advise(trace, replace(o.constraints, dataset=o.dataset, top=max(o.top, 1)), profile=profile)
     if advice is not None:  # scalars, vlen strings, minor datasets: no layouts to rebuild
         advised = {d.name for d in advice.datasets}
         targets = [ds for ds in targets if ds.label in advised]
         if not targets:
             raise VerifyError(advice.nothing_line() if not advice.datasets else
                               f"{trace.source or 'trace'}: the advice covers none of the datasets to verify")
-    tmp = None
+    workdir, tmp = o.workdir, None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="ioadvisor-verify-")
         workdir = tmp.name
+    measure = dict(repeat=o.repeat, budget=o.budget, deadline=o.deadline, max_bytes=o.max_bytes)
     try:
         rows = []
         for ds in targets:
-            choices = (choices_from_advice(advice, trace, ds, top, defaults=defaults) if advice is not None
+            choices = (choices_from_advice(advice, trace, ds, o.top, defaults=o.defaults) if advice is not None
                        else [current_choice(ds)])
             bar.describe(f"replaying {dataset_name(ds)}")
-            choices += given_choices(trace, ds, layouts, profile)
-            rows += verify_choices(trace, ds, choices, workdir, repeat=repeat, budget=budget, deadline=deadline,
-                                   max_bytes=max_bytes)
+            choices += given_choices(trace, ds, o.layouts, profile)
+            rows += verify_choices(trace, ds, choices, workdir, **measure)
             for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):
-                rows += verify_choices(rewritten, ds, [choice], workdir, repeat=repeat, budget=budget,
-                                       deadline=deadline, max_bytes=max_bytes)
+                rows += verify_choices(rewritten, ds, [choice], workdir, **measure)
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return VerifyResult(trace.source or str(trace_or_path), tuple(rows), str(workdir), repeat)
+    return VerifyResult(trace.source or str(trace_or_path), tuple(rows), str(workdir), o.repeat)
 
 
-__all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyResult", "VerifyRow",
-           "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice", "dataset_name",
-           "given_choices",
-           "load_data", "measure_all", "synthetic", "verify", "verify_choices", "whatif_choices"]
+__all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyOptions", "VerifyResult",
+           "VerifyRow", "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice",
+           "dataset_name", "given_choices", "load_data", "measure_all", "synthetic", "verify", "verify_choices",
+           "whatif_choices"]

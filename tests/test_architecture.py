@@ -28,12 +28,10 @@ MAX_PARAMS = 10
 ALLOWED_CYCLE_MODULES: set[str] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 ALLOWED_LONG_MODULES: set[str] = {
-    "advisor.verify",
     "iomodel.variables",
 }
 ALLOWED_LONG_FUNCTIONS: set[str] = {
     "instrumentation.columns:AccessColumns.slabs",
-    "advisor.verify:verify",
     "iomodel.replay:replay",
     "iomodel.variables:_close",
     "iomodel.variables:_collective",

@@ -1,0 +1,122 @@
+"""Replay processes of ``advisor.verify``: one fresh interpreter per rank, started together on each job, and
+killed at a deadline (``ReplayPool``)."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from advisor.verify_results import VerifyError
+from iomodel.replay import LayoutSpec, ReplayError, replay
+
+
+def rank_main() -> None:
+    """A process of ``ReplayPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it."""
+    # imported up front so no rank pays it inside a timed replay; hdf5plugin and zarr_sz3 register the
+    # compressed candidates' HDF5 filters and zarr codec
+    import h5py  # noqa: F401
+    import hdf5plugin  # noqa: F401
+    import zarr  # noqa: F401
+
+    import compression_model.zarr_sz3  # noqa: F401
+
+    while True:
+        try:
+            events, spec, workdir, data_file = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        data = None if data_file is None else np.load(data_file, mmap_mode="r")
+        print("ready", flush=True)
+        sys.stdin.buffer.readline()
+        try:
+            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=True, data=data).total_seconds}
+        except Exception as exc:  # reported by the parent, which owns the error message
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(out), flush=True)
+
+
+class ReplayTimeout(Exception):
+    """A replay ran past its deadline (its processes were killed)."""
+
+
+class ReplayPool:
+    """Long-lived replay processes, one per rank, started together on each job.
+
+    Used for the ranks of an MPI read trace (run concurrently) and for serial
+    replays that must be stoppable (a deadline: some default layouts take
+    minutes). Fresh interpreters, not fork: HDF5 reads HDF5_USE_FILE_LOCKING
+    once at start-up and every rank opens the one file (replay opens it r+);
+    not multiprocessing's spawn either, which re-runs the caller's ``__main__``.
+    Started once per dataset so the imports are paid once.
+    """
+
+    def __init__(self, nprocs: int):
+        self.nprocs = nprocs
+        self.procs: list[subprocess.Popen] = []
+        self._start()
+
+    def _start(self) -> None:
+        env = {**os.environ, "HDF5_USE_FILE_LOCKING": "FALSE"}
+        cmd = [sys.executable, "-c", "from advisor.verify_pool import rank_main; rank_main()"]
+        self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                      for _ in range(self.nprocs)]
+
+    def _line(self, p: subprocess.Popen, until: float | None) -> bytes:
+        if until is not None:
+            ready, _, _ = select.select([p.stdout], [], [], max(0.0, until - time.monotonic()))
+            if not ready:
+                raise ReplayTimeout
+        return p.stdout.readline()
+
+    def run(self, rank_events: list[list], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
+            timeout: float | None = None) -> float:
+        """Every rank's events at once (each empties the page cache first); the slowest rank's seconds.
+
+        ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
+        the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
+        """
+        for p, ev in zip(self.procs, rank_events):
+            pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
+            p.stdin.flush()
+        for r, p in enumerate(self.procs):
+            if p.stdout.readline().strip() != b"ready":
+                raise VerifyError(f"replay process {r} stopped (exit {p.poll()})")
+        for p in self.procs:
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
+        until = None if timeout is None else time.monotonic() + timeout
+        try:
+            got = [json.loads(self._line(p, until) or b'{"error": "no result"}') for p in self.procs]
+        except ReplayTimeout:
+            for p in self.procs:
+                p.kill()
+                p.wait()
+            self._start()
+            raise
+        failed = [f"rank {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
+        if failed:
+            raise ReplayError(failed[0])
+        return max(g["seconds"] for g in got)
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.stdin.close()
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    def __enter__(self) -> "ReplayPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+__all__ = ["ReplayPool", "ReplayTimeout", "rank_main"]
