@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from advisor.storage import ArrayStorage
 from compression_model.error_bound import ErrorBound
 from instrumentation.patterns import AccessPattern, PatternClass
 from instrumentation.records import DatasetRecord
@@ -62,16 +63,9 @@ DEFAULT_LOSSY = ("sz3", "zfp")
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(ArrayStorage):
     """One storage configuration of one array; ``origin`` says why it was proposed."""
 
-    library: str
-    chunks: tuple[int, ...] | None
-    shards: tuple[int, ...] | None = None
-    cache_bytes: int | None = None
-    """HDF5 ``rdcc_nbytes`` (None for Zarr, which has no chunk cache)."""
-    cache_slots: int | None = None
-    compressor: str | None = None
     error_bound: ErrorBound | None = None
     origin: tuple[str, ...] = field(default=(), compare=False)
 
@@ -104,25 +98,13 @@ class Candidate:
         return replace(self, compressor=compressor, error_bound=error_bound)
 
     def get_config(self) -> dict:
-        return {
-            "library": self.library,
-            "chunks": None if self.chunks is None else list(self.chunks),
-            "shards": None if self.shards is None else list(self.shards),
-            "cache_bytes": self.cache_bytes, "cache_slots": self.cache_slots,
-            "compressor": self.compressor,
-            "error_bound": None if self.error_bound is None else str(self.error_bound),
-            "origin": list(self.origin),
-        }
+        return {**self.storage_config(), "error_bound": None if self.error_bound is None else str(self.error_bound),
+                "origin": list(self.origin)}
 
     @classmethod
     def from_config(cls, c: dict) -> "Candidate":
-        return cls(
-            c["library"], None if c["chunks"] is None else tuple(c["chunks"]),
-            None if c.get("shards") is None else tuple(c["shards"]),
-            c.get("cache_bytes"), c.get("cache_slots"), c.get("compressor"),
-            None if c.get("error_bound") is None else ErrorBound.parse(c["error_bound"]),
-            tuple(c.get("origin", ())),
-        )
+        return cls(*cls.storage_args(c), None if c.get("error_bound") is None else ErrorBound.parse(c["error_bound"]),
+                   tuple(c.get("origin", ())))
 
 
 # ---------------------------------------------------------------------------- chunk shapes

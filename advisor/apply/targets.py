@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from advisor.storage import ArrayStorage
 from instrumentation.errors import IoadvisorError
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4", ".cdf")
@@ -37,16 +38,10 @@ def library_of_path(path: str | Path) -> str:
 
 
 @dataclass(frozen=True)
-class ArrayLayout:
+class ArrayLayout(ArrayStorage):
     """The new layout of one array. ``chunks`` None: HDF5 contiguous. ``error_bound``: the bound as given
     (abs:X / rel:Y), resolved to ``abs_bound`` against the data's valid range."""
 
-    library: str
-    chunks: tuple[int, ...] | None
-    shards: tuple[int, ...] | None = None
-    cache_bytes: int | None = None
-    cache_slots: int | None = None
-    compressor: str | None = None
     error_bound: str | None = None
     abs_bound: float | None = None
     origin: str = "advice"
@@ -69,17 +64,12 @@ class ArrayLayout:
         return " ".join(parts)
 
     def get_config(self) -> dict:
-        return {"library": self.library, "chunks": None if self.chunks is None else list(self.chunks),
-                "shards": None if self.shards is None else list(self.shards), "cache_bytes": self.cache_bytes,
-                "cache_slots": self.cache_slots, "compressor": self.compressor, "error_bound": self.error_bound,
-                "abs_bound": self.abs_bound, "origin": self.origin}
+        return {**self.storage_config(), "error_bound": self.error_bound, "abs_bound": self.abs_bound,
+                "origin": self.origin}
 
     @classmethod
     def from_config(cls, c: dict) -> "ArrayLayout":
-        return cls(c["library"], None if c["chunks"] is None else tuple(c["chunks"]),
-                   None if c.get("shards") is None else tuple(c["shards"]), c.get("cache_bytes"),
-                   c.get("cache_slots"), c.get("compressor"), c.get("error_bound"), c.get("abs_bound"),
-                   c.get("origin", "advice"))
+        return cls(*cls.storage_args(c), c.get("error_bound"), c.get("abs_bound"), c.get("origin", "advice"))
 
     def codec(self):
         """The ``compression_model`` codec (None: uncompressed or the source's own)."""
