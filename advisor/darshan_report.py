@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 from advisor.darshan_findings import Finding, find, trace_command
 from instrumentation.darshan import account_h5d, log_from_raw
-from instrumentation.darshan_files import FileIO, LogFiles, characterize
+from instrumentation.darshan_files import FileIO, LogFiles, LogJob, characterize
 from instrumentation.darshan_raw import NOT_USED, DarshanError, RawLog, is_parser_text, read_parser_text, read_raw
 
 MAX_FILE_ROWS = 20
@@ -52,16 +52,9 @@ class FileRow:
 
 
 @dataclass(frozen=True)
-class LogReport:
+class LogReport(LogJob):
     """What a Darshan log shows; JSON round trip through ``get_config``/``from_config``."""
 
-    source: str
-    exe: str
-    nprocs: int
-    run_time: float
-    runtime_version: str
-    modules: dict[str, int]
-    unread: dict[str, str]
     partial: tuple[str, ...]
     n_files: int
     files: tuple[FileRow, ...]
@@ -195,9 +188,8 @@ def report_darshan(path: str | os.PathLike, *, reach_files: bool = True, dxt: bo
 def _build(files: LogFiles, h5d, seconds: float) -> LogReport:
     rows = tuple(FileRow.of(f, files.nprocs) for f in files.files[:MAX_FILE_ROWS])
     extra = tuple(FileRow.of(f, files.nprocs) for f in files.files[MAX_FILE_ROWS:] if f.kind != "other")
-    return LogReport(files.source, files.exe, files.nprocs, files.run_time, files.runtime_version, files.modules,
-                     files.unread, files.partial, len(files.files), rows + extra, find(files), tuple(h5d),
-                     trace_command(files), seconds)
+    return LogReport(**files.job_fields(), partial=files.partial, n_files=len(files.files), files=rows + extra,
+                     findings=find(files), h5d=tuple(h5d), trace_hint=trace_command(files), seconds=seconds)
 
 
 def write_json(report: LogReport, path: str | os.PathLike | None = None) -> str:

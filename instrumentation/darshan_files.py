@@ -11,7 +11,7 @@ Pure computation on ``darshan_raw.RawLog`` (no pydarshan here).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -129,8 +129,8 @@ class FileIO:
 
 
 @dataclass(frozen=True)
-class LogFiles:
-    """Every file of a log with its I/O, and the job around it."""
+class LogJob:
+    """The job a Darshan log describes: the log, the program, its processes and run time, the modules."""
 
     source: str
     exe: str
@@ -139,6 +139,16 @@ class LogFiles:
     runtime_version: str
     modules: dict[str, int]
     unread: dict[str, str]
+
+    def job_fields(self) -> dict:
+        """This job's fields by name (to build another record of the same job)."""
+        return {f.name: getattr(self, f.name) for f in fields(LogJob)}
+
+
+@dataclass(frozen=True)
+class LogFiles(LogJob):
+    """Every file of a log with its I/O, and the job around it."""
+
     files: tuple[FileIO, ...]
     partial: tuple[str, ...] = ()
     """Modules whose records are incomplete (Darshan ran out of record memory)."""
@@ -319,5 +329,5 @@ def _dxt_file(module: str, segs: list[RawDxt]) -> DxtFile:
                    rank_seconds, requests)
 
 
-__all__ = ["DxtFile", "FileIO", "InterfaceIO", "LogFiles", "SIZE_BUCKETS", "SMALL_BUCKETS", "TINY_BUCKETS",
+__all__ = ["DxtFile", "FileIO", "InterfaceIO", "LogFiles", "LogJob", "SIZE_BUCKETS", "SMALL_BUCKETS", "TINY_BUCKETS",
            "characterize", "identify", "signature"]
