@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pty
-import re
-import select
 import statistics
 import subprocess
 import sys
@@ -27,6 +24,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import terminal  # benchmarks/terminal.py
 
 BIN = Path(sys.executable).parent
 IOADVISOR = str(BIN / "ioadvisor")
@@ -47,32 +46,11 @@ LOADER = """
 
 def on_terminal(args: list[str], env: dict, watch: bytes = b"") -> tuple[float, float | None, float | None, str]:
     """(wall seconds, seconds to the first output, seconds until ``watch`` was shown, the text shown) of ``args``
-    run on a pseudo-terminal."""
-    t0 = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ.clear()
-        os.environ.update(env)
-        os.execv(args[0], args)
-    first, seen, out = None, None, b""
-    while True:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if not ready:
-            continue
-        try:
-            data = os.read(fd, 1 << 16)
-        except OSError:
-            break
-        if not data:
-            break
-        first = time.perf_counter() - t0 if first is None else first
-        out += data
-        if watch and seen is None and watch in out:
-            seen = time.perf_counter() - t0
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return time.perf_counter() - t0, first, seen, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    run on a pseudo-terminal; a failed command ends the benchmark with its output."""
+    run = terminal.on_terminal(args, env, watch)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{run.text[-2000:]}")
+    return run.seconds, run.first_output, run.watched, run.text
 
 
 def first_advise(work: Path, rounds: int) -> list[dict]:

@@ -1,16 +1,14 @@
 """Progress bars: shown on a terminal from the first second, quiet otherwise."""
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
-import time
 
 import numba
 import pytest
 
 from advisor import progress
+from benchmarks.terminal import on_terminal
 
 from test_cli_trace import write_trace_file
 
@@ -19,28 +17,9 @@ IOADVISOR = os.path.join(os.path.dirname(sys.executable), "ioadvisor")
 
 def run_on_terminal(args, timeout=300.0) -> tuple[float | None, str, int]:
     """Run ``ioadvisor ARGS`` on a pseudo-terminal: (seconds to its first output, the text shown, exit code)."""
-    t0 = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: stdout and stderr are the terminal
-        os.environ.pop("IOADVISOR_QUIET", None)
-        os.environ["COLUMNS"] = "120"
-        os.execv(IOADVISOR, [IOADVISOR, *args])
-    first, out = None, b""
-    while time.perf_counter() - t0 < timeout:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if not ready:
-            continue
-        try:
-            data = os.read(fd, 1 << 16)
-        except OSError:
-            break
-        if not data:
-            break
-        first = time.perf_counter() - t0 if first is None else first
-        out += data
-    _, status = os.waitpid(pid, 0)
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
-    return first, text, os.waitstatus_to_exitcode(status)
+    env = {k: v for k, v in os.environ.items() if k != "IOADVISOR_QUIET"}
+    run = on_terminal([IOADVISOR, *args], {**env, "COLUMNS": "120"}, timeout=timeout)
+    return run.first_output, run.text, run.returncode
 
 
 def test_advise_on_a_terminal_shows_a_bar_with_eta_from_the_first_second(tmp_path):

@@ -220,3 +220,18 @@ def test_verify_measures_the_layouts_the_user_names(tmp_path):
     assert {"current", "layout 1", "layout 2"} <= set(rows)
     assert rows["layout 1"].chunks == (16, 64) and rows["layout 2"].library == "zarr"
     assert rows["layout 1"].predicted_seconds > 0 and rows["layout 1"].measured_seconds > 0
+
+
+def test_verify_options_round_trip_through_json_and_are_what_the_keywords_make(tmp_path):
+    """``VerifyOptions``: the keyword call's own options, the rest as the advice's constraints; JSON round trip."""
+    from advisor.verify import MAX_BYTES, VerifyOptions
+
+    o = VerifyOptions.of(top=2, dataset="/x", repeat=3, workdir=tmp_path, layouts=["hdf5:chunks=4x4"],
+                         max_error="rel:1e-3", libraries=("zarr",), cache_budget=None)
+    assert (o.top, o.repeat, o.layouts, o.max_bytes) == (2, 3, ("hdf5:chunks=4x4",), MAX_BYTES)
+    assert (o.constraints.max_error, o.constraints.libraries, o.constraints.cache_budget) == ("rel:1e-3", ("zarr",), None)
+    back = VerifyOptions.from_config(json.loads(json.dumps(o.get_config())))
+    assert back == VerifyOptions.of(top=2, dataset="/x", repeat=3, workdir=str(tmp_path), layouts=["hdf5:chunks=4x4"],
+                                    max_error="rel:1e-3", libraries=("zarr",), cache_budget=None)
+    with pytest.raises(TypeError, match="not both"):
+        verify(tmp_path / "t.jsonl", o, top=1)
