@@ -10,7 +10,7 @@ from importlib import import_module
 
 _EXPORTS = {"AdviseOptions": "advisor.api", "advise": "advisor.api", "trace": "instrumentation.tracer"}
 """Public name -> its module, imported at first use (PEP 562): ``ioadvisor run`` of a C program imports this
-package but neither the models nor numpy (benchmarks/tracing_overhead.py, fixed cost)."""
+package but neither the models nor numpy (benchmarks/speed/tracing_overhead.py, fixed cost)."""
 
 __all__ = ["AdviseOptions", "advise", "trace"]
 

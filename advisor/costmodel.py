@@ -39,7 +39,7 @@ FULL_READ_BYTES = 512 << 20
 SAMPLE_REGION_BYTES = 64 << 20
 """A larger array is sampled for compression from one region of whole stored chunks of at most this size, read
 once (issue 30: blocks shaped like a candidate's pencil chunks, cut from map-chunked storage, read 1,460 stored
-chunks each, and an advise took minutes: benchmarks/realsize.py, r01)."""
+chunks each, and an advise took minutes: benchmarks/validation/realsize.py, r01)."""
 REGION_SAMPLE_CAP = 0.1
 """Share of that region the estimator samples at most (1% of the whole array, up to this)."""
 
@@ -204,7 +204,7 @@ class DataSource:
 def fit_region(chunks: Sequence[int], region: Sequence[int]) -> tuple[int, ...]:
     """``chunks`` clipped to the sampled region, the other axes grown (within it) to keep the chunk's element
     count: a pencil (5840, 1, 2) in a 256-step region is sampled as (256, 5, 10), not as 2 KiB blocks (thousands
-    of codec calls: benchmarks/realsize.py's r01 spent most of its advise on them)."""
+    of codec calls: benchmarks/validation/realsize.py's r01 spent most of its advise on them)."""
     c = [max(1, min(int(a), int(r))) for a, r in zip(chunks, region)]
     want = int(np.prod([int(x) for x in chunks], dtype=np.int64))
     for d in sorted(range(len(c)), key=lambda d: c[d]):  # the thinnest axes first

@@ -6,7 +6,7 @@ last line: the interpreter's start (and numpy's import, which ioadvisor did befo
 own ``import numpy`` was free in the window) and its exit (module teardown). No layout changes either, so they
 belong to both sides of Amdahl's ratio. They are not small: with xarray and netCDF4 imported the exit can take
 longer than the I/O of a well-chunked 1.5 GB array, and leaving them out overstates the claimed speed-up
-(benchmarks/realsize.py, r01).
+(benchmarks/validation/realsize.py, r01).
 
 The trace cannot time them (the tracer starts after the interpreter and stops before its exit), so they are
 measured here: an interpreter of this Python that imports numpy and the program's array stack (the libraries

@@ -3,7 +3,7 @@
 The I/O model replays the trace's selections; in a synthetic trace their placement (and maybe the dataset's
 shape, its element type and filters) is guessed. Every predicted 95% interval is widened by the spread
 measured between predictions on captured traces and on the traces the importer rebuilds from the Darshan
-counters of the same runs (benchmarks/darshan_roundtrip.py, docs/darshan.md).
+counters of the same runs (benchmarks/validation/darshan_roundtrip.py, docs/darshan.md).
 """
 from __future__ import annotations
 

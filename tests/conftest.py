@@ -52,10 +52,10 @@ def _plugin_path_as_it_was():
 # ---------------------------------------------------------------- object stores: a real S3 server (SeaweedFS)
 
 def _s3local():
-    """benchmarks/s3local.py (the server and the delaying proxy the benchmarks use too)."""
+    """benchmarks/helpers/s3local.py (the server and the delaying proxy the benchmarks use too)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "s3local.py"
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "helpers" / "s3local.py"
     spec = importlib.util.spec_from_file_location("s3local", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""The test server and the delaying proxy (benchmarks/s3local.py): a real S3 round trip, and the proxy adds
+"""The test server and the delaying proxy (benchmarks/helpers/s3local.py): a real S3 round trip, and the proxy adds
 the delay it is set to per request."""
 from __future__ import annotations
 

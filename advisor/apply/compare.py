@@ -84,7 +84,7 @@ def claimed_saving(advice, library: str) -> float | None:
     ``library``). ``Comparison`` puts it against the measured original run, so claim and measurement cover the
     same window: the whole process, its interpreter start, imports and exit included (the trace's run time
     starts at the tracer and ends at the last traced call, and compare's runs also pay the substitution hook's
-    imports: fixed costs that grow with the machine's load, left out of the traced window; benchmarks/apply.py
+    imports: fixed costs that grow with the machine's load, left out of the traced window; benchmarks/validation/apply.py
     --real measures both claims)."""
     saved = None
     for d in advice.datasets:
@@ -137,7 +137,7 @@ class Comparison:
     @property
     def claim(self) -> float | None:
         """The claim the measurement is checked against: the run-level ratio of the traced window, which holds
-        whatever the load (benchmarks/apply.py --real: the same program's runs spread 2-4x between loads, so
+        whatever the load (benchmarks/validation/apply.py --real: the same program's runs spread 2-4x between loads, so
         seconds traced at one load do not transfer to runs at another); the measured-window claim, which also
         covers the fixed start-up, is shown beside it and used only without a ratio."""
         return self.claimed if self.claimed is not None else self.claimed_measured_window

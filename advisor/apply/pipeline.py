@@ -36,7 +36,7 @@ BLOCK_COPIES = 3
 """Arrays of one block alive at once: the block read, its read-back, the codec's buffers."""
 ZARR_BLOCK_COPIES = 4
 """Zarr encodes (and decodes) every chunk of a block at once and holds the encoded bytes beside it: the
-shards case of benchmarks/apply.py peaked at 3.4 blocks with BLOCK_COPIES."""
+shards case of benchmarks/validation/apply.py peaked at 3.4 blocks with BLOCK_COPIES."""
 
 
 @dataclass(frozen=True)

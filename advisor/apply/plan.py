@@ -14,7 +14,7 @@ reads:
   intermediate is an uncompressed contiguous HDF5 dataset allocated at
   creation: any block reads and writes it at fixed offsets, and no write
   changes its metadata, so a killed write never damages a finished block (map chunks (1, 360, 720) to pencils (1460, 8, 8): no block aligned
-  to both fits in memory, see benchmarks/apply.py).
+  to both fits in memory, see benchmarks/validation/apply.py).
 
 ``consolidate_chunks`` and ``multistage_rechunking_plan`` are ported from
 rechunker (rechunker/algorithm.py, MIT License, Copyright (c) 2020 Rechunker

@@ -20,7 +20,7 @@ from .store import Appender, LogFile, apps_path, discover, known
 from .apps import aggregate
 
 BATCH = 200
-"""Most logs per task: a few seconds of work (benchmarks/triage.py measures the per-log cost), so the
+"""Most logs per task: a few seconds of work (benchmarks/speed/triage.py measures the per-log cost), so the
 scheduler's overhead per task (milliseconds, also measured there) is paid once per 200 logs."""
 MIN_BATCH = 10
 TASKS_PER_WORKER = 8

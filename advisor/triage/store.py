@@ -99,7 +99,7 @@ def month_of(ts: float) -> str:
 
 class Appender:
     """Writes rows into month partitions, ``FLUSH_ROWS`` at a time (a Parquet file costs tens of ms whatever
-    its size: benchmarks/triage.py); a crashed run keeps what it flushed, the rest is read again next time."""
+    its size: benchmarks/speed/triage.py); a crashed run keeps what it flushed, the rest is read again next time."""
 
     FLUSH_ROWS = 5000
 

@@ -1,4 +1,4 @@
-/* The C side of benchmarks/tracing_overhead.py: times its own H5Dread loop, prints its wall and CPU seconds.
+/* The C side of benchmarks/speed/tracing_overhead.py: times its own H5Dread loop, prints its wall and CPU seconds.
  *   h5loop FILE make ROWS          build FILE: a (ROWS x 64) float32 dataset /x, chunks (65536, 8)
  *   h5loop FILE tiny N             N reads of one element (the interposer's cost per call shows)
  *   h5loop FILE boxes N            N reads of 1000x8 boxes, random rows, columns a multiple of 8

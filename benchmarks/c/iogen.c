@@ -1,4 +1,4 @@
-/* A small I/O program of many shapes, for benchmarks/triage_archive.py: each run under darshan-runtime leaves
+/* A small I/O program of many shapes, for benchmarks/speed/triage_archive.py: each run under darshan-runtime leaves
  * one log, and varying the arguments varies what the log shows (request sizes, order, interface, files).
  *
  *   iogen DIR PATTERN SEED COUNT SIZE FILES

@@ -1,4 +1,4 @@
-/* The MPI side of benchmarks/triage_archive.py: ranks writing and reading one shared file through MPI-IO, and
+/* The MPI side of benchmarks/speed/triage_archive.py: ranks writing and reading one shared file through MPI-IO, and
  * files of their own through POSIX, so the log shows collective vs independent I/O and rank imbalance.
  *
  *   mpiexec -n P mpiogen DIR PATTERN SEED COUNT SIZE SKEW

@@ -8,7 +8,7 @@ import numba
 import pytest
 
 from advisor import progress
-from benchmarks.terminal import on_terminal
+from benchmarks.helpers.terminal import on_terminal
 
 from test_cli_trace import write_trace_file
 

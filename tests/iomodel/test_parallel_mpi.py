@@ -1,6 +1,6 @@
 """The parallel model against small real ``mpiexec -n 2`` jobs traced with ``ioadvisor run``.
 
-Each rank works on its own chunks of one array (benchmarks/mpi_replay_worker.py)
+Each rank works on its own chunks of one array (benchmarks/validation/mpi_replay_worker.py)
 and reports its /proc/self/io counts for its I/O phase; the model, replaying
 the merged trace rank by rank, must count the same bytes and requests.
 """
@@ -22,7 +22,7 @@ from iomodel.replay import evict
 from iomodel.variables import count_variables
 
 BIN = Path(sys.executable).parent
-WORKER = Path(__file__).resolve().parents[2] / "benchmarks" / "mpi_replay_worker.py"
+WORKER = Path(__file__).resolve().parents[2] / "benchmarks" / "validation" / "mpi_replay_worker.py"
 ROWS, COLS, CHUNK = 40_000, 16, 5_000
 PROFILE = SystemProfile({lib: {v: 1e-6 for v in FEATURES} for lib in ("hdf5", "zarr")},
                         page_cache_bytes=1 << 34, data_servers=2, stripe_count=2)

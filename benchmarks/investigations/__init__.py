@@ -1,0 +1,1 @@
+"""Investigations: one-off measurements behind a modelling decision (``benchmarks/__init__.py``)."""

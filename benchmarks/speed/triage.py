@@ -1,0 +1,188 @@
+"""Throughput, memory, rerun cost and a 1,000,000-log estimate of ``ioadvisor triage`` (advisor.triage).
+
+    .venv/bin/python -m benchmarks.speed.triage [ARCHIVE] [--reps 2] [--limit N]
+
+ARCHIVE: made by benchmarks/speed/triage_archive.py (default ``$CACHE/triage-archive``). Measured through the public
+API (``advisor.triage.triage``) with what a user passes:
+1. logs/s with 1 and 2 workers, interleaved (1, 2, 1, 2, ...), each into a fresh summary; the cluster is
+   started before the clock (as a site's running cluster would be: ``scheduler=`` its address); the local
+   cluster's own start-up is timed apart;
+2. peak memory per worker: each worker's peak RSS (VmHWM) plus its log reader process's;
+3. a rerun after the archive grew by 1%: the first run reads 99% of the logs (the list of files), the rerun
+   is given the whole archive directory, as a nightly cron job would be;
+4. the 1,000,000-logs-on-64-workers estimate from the measured worker seconds per log, the scheduler's
+   overhead per task (no-op tasks timed), the client's cost per log (hashing, Parquet appends), and the
+   per-application table's cost per log.
+Prints a table (docs/triage.md keeps the reference one) and the machine's load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+from advisor.triage import RowOptions, TriageOptions, discover, load, triage  # noqa: E402
+from advisor.triage.apps import aggregate  # noqa: E402
+from advisor.triage.run import BATCH  # noqa: E402
+
+CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor"))
+
+
+def _peak_kib() -> dict:
+    """Run on a worker: its peak RSS and its log reader process's (KiB)."""
+    import psutil
+
+    def hwm(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                return next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM"))
+        except (OSError, StopIteration):
+            return 0
+
+    me = psutil.Process()
+    return {"worker": hwm(me.pid), "reader": sum(hwm(c.pid) for c in me.children(recursive=True))}
+
+
+def _noop(x):
+    return x
+
+
+def scheduler_overhead(client, n: int = 2000) -> float:
+    """Seconds per task of no-op tasks through the scheduler (submit to result), the workers busy with nothing."""
+    t = time.perf_counter()
+    futures = client.map(_noop, range(n), pure=False)
+    client.gather(futures)
+    return (time.perf_counter() - t) / n
+
+
+def client_cost(summary: str, tmp: Path) -> float:
+    """The client's serial seconds per log: appending its row (received in batches, written 5000 at a time;
+    the content hash is the worker's)."""
+    from advisor.triage.store import Appender
+
+    rows = load(summary).drop(columns=["month"]).to_dict("records")[: 2000]
+    for r in rows:
+        r["start_time"] = r["start_time"].timestamp()
+        r["findings"] = list(r["findings"])
+    app = Appender(str(tmp / "append.parquet"))
+    t = time.perf_counter()
+    for i in range(0, len(rows), BATCH):
+        app.write(rows[i:i + BATCH])
+    app.flush()
+    return (time.perf_counter() - t) / max(len(rows), 1)
+
+
+def run_once(files: list[str], workers: int, out: str) -> dict:
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None) as cl, \
+            Client(cl) as client:
+        opts = TriageOptions(out=out, scheduler=cl.scheduler_address, rows=RowOptions())
+        t = time.perf_counter()
+        res = triage(files, opts)
+        wall = time.perf_counter() - t
+        peaks = client.run(_peak_kib)
+        sched = scheduler_overhead(client)
+    return {"workers": workers, "logs": res.new, "wall": wall, "rate": res.new / wall, "bad": len(res.bad),
+            "worker_s_per_log": res.read_seconds / max(res.new, 1), "sched_s_per_task": sched,
+            "peak_mib": max((p["worker"] + p["reader"]) / 1024 for p in peaks.values()),
+            "peak_worker_mib": max(p["worker"] / 1024 for p in peaks.values()),
+            "peak_reader_mib": max(p["reader"] / 1024 for p in peaks.values())}
+
+
+def quiet() -> None:
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+
+
+def main() -> int:
+    quiet()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("archive", nargs="?", default=str(CACHE / "triage-archive"))
+    ap.add_argument("--reps", type=int, default=2, help="interleaved runs per worker count")
+    ap.add_argument("--limit", type=int, default=0, help="the 1-vs-2-worker runs use every k-th log, N in all "
+                    "(0: all); the rerun measure always uses the whole archive")
+    args = ap.parse_args()
+    logs, _ = discover([args.archive])
+    all_files = [lf.path for lf in logs]
+    step = max(len(all_files) // args.limit, 1) if args.limit else 1
+    files = all_files[::step][: args.limit or None]
+    print(f"archive {args.archive}: {len(all_files):,} logs ({len(files):,} in the 1-vs-2-worker runs); "
+          f"load average {os.getloadavg()}", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="triage-bench-"))
+    try:
+        from dask.distributed import LocalCluster
+
+        t = time.perf_counter()
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None):
+            startup = time.perf_counter() - t
+        rows = []
+        for rep in range(args.reps):
+            for w in (1, 2):
+                r = run_once(files, w, str(tmp / f"s{w}-{rep}.parquet"))
+                rows.append(r)
+                print(f"  rep {rep} workers {w}: {r['logs']:,} logs in {r['wall']:.1f} s = {r['rate']:.1f} logs/s, "
+                      f"{r['worker_s_per_log'] * 1000:.1f} ms worker time per log, peak {r['peak_mib']:.0f} MiB "
+                      f"(worker {r['peak_worker_mib']:.0f} + reader {r['peak_reader_mib']:.0f}), {r['bad']} bad; "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+        rate = {w: statistics.median(r["rate"] for r in rows if r["workers"] == w) for w in (1, 2)}
+        # rerun: 99% first, then the whole archive
+        held = set(all_files[:: 100])
+        first_files = [f for f in all_files if f not in held]
+        out = str(tmp / "grow.parquet")
+        first = run_once(first_files, 2, out)
+        from dask.distributed import Client
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None) as cl, \
+                Client(cl):
+            t = time.perf_counter()
+            res = triage([args.archive], TriageOptions(out=out, scheduler=cl.scheduler_address))
+            rerun = time.perf_counter() - t
+        t = time.perf_counter()
+        triage([args.archive], TriageOptions(out=out, workers=2))
+        nothing_new = time.perf_counter() - t
+        n_rows = len(load(out, ["status"]))
+        t = time.perf_counter()
+        aggregate(out, str(tmp / "apps.parquet"))
+        agg_per_log = (time.perf_counter() - t) / n_rows
+        per_log = statistics.median(r["worker_s_per_log"] for r in rows)
+        sched = statistics.median(r["sched_s_per_task"] for r in rows)
+        client_per_log = client_cost(out, tmp)
+        n, w = 1_000_000, 64
+        work = n * per_log / w
+        serial = n / BATCH * sched + n * agg_per_log + n * client_per_log
+        print("\n| measure | value | target |")
+        print("|---|---|---|")
+        print(f"| logs/s, 1 worker (median of {args.reps}) | {rate[1]:.1f} | >= 10 |")
+        print(f"| logs/s, 2 workers (median of {args.reps}) | {rate[2]:.1f} | >= 10 |")
+        print(f"| 2 workers / 1 worker | {rate[2] / rate[1]:.2f}x | >= 1.7x |")
+        print(f"| peak memory per worker (worker + its log reader), max over runs | "
+              f"{max(r['peak_mib'] for r in rows):.0f} MiB | < 1 GB |")
+        print(f"| first run, {first['logs']:,} logs (99%), 2 workers | {first['wall']:.1f} s | |")
+        print(f"| rerun after +1% ({res.new} new of {res.found:,}), 2 workers | {rerun:.1f} s = "
+              f"{100 * rerun / first['wall']:.1f}% of the first run | < 5% |")
+        print(f"| rerun with nothing new, default local cluster (its start-up included) | {nothing_new:.1f} s | |")
+        print(f"| local cluster start-up (2 workers) | {startup:.1f} s | |")
+        print(f"| worker seconds per log (median) | {per_log * 1000:.1f} ms | |")
+        print(f"| scheduler overhead per task (no-op tasks) | {sched * 1000:.2f} ms | |")
+        print(f"| client seconds per log (Parquet append) | {client_per_log * 1000:.2f} ms | |")
+        print(f"| per-application table, per log in the summary | {agg_per_log * 1000:.3f} ms | |")
+        print(f"| 1,000,000 logs on 64 workers (estimate) | {work + serial:.0f} s = {(work + serial) / 60:.1f} min: "
+              f"{work:.0f} s of reading on 64 workers + {n / BATCH * sched:.0f} s scheduler "
+              f"({n // BATCH:,} tasks) + {n * client_per_log:.0f} s client + {n * agg_per_log:.0f} s per-application table, "
+              "added up (the client's and the scheduler's parts are serial; they overlap the reading in fact) | |")
+        print(f"load average at the end {os.getloadavg()}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
