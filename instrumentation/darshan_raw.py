@@ -255,6 +255,15 @@ def _child_many(paths: list[str], outs: list[str], wanted: tuple[str, ...], dxt:
         os._exit(code)
 
 
+def start_reader() -> None:
+    """Start this process's log reader server now (it imports pydarshan, a few tenths of a second), so that it
+    is ready by the first ``read_raw_many``/``read_raw``; does nothing when it runs already."""
+    global _SERVER
+    with _LOCK:
+        if _SERVER is None or _SERVER.proc.poll() is not None:
+            _SERVER = _ReaderServer()
+
+
 def read_raw_many(paths: list[str], *, modules: tuple[str, ...] | None = None, dxt: bool = True,
                   timeout: float = READ_TIMEOUT) -> list[RawLog | DarshanError]:
     """Each log's records (or the DarshanError saying why not), read by one child process per batch rather

@@ -16,6 +16,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from instrumentation.darshan_raw import start_reader
+
 from .apps import Applications, aggregate
 from .logrow import RowOptions, content_hash, summarize_many
 from .store import CATALOG_COLUMNS, Appender, Catalog, LogFile, apps_path, discover
@@ -68,6 +70,7 @@ class TriageResult:
 
 def summarize_batch(batch: list[tuple[str, int, float]], opts: RowOptions) -> list[dict]:
     """A dask task: the rows of a batch of (path, size, mtime); never raises for a bad log."""
+    start_reader()  # its start (importing pydarshan) overlaps the hashing
     items = []
     for path, _, _ in batch:
         try:
@@ -109,6 +112,8 @@ def _client(opts: TriageOptions):
 def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageResult:
     """Summarize the archive's new logs into ``opts.out`` and rewrite the per-application table."""
     t0 = time.perf_counter()
+    if not opts.scheduler and opts.in_process:
+        start_reader()  # ready when few new logs are read here; it overlaps the walk and the catalog
     logs, missing = discover(archives)
     catalog = Catalog(opts.out)
     todo, skipped, hashes = plan(logs, catalog)
