@@ -61,16 +61,30 @@ def discover(archives: list[str]) -> tuple[list[LogFile], list[str]]:
         before = len(found)
         for p in paths:
             if os.path.isdir(p):
-                for root, dirs, names in os.walk(p):
-                    dirs.sort()
-                    for n in sorted(names):
-                        if n.endswith(LOG_SUFFIXES):
-                            _add(found, os.path.join(root, n))
+                _walk(found, os.path.abspath(p))
             elif os.path.isfile(p):
                 _add(found, p)
         if len(found) == before:
             missing.append(arg)
     return list(found.values()), missing
+
+
+def _walk(found: dict, top: str) -> None:
+    """The logs under a directory, in name order: one stat per log (the directory entry's), none per other
+    file, so a nightly rerun's walk of a large archive stays a small part of it."""
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):  # as os.walk: a linked directory is not entered (no cycles)
+                _walk(found, e.path)
+            elif e.name.endswith(LOG_SUFFIXES) and e.is_file() and e.path not in found:
+                st = e.stat()
+                found[e.path] = LogFile(e.path, st.st_size, st.st_mtime)
+        except OSError:
+            continue
 
 
 def _add(found: dict, path: str) -> None:
