@@ -106,6 +106,17 @@ class RawLog:
     job_id: int = 0
     uid: int = 0
     """The batch system's job id and the user's numeric id, as darshan-runtime recorded them."""
+    mounts: tuple[tuple[str, str], ...] = ()
+    """(mount point, file system type) of the job's mount table, e.g. ('/scratch', 'lustre'), ('/', 'ext4')."""
+
+    def fs_type(self, name: str) -> str:
+        """The file system type a file name is on (its longest mount point), '' when the log does not say."""
+        best, kind = -1, ""
+        for point, fs in self.mounts:
+            p = point.rstrip("/")
+            if (name == p or name.startswith(p + "/")) and len(p) > best:
+                best, kind = len(p), fs
+        return kind
 
 
 class _ReaderServer:
@@ -244,6 +255,15 @@ def _child_many(paths: list[str], outs: list[str], wanted: tuple[str, ...], dxt:
         os._exit(code)
 
 
+def start_reader() -> None:
+    """Start this process's log reader server now (it imports pydarshan, a few tenths of a second), so that it
+    is ready by the first ``read_raw_many``/``read_raw``; does nothing when it runs already."""
+    global _SERVER
+    with _LOCK:
+        if _SERVER is None or _SERVER.proc.poll() is not None:
+            _SERVER = _ReaderServer()
+
+
 def read_raw_many(paths: list[str], *, modules: tuple[str, ...] | None = None, dxt: bool = True,
                   timeout: float = READ_TIMEOUT) -> list[RawLog | DarshanError]:
     """Each log's records (or the DarshanError saying why not), read by one child process per batch rather
@@ -377,6 +397,7 @@ def read_parser_text(path: str) -> RawLog:
     meta: dict[str, str] = {}
     rows: dict[str, dict[tuple[int, int], dict[str, float]]] = {}
     names: dict[int, str] = {}
+    mounts: dict[str, str] = {}
     try:
         with open(path, encoding="utf-8", errors="strict") as fh:
             for lineno, line in enumerate(fh, start=1):
@@ -398,6 +419,8 @@ def read_parser_text(path: str) -> RawLog:
                     raise DarshanError(f"{path}:{lineno}: bad rank, record id or value in counter "
                                        f"{parts[3]!r:.40}") from None
                 names.setdefault(rec_id, parts[5])
+                if len(parts) >= 8 and parts[6]:
+                    mounts.setdefault(parts[6], parts[7])
                 rows.setdefault(parts[0], {}).setdefault((rec_id, rank), {})[parts[3]] = value
     except UnicodeDecodeError:
         raise DarshanError(f"{path}: not darshan-parser text (not UTF-8)") from None
@@ -423,7 +446,8 @@ def read_parser_text(path: str) -> RawLog:
     lib = meta.get("metadata", "")
     lib = lib.split("=", 1)[1].strip() if lib.startswith("lib_ver") else meta.get("darshan log version", "")
     return RawLog(path, meta.get("exe", ""), nprocs, start, run_time, lib, meta.get("darshan log version", ""),
-                  names, modules, (), {m: 0 for m in modules}, {}, _int(meta.get("jobid")), _int(meta.get("uid")))
+                  names, modules, (), {m: 0 for m in modules}, {}, _int(meta.get("jobid")), _int(meta.get("uid")),
+                  tuple(mounts.items()))
 
 
 def _int(text: str | None) -> int:
@@ -480,9 +504,13 @@ def _read_in_child(path: str, wanted: tuple[str, ...], dxt: bool) -> RawLog:
     run_time = float(job.get("run_time", 0) or 0)
     if not run_time and job.get("end_time_sec"):
         run_time = float(job["end_time_sec"]) - float(job.get("start_time_sec", 0))
+    try:
+        mounts = tuple((str(point), str(fs)) for point, fs in report.mounts)
+    except Exception:  # noqa: BLE001 - a mount table this pydarshan cannot read: the file systems are unknown
+        mounts = ()
     return RawLog(path, str(report.metadata.get("exe", "")), int(job["nprocs"]), start, run_time, lib_ver,
                   str(job.get("log_ver", "")), names, mods, tuple(segments), versions, unread,
-                  int(job.get("jobid", 0) or 0), int(job.get("uid", 0) or 0))
+                  int(job.get("jobid", 0) or 0), int(job.get("uid", 0) or 0), mounts)
 
 
 def _segment_arrays(seg) -> tuple[np.ndarray, ...]:

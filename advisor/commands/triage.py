@@ -25,7 +25,8 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
                    help="local cluster's worker processes (default: the cores, up to 4)")
     p.add_argument("--memory-limit", default="1GiB", metavar="BYTES", help="per local worker (default 1GiB)")
-    p.add_argument("--batch", type=int, default=None, metavar="N", help="logs per dask task (default: 8 tasks per worker, 10 to 200 logs each)")
+    p.add_argument("--batch", type=int, default=None, metavar="N", help="logs per dask task (default: guided, "
+                   "the logs left / (4 x workers), 10 to 200 logs each)")
     p.add_argument("--names", action="store_true", help="keep executable and user names (default: hashed; "
                    f"{settings.TRIAGE_KEY} keys the hash)")
     p.add_argument("--no-dxt", action="store_true", help="ignore DXT segments (faster; no modelled savings)")
@@ -39,12 +40,12 @@ def run(args) -> int:
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # the nanny's shutdown chatter is not the user's
 
-    try:
-        import dask.distributed  # noqa: F401
-        import pandas  # noqa: F401
-    except ImportError as exc:
-        print(f"ioadvisor triage: error: needs {exc.name}: pip install 'ioadvisor[triage]'", file=sys.stderr)
-        return 2
+    from importlib.util import find_spec
+
+    for need in ("distributed", "pandas"):  # looked up, not imported: a rerun with few new logs uses neither
+        if find_spec(need) is None:
+            print(f"ioadvisor triage: error: needs {need}: pip install 'ioadvisor[triage]'", file=sys.stderr)
+            return 2
     if args.workers < 1 or (args.batch is not None and args.batch < 1):
         raise InputError("--workers and --batch must be at least 1")
     if args.html and os.path.exists(args.html):
@@ -64,13 +65,13 @@ def run(args) -> int:
         print(f"  bad: {path}: {why}")
     if len(res.bad) > 20:
         print(f"  ... {len(res.bad) - 20:,} more (status == 'bad' in {args.out})")
-    import pandas as pd
+    import pyarrow.parquet as pq
 
-    apps = pd.read_parquet(res.apps)
-    print(f"top applications by recoverable seconds ({len(apps):,} in {res.apps}):")
-    for a in apps.head(10).itertuples(index=False):
-        print(f"  {a.recoverable_low:9.3g} - {a.recoverable:<9.3g} s  {a.jobs:5d} job(s)  {a.exe}  "
-              f"[{a.top_code}] {a.next_step[:120]}")
+    apps = pq.read_table(res.apps, columns=["recoverable_low", "recoverable", "jobs", "exe", "top_code", "next_step"])
+    print(f"top applications by recoverable seconds ({apps.num_rows:,} in {res.apps}):")
+    for a in apps.slice(0, 10).to_pylist():
+        print(f"  {a['recoverable_low']:9.3g} - {a['recoverable']:<9.3g} s  {a['jobs']:5d} job(s)  {a['exe']}  "
+              f"[{a['top_code']}] {a['next_step'][:120]}")
     if args.html:
         print(f"ioadvisor: triage page -> {args.html}", file=sys.stderr)
     return 0

@@ -5,10 +5,10 @@ The row rests on the per-log report's parts (``instrumentation.darshan_files.cha
 log that makes libdarshan-util fault stays in a child process). A log that cannot be read is a row too, with
 ``status == "bad"`` and its one-line reason: it is counted, listed, and not read again on a rerun.
 
-Recoverable seconds. Each finding's seconds at stake (the wall time of the operations it concerns; the
-file-level model's saving instead where DXT recorded the requests, ``Finding.modelled``) is what its fix can
-give back. Findings can concern the same seconds (small reads that are also random), so the log's
-recoverable time is an interval: at least the largest single finding's, at most the sum of all of them,
+Recoverable seconds. Each finding's ``saves`` is what its fix gives back (``recover.recovers``: the file-level
+model's saving where DXT recorded the requests, nothing for misalignment on local file systems, else the
+seconds at stake, the wall time of the operations it concerns). Findings can concern the same seconds (small
+reads that are also random), so the log's recoverable time is an interval: at least the largest single finding's, at most the sum of all of them,
 never more than the log's I/O time (``critical_io_seconds``: the slowest rank's, at most the run time). ``recoverable`` is the upper end capped this way; ``recoverable_low`` the
 lower end. Minor findings (under 1% of the run time) are left out, as the per-log report marks them.
 """
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from advisor.darshan_findings import find, trace_command
 from instrumentation.darshan_files import characterize
+
+from .recover import recovers
 from instrumentation.darshan_raw import NOT_USED, DarshanError, RawLog, is_parser_text, read_parser_text, read_raw_many
 
 HDF5_TIME_COUNTERS = {"H5F": ("H5F_F_META_TIME",),
@@ -156,9 +158,9 @@ def _summarize(raw: RawLog, opts: RowOptions) -> dict:
     hdf5 = {f.name for f in files if f.is_hdf5}
     rows = []
     for x in findings:
-        saves = x.modelled if x.modelled is not None else x.seconds
+        saves = recovers(x.code, x.seconds, x.modelled, x.files, raw.fs_type)
         rows.append({"code": x.code, "title": x.title, "seconds": float(x.seconds),
-                     "modelled": None if x.modelled is None else float(x.modelled), "saves": float(max(saves, 0.0)),
+                     "modelled": None if x.modelled is None else float(x.modelled), "saves": saves,
                      "hdf5": any(n in hdf5 for n in x.files), "advice": " | ".join(x.advice)})
     cap = io_time if io_time > 0 else float("inf")
     high = min(sum(r["saves"] for r in rows), cap) if rows else 0.0

@@ -12,19 +12,28 @@ retried log by log, so only the log that kills a worker is lost, and it is liste
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
+from instrumentation.darshan_raw import start_reader
+
+from .apps import Applications, aggregate
 from .logrow import RowOptions, content_hash, summarize_many
-from .store import Appender, LogFile, apps_path, discover, known
-from .apps import aggregate
+from .store import CATALOG_COLUMNS, Appender, Catalog, LogFile, apps_path, discover
 
 BATCH = 200
 """Most logs per task: a few seconds of work (benchmarks/speed/triage.py measures the per-log cost), so the
 scheduler's overhead per task (milliseconds, also measured there) is paid once per 200 logs."""
 MIN_BATCH = 10
-TASKS_PER_WORKER = 8
-"""Smaller archives are cut into this many tasks per worker (a worker's tail is at most an eighth)."""
+TASKS_PER_WORKER = 4
+"""Guided batches: each batch is the logs left over this many times the workers (at most ``BATCH``, at least
+``MIN_BATCH``), so the batches shrink towards the end and the workers finish together (a worker that draws
+the last big batch would otherwise run alone while the other waits)."""
+IN_PROCESS_MAX = 500
+"""At most this many new logs are read in the calling process, without starting a local cluster: a local
+cluster's start (seconds: benchmarks/triage.py) costs more than a second worker saves on fewer logs than
+that (a nightly rerun over an archive that grew by 1%)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,8 @@ class TriageOptions:
     """Logs per task; 0: about TASKS_PER_WORKER tasks per worker, MIN_BATCH to BATCH logs each."""
     rows: RowOptions = RowOptions()
     html: str | None = None
+    in_process: int = IN_PROCESS_MAX
+    """Without ``scheduler``: at most this many new logs are read here, no cluster started (0: always one)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class TriageResult:
 
 def summarize_batch(batch: list[tuple[str, int, float]], opts: RowOptions) -> list[dict]:
     """A dask task: the rows of a batch of (path, size, mtime); never raises for a bad log."""
+    start_reader()  # its start (importing pydarshan) overlaps the hashing
     items = []
     for path, _, _ in batch:
         try:
@@ -69,12 +81,22 @@ def summarize_batch(batch: list[tuple[str, int, float]], opts: RowOptions) -> li
     return [{**row, "size": size, "mtime": mtime} for row, (_, size, mtime) in zip(rows, batch)]
 
 
-def plan(logs: list[LogFile], out: str) -> tuple[list[tuple[str, int, float]], int, set[str]]:
+def plan(logs: list[LogFile], catalog: Catalog) -> tuple[list[tuple[str, int, float]], int, set[str]]:
     """The logs to read (not seen at this path with this size and time), how many were skipped, and the
     content hashes already summarized (a log copied under a new name is read, then dropped as known)."""
-    hashes, stats = known(out)
+    hashes, stats = catalog.known()
     todo = [(lf.path, lf.size, lf.mtime) for lf in logs if (lf.path, lf.size, lf.mtime) not in stats]
     return todo, len(logs) - len(todo), hashes
+
+
+def batches(todo: list, n_workers: int, batch: int = 0) -> list[list]:
+    """``todo`` cut into tasks: ``batch`` logs each, or guided (see ``TASKS_PER_WORKER``)."""
+    out, i = [], 0
+    while i < len(todo):
+        size = batch or min(BATCH, max(MIN_BATCH, math.ceil((len(todo) - i) / (n_workers * TASKS_PER_WORKER))))
+        out.append(todo[i:i + size])
+        i += size
+    return out
 
 
 def _client(opts: TriageOptions):
@@ -90,13 +112,19 @@ def _client(opts: TriageOptions):
 def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageResult:
     """Summarize the archive's new logs into ``opts.out`` and rewrite the per-application table."""
     t0 = time.perf_counter()
+    if not opts.scheduler and opts.in_process:
+        start_reader()  # ready when few new logs are read here; it overlaps the walk and the catalog
     logs, missing = discover(archives)
-    todo, skipped, hashes = plan(logs, opts.out)
+    catalog = Catalog(opts.out)
+    todo, skipped, hashes = plan(logs, catalog)
+    apps_file = apps_path(opts.out)
+    apps = Applications.read(apps_file, catalog.covers)  # None: made again from the whole summary below
     counts = {"ok": 0, "no-io": 0}
     bad: list[tuple[str, str]] = []
     read_seconds = 0.0
     appender = Appender(opts.out)
     copies = 0
+    added: list[dict] = []
 
     def take(rows: list[dict]) -> None:
         nonlocal read_seconds, copies
@@ -104,6 +132,9 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
         copies += len(rows) - len(fresh)
         hashes.update(r["content_hash"] for r in fresh)
         appender.write(fresh)
+        added.extend({k: r[k] for k in CATALOG_COLUMNS} for r in fresh)
+        if apps is not None:
+            apps.add(fresh)
         for r in fresh:
             read_seconds += r["read_seconds"]
             if r["status"] == "bad":
@@ -113,17 +144,24 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
         if progress is not None:
             progress(len(rows))
 
-    if todo:
+    if todo and not opts.scheduler and len(todo) <= opts.in_process:
+        for batch in batches(todo, 1):  # few new logs: read here, no cluster to start
+            take(summarize_batch(batch, opts.rows))
+    elif todo:
         _run(todo, opts, take)
     appender.flush()
-    apps = apps_path(opts.out)
-    aggregate(opts.out, apps)
+    catalog.add(added, appender.written)
+    catalog.save()
+    if apps is None:
+        aggregate(opts.out, apps_file)
+    elif appender.written or not os.path.exists(apps_file):
+        apps.write(apps_file, catalog.covers)
     if opts.html:
         from .html import write_html
 
-        write_html(opts.out, apps, opts.html)
+        write_html(opts.out, apps_file, opts.html)
     return TriageResult(len(logs), len(todo) - copies, skipped + copies, counts["ok"], counts["no-io"], bad,
-                        missing, time.perf_counter() - t0, read_seconds, apps)
+                        missing, time.perf_counter() - t0, read_seconds, apps_file)
 
 
 def _run(todo, opts: TriageOptions, take) -> None:
@@ -132,10 +170,9 @@ def _run(todo, opts: TriageOptions, take) -> None:
     client, cluster = _client(opts)
     try:
         n_workers = max(len(client.scheduler_info().get("workers", {})), 1)
-        size = opts.batch or min(BATCH, max(MIN_BATCH, math.ceil(len(todo) / (n_workers * TASKS_PER_WORKER))))
-        batches = [todo[i:i + size] for i in range(0, len(todo), size)]
-        futures = client.map(summarize_batch, batches, opts=opts.rows, pure=False, retries=0)
-        batch_of = {f.key: b for f, b in zip(futures, batches)}
+        tasks = batches(todo, n_workers, opts.batch)
+        futures = client.map(summarize_batch, tasks, opts=opts.rows, pure=False, retries=0)
+        batch_of = {f.key: b for f, b in zip(futures, tasks)}
         retry = []
         for fut in as_completed(futures):
             if fut.status == "finished":
@@ -169,4 +206,5 @@ def _dead(item, reason: str) -> dict:
             "read_seconds": 0.0, "size": size, "mtime": mtime}
 
 
-__all__ = ["BATCH", "TriageOptions", "TriageResult", "plan", "summarize_batch", "triage"]
+__all__ = ["BATCH", "IN_PROCESS_MAX", "TriageOptions", "TriageResult", "batches", "plan", "summarize_batch",
+           "triage"]

@@ -4,15 +4,18 @@ Layout (``OUT`` is what ``--out`` names, e.g. ``summary.parquet``)::
 
     OUT/month=2026-11/part-<run>-<n>.parquet     one row per log (ok, no-io or bad), hive-partitioned
     OUT.apps.parquet (summary.apps.parquet)      one row per application, ranked by recoverable time
+    OUT.catalog.parquet (summary.catalog.parquet) path, size, mtime, content hash of every log (for reruns)
 
 ``pandas.read_parquet(OUT)`` and DuckDB's ``read_parquet('OUT/*/*.parquet')`` read the dataset as is (the
 month column comes from the directory names). Every file has the same schema (``LOG_SCHEMA``), so parts
-written by different runs concatenate. A rerun reads only the ``content_hash``, ``path``, ``size`` and
-``mtime`` columns to know which logs it has already summarized.
+written by different runs concatenate. A rerun reads only the catalog (``Catalog``: the ``content_hash``,
+``path``, ``size`` and ``mtime`` columns of every part, in one file) to know which logs it has already
+summarized.
 """
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
 import uuid
@@ -58,16 +61,30 @@ def discover(archives: list[str]) -> tuple[list[LogFile], list[str]]:
         before = len(found)
         for p in paths:
             if os.path.isdir(p):
-                for root, dirs, names in os.walk(p):
-                    dirs.sort()
-                    for n in sorted(names):
-                        if n.endswith(LOG_SUFFIXES):
-                            _add(found, os.path.join(root, n))
+                _walk(found, os.path.abspath(p))
             elif os.path.isfile(p):
                 _add(found, p)
         if len(found) == before:
             missing.append(arg)
     return list(found.values()), missing
+
+
+def _walk(found: dict, top: str) -> None:
+    """The logs under a directory, in name order: one stat per log (the directory entry's), none per other
+    file, so a nightly rerun's walk of a large archive stays a small part of it."""
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):  # as os.walk: a linked directory is not entered (no cycles)
+                _walk(found, e.path)
+            elif e.name.endswith(LOG_SUFFIXES) and e.is_file() and e.path not in found:
+                st = e.stat()
+                found[e.path] = LogFile(e.path, st.st_size, st.st_mtime)
+        except OSError:
+            continue
 
 
 def _add(found: dict, path: str) -> None:
@@ -79,18 +96,76 @@ def _add(found: dict, path: str) -> None:
     found.setdefault(path, LogFile(path, st.st_size, st.st_mtime))
 
 
+CATALOG_COLUMNS = ["path", "size", "mtime", "content_hash"]
+CATALOG_SCHEMA = pa.schema([(n, LOG_SCHEMA.field(n).type) for n in CATALOG_COLUMNS])
+COVERS = b"ioadvisor.covers"
+"""Parquet metadata key: JSON list of the part files (relative to the summary) a derived file was made of."""
+
+
+class Catalog:
+    """What a rerun compares before reading a log: every summarized log's path, size, mtime and content hash,
+    kept in one small file next to the summary (``catalog_path``), so a rerun opens one file whatever the
+    number of part files years of runs have left. The catalog names the parts it covers; parts it does not
+    cover (a run that stopped after writing them) are read too, and a catalog naming parts that are gone is
+    rebuilt from the parts."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.covers: list[str] = []
+        self.table = CATALOG_SCHEMA.empty_table()
+        self.changed = False
+        now = [relative(out, f) for f in parts(out)]
+        try:
+            pf = pq.ParquetFile(catalog_path(out))
+            covers = json.loads((pf.schema_arrow.metadata or {})[COVERS])
+            if set(covers) <= set(now):
+                self.table, self.covers = pf.read(columns=CATALOG_COLUMNS).cast(CATALOG_SCHEMA), covers
+        except (OSError, KeyError, ValueError, pa.ArrowException):
+            pass  # none yet, or unreadable: made again from the parts
+        missing = sorted(set(now) - set(self.covers))
+        if missing:
+            self.table = pa.concat_tables(
+                [self.table] + [pq.read_table(os.path.join(out, m), columns=CATALOG_COLUMNS).cast(CATALOG_SCHEMA)
+                                for m in missing])
+            self.covers = sorted(set(self.covers) | set(missing))
+            self.changed = True
+
+    def known(self) -> tuple[set[str], set[tuple[str, int, float]]]:
+        """Content hashes already in the dataset, and the (path, size, mtime) they were read from."""
+        d = self.table.to_pydict()
+        return set(d["content_hash"]), set(zip(d["path"], d["size"], d["mtime"]))
+
+    def add(self, rows: list[dict], written: list[str]) -> None:
+        """This run's rows, in the parts ``written`` (relative to the summary)."""
+        if rows:
+            self.table = pa.concat_tables(
+                [self.table, pa.table({n: [r[n] for r in rows] for n in CATALOG_COLUMNS}, schema=CATALOG_SCHEMA)])
+        if written:
+            self.covers = sorted(set(self.covers) | set(written))
+            self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        dest = catalog_path(self.out)
+        table = self.table.replace_schema_metadata({COVERS: json.dumps(self.covers).encode()})
+        pq.write_table(table, dest + ".tmp", compression="zstd")
+        os.replace(dest + ".tmp", dest)
+        self.changed = False
+
+
 def known(out: str) -> tuple[set[str], set[tuple[str, int, float]]]:
     """Content hashes already in the dataset, and the (path, size, mtime) they were read from."""
-    files = parts(out)
-    if not files:
-        return set(), set()
-    table = pa.concat_tables(pq.read_table(f, columns=["content_hash", "path", "size", "mtime"]) for f in files)
-    d = table.to_pydict()
-    return set(d["content_hash"]), set(zip(d["path"], d["size"], d["mtime"]))
+    return Catalog(out).known()
 
 
 def parts(out: str) -> list[str]:
     return sorted(glob.glob(os.path.join(out, "month=*", "*.parquet")))
+
+
+def relative(out: str, part: str) -> str:
+    """A part file's name inside the summary (``month=2026-11/part-....parquet``)."""
+    return os.path.relpath(part, out)
 
 
 def month_of(ts: float) -> str:
@@ -108,6 +183,8 @@ class Appender:
         self.run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
         self.n = 0
         self.rows: list[dict] = []
+        self.written: list[str] = []
+        """The part files this appender wrote (relative to the summary)."""
         os.makedirs(out, exist_ok=True)
 
     def write(self, rows: list[dict]) -> None:
@@ -129,6 +206,7 @@ class Appender:
             tmp = os.path.join(d, f".part-{self.run}-{self.n:05d}.parquet.tmp")
             pq.write_table(table, tmp, compression="zstd")
             os.replace(tmp, os.path.join(d, f"part-{self.run}-{self.n:05d}.parquet"))  # readers never see half
+            self.written.append(os.path.join(f"month={month}", f"part-{self.run}-{self.n:05d}.parquet"))
             self.n += 1
 
 
@@ -148,8 +226,19 @@ def load(out: str, columns: list[str] | None = None):
 
 
 def apps_path(out: str) -> str:
-    base = out[:-len(".parquet")] if out.endswith(".parquet") else out.rstrip(os.sep)
-    return base + ".apps.parquet"
+    """The per-application table next to the summary: ``summary.parquet`` -> ``summary.apps.parquet``."""
+    return _base(out) + ".apps.parquet"
 
 
-__all__ = ["Appender", "LOG_SCHEMA", "LogFile", "apps_path", "discover", "known", "load", "month_of", "parts"]
+def catalog_path(out: str) -> str:
+    """The rerun catalog next to the summary: ``summary.parquet`` -> ``summary.catalog.parquet``."""
+    return _base(out) + ".catalog.parquet"
+
+
+def _base(out: str) -> str:
+    out = out.rstrip(os.sep)
+    return out[:-len(".parquet")] if out.endswith(".parquet") else out
+
+
+__all__ = ["Appender", "Catalog", "LOG_SCHEMA", "LogFile", "apps_path", "catalog_path", "discover", "known", "load",
+           "month_of", "parts", "relative"]

@@ -7,7 +7,10 @@
  * then COUNT reads of SIZE at random offsets), stdio (fwrite/fread of SIZE, COUNT times), meta (FILES files
  * opened, stat'ed and closed COUNT times each), h5rows (HDF5: a chunked (COUNT x SIZE/4) float dataset written
  * row by row, then COUNT single-element reads at random rows), h5block (HDF5: one contiguous dataset written in
- * one call, read back in COUNT hyperslabs; IOGEN_ALIGN=BYTES sets H5Pset_alignment). FILES files are used in turn (posix patterns). Built with
+ * one call, read back in COUNT hyperslabs). FILES files are used in turn (posix patterns). The fixes
+ * benchmarks/triage_confirm.py applies: IOGEN_ALIGN=BYTES sets H5Pset_alignment, IOGEN_CACHE=BYTES the
+ * dataset's chunk cache (H5Pset_chunk_cache). IOGEN_COLD=1 empties the file's page cache (fsync,
+ * POSIX_FADV_DONTNEED) before the read back (posix and HDF5 patterns), as on a node that did not write it. Built with
  * `h5cc -shlib` so darshan-runtime's HDF5 module sees the HDF5 calls.
  */
 #include <fcntl.h>
@@ -17,6 +20,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* IOGEN_COLD=1: the file's pages out of the page cache before it is read back */
+static void cold(int fd) {
+    if (fd >= 0 && getenv("IOGEN_COLD")) {
+        fsync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    }
+}
 
 static void posix(const char *dir, const char *pattern, long count, long size, int files) {
     char path[4096];
@@ -30,6 +41,7 @@ static void posix(const char *dir, const char *pattern, long count, long size, i
             buf[0] = (char)i;
             if (write(fd, buf, size) != size) { perror("write"); exit(1); }
         }
+        cold(fd);
         if (!strcmp(pattern, "randread")) {
             for (long i = 0; i < n; i++)
                 if (pread(fd, buf, size, (rand() % (n > 0 ? n : 1)) * size + (rand() % 7)) < 0) exit(1);
@@ -93,7 +105,10 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
         hsize_t chunk[2] = {count < 64 ? (hsize_t)count : 64, cols};
         H5Pset_chunk(dcpl, 2, chunk);
     }
-    hid_t d = H5Dcreate2(f, "/x", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    /* IOGEN_CACHE=BYTES: the dataset's chunk cache (the fix of chunks re-read piecewise, P05 on HDF5 files) */
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (getenv("IOGEN_CACHE")) H5Pset_chunk_cache(dapl, 12421, (size_t)atol(getenv("IOGEN_CACHE")), 0.75);
+    hid_t d = H5Dcreate2(f, "/x", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, dapl);
     float *buf = calloc(count * cols, sizeof(float));
     if (rows) {
         hsize_t one[2] = {1, cols};
@@ -109,9 +124,14 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
     }
     H5Dclose(d);
     H5Fclose(f);
+    if (getenv("IOGEN_COLD")) {
+        int fd = open(path, O_RDONLY);
+        cold(fd);
+        if (fd >= 0) close(fd);
+    }
     /* read back: a fresh open, as an analysis step would */
     f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    d = H5Dopen2(f, "/x", H5P_DEFAULT);
+    d = H5Dopen2(f, "/x", dapl);
     hsize_t one[2] = {1, rows ? 1 : cols};
     hid_t ms = H5Screate_simple(2, one, NULL);
     for (long i = 0; i < count; i++) {
@@ -122,6 +142,7 @@ static void hdf5(const char *dir, const char *pattern, long count, long size) {
     H5Sclose(ms);
     H5Sclose(space);
     H5Pclose(dcpl);
+    H5Pclose(dapl);
     H5Pclose(fapl);
     H5Dclose(d);
     H5Fclose(f);
