@@ -297,6 +297,12 @@ class Tracer:
                   file=sys.stderr)
         return False
 
+    def note_failed_close(self, why: str) -> None:
+        """``__exit__`` raised while this process ends (instrumentation/sigterm.py): end the file with the note,
+        if it is not closed yet, so that the part says why it may not be whole."""
+        self.missed.append(why)
+        self._writer.close(tuple(self.missed), (), gather=False)
+
     def orphan(self) -> "Tracer | None":
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
         self._state = "forked"
