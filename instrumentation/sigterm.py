@@ -22,7 +22,7 @@ import os
 import signal
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from . import settings
 
