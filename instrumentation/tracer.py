@@ -205,6 +205,12 @@ class Tracer:
                         self._state = "done"
                         raise OutputExistsError(f"{p} exists: not replacing an earlier trace "
                                                 "(choose another path, or overwrite=True / --force to replace it)")
+        if self._is_part:
+            # what closing a part imports at first use, imported now: SIGTERM's close runs in a thread of its own
+            # while the thread it interrupted may hold an import lock, and an import there would wait for it until
+            # the process ends with its part unclosed (tests/instrumentation/test_follow.py)
+            from . import linkage  # noqa: F401 - interpose.LibraryCapture.lost
+            import numpy.ma  # noqa: F401 - np.unique (decode.from_c) imports it at its first call
         capture = CAPTURE_CALLS
         below = HUB.start_below(self._parts_dir if self._is_part else None)
         if below is not None and below.control is None:

@@ -649,3 +649,21 @@ def test_a_part_whose_close_fails_says_so(capfd):
         pending.clear()
     assert notes == ["closing its part at the end of the process failed: OSError: [Errno 28] No space left on device"]
     assert f"ioadvisor: process {os.getpid()}: {notes[0]}" in capfd.readouterr().err
+
+
+def test_closing_a_part_imports_nothing(tmp_path, data):
+    """SIGTERM's close of a part runs in a thread of its own while the thread it interrupted may hold an import
+    lock (a pool worker still importing when ``Pool.terminate`` comes): an import in the close would wait for it
+    until SIGTERM_WAIT ends the process, its part lost ("ended without closing its part")."""
+    code = ("import sys, h5py\n"
+            f"x = h5py.File({str(data)!r})['x']; [x[i] for i in range(3)]\n"
+            "from instrumentation import sigterm\n"
+            "before = set(sys.modules)\n"
+            "sigterm.close_all()\n"  # the close SIGTERM's thread runs, records still queued
+            "print(sorted(set(sys.modules) - before))\n")
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        child = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True,
+                               timeout=60)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "[]\n", "")
+    (part,) = t.load().header.processes[1:]
+    assert part.state == "exited" and part.accesses == 3
