@@ -43,6 +43,19 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up when asked for (importlib.metadata costs tens of ms at
+    every start of ``ioadvisor run``: benchmarks/speed/tracing_overhead.py, fixed cost)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
 def _one_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
@@ -52,7 +65,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         prog="ioadvisor",
         description="Trace h5py/zarr access, predict HDF5 vs Zarr cost, recommend a layout.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         if name == selected:

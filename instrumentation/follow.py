@@ -25,10 +25,13 @@ How a child gets traced:
   ``os.fork``): ``os.register_at_fork`` moves it off its parent's tracers, whose
   queues and files it inherited, onto parts of its own (``_after_fork_in_child``).
 
-A part is closed when its process exits (instrumentation/sigterm.py: atexit, the end of a multiprocessing
+A new interpreter's part starts idle (instrumentation/idlepart.py: its header, written with the standard
+library) and becomes the tracer's part when the process imports numpy or a library the tracer hooks: a process
+that touches no array pays no tracer import. A part is closed when its process exits (instrumentation/sigterm.py: atexit, the end of a multiprocessing
 ``Process._bootstrap``, SIGTERM). The run's tracer merges the parts at its exit (instrumentation/parts.py).
 The pieces live in their own modules: the run's shared clock and ids (runinfo.py), the parts directory's names
-(partsdir.py), the start-up hook (startup.py), SIGTERM (sigterm.py), the merge (parts.py); this module starts a
+(partsdir.py), the start-up hook (startup.py), idle parts (idlepart.py), SIGTERM (sigterm.py), the merge
+(parts.py); this module starts a
 process's part and patches multiprocessing, and names the public parts of the others.
 """
 from __future__ import annotations
@@ -39,10 +42,23 @@ import sys
 
 from . import settings
 from .partsdir import CONVERTED, DATASETS_FILE, ENV, LOG_PREFIX, RUN_FILE, child_environment
-from .parts import MERGING, PART_WAIT, merge_parts, wait_for_parts
-from .runinfo import RunInfo, SharedIds
 from .sigterm import close_all, install_sigterm, sigterm_deferred, terminating
-from .startup import PTH_LINE, PTH_NAME, ensure_startup_hook
+
+_LAZY = {"MERGING": ".parts", "PART_WAIT": ".parts", "merge_parts": ".parts", "wait_for_parts": ".parts",
+         "RunInfo": ".runinfo", "SharedIds": ".runinfo", "PTH_LINE": ".startup", "PTH_NAME": ".startup",
+         "ensure_startup_hook": ".startup"}
+"""Names of the other modules, imported at first use (PEP 562): every followed process imports this module at its
+start-up, and needs none of them until it records (benchmarks/speed/tracing_overhead.py, per followed child)."""
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(_LAZY[name], __package__), name)
+    globals()[name] = value
+    return value
 
 
 HELPERS = ("from multiprocessing.resource_tracker import main",)
@@ -61,6 +77,15 @@ def start_part() -> None:
     dirs = settings.follow_dirs()
     if not dirs or _helper():
         return
+    from . import idlepart
+
+    try:
+        if idlepart.start(dirs):  # the tracer's part once the process imports an array library
+            return
+    except Exception as exc:  # noqa: BLE001 - the program must run even if it cannot be traced
+        print(f"ioadvisor: process {os.getpid()} not traced: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    from .runinfo import RunInfo
     from .tracer import HUB, Tracer  # an ImportError reaches the start-up hook: numpy may be in a later site dir
 
     try:

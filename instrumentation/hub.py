@@ -8,7 +8,6 @@ what the tracers queued, and polls the libhdf5 interposer's records (instrumenta
 """
 from __future__ import annotations
 
-import atexit
 import importlib.abc
 import os
 import sys
@@ -134,7 +133,7 @@ class _Hub:
         sigterm.register_fork_handler()  # before the hub's own
         os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork_in_parent,
                             after_in_child=self._after_fork_in_child)
-        atexit.register(sigterm.close_all)
+        sigterm.close_at_exit()
 
     def attach(self, tracer) -> None:
         with self.lock:

@@ -9,28 +9,47 @@ whatever happened to it: the handler interrupts code that may hold the locks the
 close needs (the tracer's own, mid-flush), and a process that outlives SIGTERM
 hangs the pool that waits for it.
 
-The tracers to close are the hub's (``tracer.HUB.active``), which the tracer module names here when it loads
-(``close_with``): this module imports nothing of the tracer's.
+The parts to close are the hub's tracers (``tracer.HUB.active``), which the hub names here when it loads, and a
+process's idle parts (instrumentation/idlepart.py): each registers with ``close_with``; this module imports
+nothing of theirs. The close imports nothing either: it may run while the thread SIGTERM interrupted holds an
+import lock (a pool worker importing h5py when ``Pool.terminate`` comes), which would stop it until SIGTERM_WAIT.
 """
 from __future__ import annotations
 
 import _thread
+import atexit
 import os
 import signal
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from . import settings
 
 SIGTERM_WAIT = settings.sigterm_wait()
 """Longest a child killed by SIGTERM spends closing its part before it ends (the part is then lost, and said so)."""
-_tracers: dict[str, Callable[[], tuple]] = {"active": tuple}
+_closers: list[Callable[[], tuple]] = []
 
 
 def close_with(active: Callable[[], tuple]) -> None:
-    """``active()``: the tracers to close (``__exit__``, innermost last) when this process ends."""
-    _tracers["active"] = active
+    """Also close ``active()`` (objects with ``__exit__``, innermost last) when this process ends: the hub's tracers,
+    the idle parts. Once per callable."""
+    if active not in _closers:
+        _closers.append(active)
+
+
+def _open_parts() -> tuple:
+    return tuple(part for active in _closers for part in active())
+
+
+_at_exit: list[bool] = []
+
+
+def close_at_exit() -> None:
+    """Once per interpreter (a forked child inherits it): ``close_all`` at interpreter exit."""
+    if not _at_exit:
+        _at_exit.append(True)
+        atexit.register(close_all)
 
 
 class sigterm_deferred:
@@ -56,7 +75,7 @@ class sigterm_deferred:
             _ending["starting"] = False
             if _ending["terminated"]:
                 _terminate()
-            elif not _tracers['active']():  # nothing to close: the program's own disposition
+            elif not _open_parts():  # nothing to close: the program's own disposition
                 signal.signal(signal.SIGTERM, self._before)
         return False
 
@@ -69,13 +88,27 @@ def _close_tracers() -> None:
         return
     _ending["closing"] = True
     try:
-        for tr in _tracers['active']()[::-1]:
+        for tr in _open_parts()[::-1]:
             try:
                 tr.__exit__(None, None, None)
-            except Exception:  # noqa: BLE001 - nothing to report to while the process ends
-                pass
+            except Exception as exc:  # noqa: BLE001 - the process ends: the part says why it is not whole
+                _note_failed_close(tr, exc)
     finally:
         _ending["closing"] = False
+
+
+def _note_failed_close(part, exc: Exception) -> None:
+    """A part whose close raised: its process ends anyway; the note goes into the part where it can still be
+    written (its ``note_failed_close``), and to stderr: never silently."""
+    why = f"closing its part at the end of the process failed: {type(exc).__name__}: {exc}"
+    try:
+        part.note_failed_close(why)
+    except Exception:  # noqa: BLE001 - the part cannot take it: stderr says it
+        pass
+    try:
+        os.write(2, f"ioadvisor: process {os.getpid()}: {why}\n".encode(errors="replace"))
+    except OSError:
+        pass
 
 
 def close_all() -> None:
@@ -219,5 +252,5 @@ def register_fork_handler() -> None:
         os.register_at_fork(after_in_child=_forget_watcher_in_child)
 
 
-__all__ = ["SIGTERM_WAIT", "close_all", "close_with", "install_sigterm", "register_fork_handler", "sigterm_deferred",
+__all__ = ["SIGTERM_WAIT", "close_all", "close_at_exit", "close_with", "install_sigterm", "register_fork_handler", "sigterm_deferred",
            "terminating"]

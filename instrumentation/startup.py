@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import sysconfig
 from pathlib import Path
 
@@ -65,13 +64,17 @@ class _Locked:
         return False
 
 
+def _host() -> str:
+    return os.uname().nodename  # = socket.gethostname(), without importing socket (a traced run's start-up)
+
+
 def _me() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+    return f"{_host()}-{os.getpid()}"
 
 
 def _alive(holder: str) -> bool:
     host, _, pid = holder.rpartition("-")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != _host() or not pid.isdigit():
         return True  # another host's process (site-packages on a shared file system): not known here
     try:
         os.kill(int(pid), 0)

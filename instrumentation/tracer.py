@@ -39,7 +39,6 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -206,6 +205,12 @@ class Tracer:
                         self._state = "done"
                         raise OutputExistsError(f"{p} exists: not replacing an earlier trace "
                                                 "(choose another path, or overwrite=True / --force to replace it)")
+        if self._is_part:
+            # what closing a part imports at first use, imported now: SIGTERM's close runs in a thread of its own
+            # while the thread it interrupted may hold an import lock, and an import there would wait for it until
+            # the process ends with its part unclosed (tests/instrumentation/test_follow.py)
+            from . import linkage  # noqa: F401 - interpose.LibraryCapture.lost
+            import numpy.ma  # noqa: F401 - np.unique (decode.from_c) imports it at its first call
         capture = CAPTURE_CALLS
         below = HUB.start_below(self._parts_dir if self._is_part else None)
         if below is not None and below.control is None:
@@ -233,7 +238,7 @@ class Tracer:
                 capture += (f"forked child processes (new interpreters not followed: {why})",)
         header = TraceHeader(
             schema=SCHEMA_VERSION,
-            host=socket.gethostname(),
+            host=os.uname().nodename,  # = socket.gethostname(), without importing socket (start-up cost)
             pid=os.getpid(),
             rank=self.rank,
             size=self.size,
@@ -296,6 +301,12 @@ class Tracer:
             print(f"ioadvisor: trace {self.path} is missing something: {self.missed[0]}{more}",
                   file=sys.stderr)
         return False
+
+    def note_failed_close(self, why: str) -> None:
+        """``__exit__`` raised while this process ends (instrumentation/sigterm.py): end the file with the note,
+        if it is not closed yet, so that the part says why it may not be whole."""
+        self.missed.append(why)
+        self._writer.close(tuple(self.missed), (), gather=False)
 
     def orphan(self) -> "Tracer | None":
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""

@@ -15,38 +15,31 @@ through their trace files: the MPI job is the child's, never this process's).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import runpy
-import shutil
-import subprocess
 import sys
 import types
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from instrumentation import preload
-from instrumentation.mpi import FileSync, rank_path
 from instrumentation.tracedir import META, PART, PARTS
 from instrumentation.errors import InputError
 
 DEFAULT_TRACE = "ioadvisor-trace.parquet"
 
 _PYTHON = re.compile(r"python[0-9.]*$")
-_RUNNER_MODULES = {__name__, runpy.__name__}
+_RUNNER_MODULES = {__name__, "runpy"}
 
 
-@dataclass(frozen=True)
-class Program:
-    """What to run: a script path, a module name (``-m``) or Python code (``-c``), and its arguments."""
+class Program(namedtuple("Program", "target args module unbuffered native code", defaults=(False,) * 4)):
+    """What to run: a script path, a module name (``-m``) or Python code (``-c``), and its arguments.
 
-    target: str
-    args: tuple[str, ...]
-    module: bool = False
-    unbuffered: bool = False
-    native: bool = False
-    code: bool = False
+    Immutable; a named tuple, not a dataclass, and this module's other imports wait for their use: the command's
+    first process only re-executes itself with the interposer preloaded (``_preload_and_restart``), and what it
+    imports before is every traced Python run's start-up time (benchmarks/speed/tracing_overhead.py, fixed cost)."""
+
+    __slots__ = ()
 
     @classmethod
     def parse(cls, command: list[str]) -> "Program":
@@ -79,7 +72,12 @@ class Program:
                 raise InputError(f"{target}: no such script")
             return cls(target, tuple(cmd[1:]), unbuffered=unbuffered)
         target = cmd[0]
-        path = target if os.path.exists(target) else shutil.which(target)
+        if os.path.exists(target):
+            path = target
+        else:
+            import shutil
+
+            path = shutil.which(target)
         if path is None:
             raise InputError(f"{target}: no such program or script")
         native = not _is_python(path)
@@ -92,11 +90,15 @@ class Program:
         (128 + N when signal N ended it, as shells report it).
         """
         if self.native:
+            import subprocess
+
             # every descriptor, as a shell would pass them (an MPI launcher's PMI_FD among them)
             status = subprocess.call([self.target, *self.args], close_fds=False)
             if status:
                 raise SystemExit(128 - status if status < 0 else status)
             return
+        import runpy
+
         saved_argv, saved_path0 = sys.argv[:], sys.path[0]
         if self.unbuffered:
             sys.stdout.reconfigure(write_through=True)
@@ -199,6 +201,8 @@ def summary_line(tracer) -> str:
     """
     path = Path(tracer.path)
     if not path.exists() and tracer.size > 1:
+        from instrumentation.mpi import rank_path
+
         own = rank_path(path, tracer.rank, tracer.size)
         return (f"ioadvisor: no merged trace; per-rank traces like {own} are kept "
                 f"(merge them: ioadvisor trace merge -o {path} {path.stem}.rank*{path.suffix})")
@@ -207,6 +211,8 @@ def summary_line(tracer) -> str:
 
         head, n_ds, n_acc, n_read = count_accesses(path)
     else:  # JSON Lines, or a trace directory with no access (its records file: no numpy, no Arrow)
+        import json
+
         n_ds = n_acc = n_read = 0
         with open(path / META if path.is_dir() else path, "rb") as fh:  # each line starts with its type: {"t":"a",...
             head = json.loads(fh.readline() or b"{}")
@@ -254,6 +260,7 @@ def _tracer(args, program: Program):
             return NativeRun(args.output, overwrite=args.force)
     _preload_and_restart(args)  # this process runs the Python program: libhdf5 below it is seen too
     import advisor
+    from instrumentation.mpi import FileSync
 
     return advisor.trace(args.output, overwrite=args.force, comm=FileSync() if program.native else None)
 

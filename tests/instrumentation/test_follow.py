@@ -554,3 +554,116 @@ def test_sigterm_taken_by_another_thread_still_ends_a_forkserver_child(tmp_path)
     assert code == str(-signal.SIGTERM), "the traced forkserver child outlived its SIGTERM"
     (child,) = [p for p in load_trace(tmp_path / "t.parquet").header.processes if p.pid == int(pid)]
     assert child.state == "exited"
+
+
+def test_a_child_that_touches_no_array_imports_no_tracer_and_still_has_its_part(tmp_path):
+    """A followed process that never imports numpy or an array library pays none of the tracer's imports (its part
+    is idle: instrumentation/idlepart.py), and its part is in the trace, closed, as any process's."""
+    code = "import sys; print(sorted(m for m in ('numpy', 'instrumentation.tracer', 'pyarrow') if m in sys.modules))"
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        child = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True,
+                               timeout=60)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "[]\n", "")
+    procs = t.load().header.processes
+    assert len(procs) == 2 and procs[1].ppid == os.getpid() and procs[1].state == "exited"
+    assert procs[1].argv[-1] == code and not t.load().missed
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_a_child_that_imports_h5py_late_is_traced_from_then_on(tmp_path, data, suffix):
+    """The idle part gives way to the tracer's when the process imports h5py (numpy inside it first): every access
+    after that is in the child's part, on the same path."""
+    code = ("import sys, time\n"
+            "time.sleep(0.3)\n"  # idle for a while: touched, not taken for lost
+            "import h5py\n"
+            f"with h5py.File({str(data)!r}, 'r') as f:\n"
+            "    print(sum(float(f['x'][i, 0]) for i in range(5)))\n")
+    with advisor.trace(tmp_path / f"t{suffix}") as t:
+        child = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True,
+                               timeout=60)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "40.0\n", "")
+    trace = t.load()
+    (part,) = trace.header.processes[1:]
+    assert part.state == "exited" and part.accesses == 5 == len(trace.accesses) and not trace.missed
+
+
+def test_a_forked_child_of_an_idle_process_has_its_own_part(tmp_path, data):
+    """An idle process's fork children (multiprocessing's fork: they end with os._exit) start idle parts of their
+    own, closed at the end of their ``Process._bootstrap``; one that reads is traced."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import multiprocessing as mp, sys\n"
+        "def idle():\n"
+        "    pass\n"
+        "def reads():\n"
+        "    import h5py\n"
+        f"    with h5py.File({str(data)!r}, 'r') as f:\n"
+        "        f['x'][0:2]\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = mp.get_context('fork')\n"
+        "    for target in (idle, reads):\n"
+        "        p = ctx.Process(target=target); p.start(); p.join()\n"
+        "        print(p.pid, p.exitcode)\n")
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        out = subprocess.run([sys.executable, str(prog)], env=child_env(), capture_output=True, text=True,
+                             timeout=120)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    (idle_pid, code1), (reads_pid, code2) = (line.split() for line in out.stdout.splitlines())
+    assert code1 == code2 == "0"
+    trace = t.load()
+    by_pid = {p.pid: p for p in trace.header.processes}
+    assert by_pid[int(idle_pid)].state == by_pid[int(reads_pid)].state == "exited"
+    assert by_pid[int(idle_pid)].accesses == 0 and by_pid[int(reads_pid)].accesses == 1
+    assert len(trace.header.processes) == 4 and not trace.missed
+
+
+def test_idle_parts_wake_on_every_hooked_library_and_write_the_schema():
+    from instrumentation import idlepart
+    from instrumentation.hub import HOOKS
+    from instrumentation.records import SCHEMA_VERSION
+    from instrumentation.tracedir import META
+
+    assert set(HOOKS) - {"multiprocessing.process"} <= set(idlepart.WAKE)
+    assert (idlepart.SCHEMA, idlepart.META) == (SCHEMA_VERSION, META)
+
+
+def test_a_part_whose_close_fails_says_so(capfd):
+    """SIGTERM's and the exit's close of parts (instrumentation/sigterm.py) never swallows a failure: the part gets
+    the note where it can take it, and stderr says it."""
+    from instrumentation import sigterm
+
+    notes = []
+
+    class Failing:
+        def __exit__(self, *exc):
+            raise OSError(28, "No space left on device")
+
+        def note_failed_close(self, why):
+            notes.append(why)
+
+    pending = [Failing()]
+    sigterm.close_with(lambda: tuple(pending))
+    try:
+        sigterm.close_all()
+    finally:
+        pending.clear()
+    assert notes == ["closing its part at the end of the process failed: OSError: [Errno 28] No space left on device"]
+    assert f"ioadvisor: process {os.getpid()}: {notes[0]}" in capfd.readouterr().err
+
+
+def test_closing_a_part_imports_nothing(tmp_path, data):
+    """SIGTERM's close of a part runs in a thread of its own while the thread it interrupted may hold an import
+    lock (a pool worker still importing when ``Pool.terminate`` comes): an import in the close would wait for it
+    until SIGTERM_WAIT ends the process, its part lost ("ended without closing its part")."""
+    code = ("import sys, h5py\n"
+            f"x = h5py.File({str(data)!r})['x']; [x[i] for i in range(3)]\n"
+            "from instrumentation import sigterm\n"
+            "before = set(sys.modules)\n"
+            "sigterm.close_all()\n"  # the close SIGTERM's thread runs, records still queued
+            "print(sorted(set(sys.modules) - before))\n")
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        child = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True,
+                               timeout=60)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "[]\n", "")
+    (part,) = t.load().header.processes[1:]
+    assert part.state == "exited" and part.accesses == 3
