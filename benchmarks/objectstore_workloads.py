@@ -189,7 +189,7 @@ def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict):
     return advise_dataset(trace, ds, load_requests(path), stores, top=3)
 
 
-def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3) -> dict:
+def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3, only: str | None = None) -> dict:
     from iomodel.objectstore_calibrate import StoreTarget, calibrate_store
 
     workdir = Path(tempfile.mkdtemp(prefix="objstore-wl-"))
@@ -203,6 +203,8 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3)
         models[delay], _ = calibrate_store(StoreTarget("s3://bench-wl/cal", opts), quick=True)
     rows = []
     for w, (name, fn, data, start) in enumerate(workloads(scale)):
+        if only and only not in name:
+            continue
         built: dict = {}
 
         def url_of(layout):
