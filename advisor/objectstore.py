@@ -391,16 +391,16 @@ def store_model_from_requests(req: dict) -> ObjectStoreModel | None:
                             fitted={"from": "the trace's requests", "requests": int(get.sum())})
 
 
-def heads_before_gets(req: dict) -> bool:
-    """Whether the traced client sent a HEAD of an object before most of its whole-object GETs (s3fs 2026.9's
-    ``_cat_file`` asks the size first when ``max_concurrency`` > 1): each such read is two round trips."""
-    if not len(req.get("op", ())):
-        return False
-    ops, urls = req["op"], req["url"]
-    whole = {u for o, u, e in zip(ops, urls, req["end"]) if o == "GET" and e < 0}
+def heads_before_gets(req: dict, url: str = "") -> bool:
+    """Whether the client sends a HEAD of an object before a whole-object GET (s3fs 2026.9's ``_cat_file`` asks the
+    size first when ``max_concurrency`` > 1): each such read is two round trips. Seen in the request log when the
+    traced program read whole objects; otherwise (an HDF5 file read by ranges, or no log) s3fs's default
+    (``max_concurrency`` 10) for ``s3://`` data, since the Zarr candidates are written for ``FsspecStore``."""
+    ops = req.get("op", ())
+    whole = {u for o, u, e in zip(ops, req.get("url", ()), req.get("end", ())) if o == "GET" and e < 0}
     if not whole:
-        return False
-    headed = {u for o, u in zip(ops, urls) if o == "HEAD"} & whole
+        return url.split("://", 1)[0].lower() in ("s3", "s3a")
+    headed = {u for o, u in zip(ops, req["url"]) if o == "HEAD"} & whole
     return len(headed) > len(whole) / 2
 
 
@@ -438,7 +438,7 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
     inflight = calls_in_flight(cols)
     current = StoreLayout(ds.library, tuple(ds.chunks) if ds.chunks else None,
                           tuple(ds.shards) if ds.shards else None)
-    head_first = heads_before_gets(req)
+    head_first = heads_before_gets(req, ds.file)
     follow = follows_chunks(boxes, writes, weights, current.chunks, shape)
     priced = []
     for c in candidates(current, boxes, shape, itemsize):
