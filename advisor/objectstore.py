@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from advisor.objectstore_tiles import follows_chunks
 from instrumentation.errors import InputError
 from iomodel.objectstore import ObjectStoreModel
 
@@ -185,11 +186,16 @@ def _chunk_ids(dims, chunks, shape) -> list[np.ndarray]:
 
 
 def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, inflight, head_first=False) -> tuple:
+    """Zarr through FsspecStore: each call sends its chunks' requests ``ZARR_CONCURRENCY`` at a time; ``inflight``
+    calls at once (dask threads) share the client's connection pool, so a round of ``n`` requests per call is priced
+    as ``inflight * n`` requests with ``inflight`` times the call's concurrency in flight, each call paying its share.
+    Only the first byte overlaps: the bytes and the client's CPU per request add up across calls."""
     chunks = layout.chunks or tuple(shape)
     chunk_bytes = math.prod(chunks) * itemsize * ratio
     first = transfer = client = 0.0
     n_req = moved = 0.0
-    k = ZARR_CONCURRENCY * inflight
+    calls = max(1.0, float(inflight))
+    k = ZARR_CONCURRENCY
     for dims, w, weight in zip(boxes, writes, weights):
         ids = _chunk_ids(dims, chunks, shape)
         if layout.shards is None:
@@ -230,16 +236,15 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
             if n <= 0:
                 continue
             size = sum(x * s for x, s in rnd) / n
-            t = model.terms(n, size, k_rnd)
-            first += weight * t["first byte"]
-            transfer += weight * t["transfer"]
-            client += weight * t["client"]
+            t = model.terms(calls * n, size, calls * min(k_rnd, n))
+            first += weight * t["first byte"] / calls
+            transfer += weight * t["transfer"] / calls
+            client += weight * t["client"] / calls
             n_req += weight * n
             moved += weight * n * size
     meta = model.terms(OPEN_ROUNDS["zarr"], 4096, 1)
-    scale = 1.0 / inflight
-    terms = {"first byte": first * scale + meta["first byte"], "transfer": transfer * scale + meta["transfer"],
-             "client": client * scale + meta["client"], "zarr calls": float(weights.sum()) * model.zarr_call * scale}
+    terms = {"first byte": first + meta["first byte"], "transfer": transfer + meta["transfer"],
+             "client": client + meta["client"], "zarr calls": float(weights.sum()) * model.zarr_call}
     return terms, int(n_req), int(moved)
 
 
@@ -300,9 +305,9 @@ def _price_hdf5(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
     n = len(requests)  # serial requests: each term adds up over them, the mean size prices the bytes exactly
     t = model.terms(n, float(np.mean(requests)) if n else 0.0, 1)
     meta = model.terms(meta_rounds, 4096, 1)
-    terms = {"first byte": (t["first byte"] + meta["first byte"]) / inflight,
-             "transfer": (t["transfer"] + meta["transfer"]) / inflight,
-             "client": (t["client"] + meta["client"]) / inflight}
+    # h5py holds its global lock (phil) through each read, the file object's callbacks included: calls from several
+    # threads run one after another, whatever ``inflight`` the trace shows
+    terms = {k: t[k] + meta[k] for k in ("first byte", "transfer", "client")}
     return terms, n + meta_rounds, int(sum(requests))
 
 
@@ -386,16 +391,16 @@ def store_model_from_requests(req: dict) -> ObjectStoreModel | None:
                             fitted={"from": "the trace's requests", "requests": int(get.sum())})
 
 
-def heads_before_gets(req: dict) -> bool:
-    """Whether the traced client sent a HEAD of an object before most of its whole-object GETs (s3fs 2026.9's
-    ``_cat_file`` asks the size first when ``max_concurrency`` > 1): each such read is two round trips."""
-    if not len(req.get("op", ())):
-        return False
-    ops, urls = req["op"], req["url"]
-    whole = {u for o, u, e in zip(ops, urls, req["end"]) if o == "GET" and e < 0}
+def heads_before_gets(req: dict, url: str = "") -> bool:
+    """Whether the client sends a HEAD of an object before a whole-object GET (s3fs 2026.9's ``_cat_file`` asks the
+    size first when ``max_concurrency`` > 1): each such read is two round trips. Seen in the request log when the
+    traced program read whole objects; otherwise (an HDF5 file read by ranges, or no log) s3fs's default
+    (``max_concurrency`` 10) for ``s3://`` data, since the Zarr candidates are written for ``FsspecStore``."""
+    ops = req.get("op", ())
+    whole = {u for o, u, e in zip(ops, req.get("url", ()), req.get("end", ())) if o == "GET" and e < 0}
     if not whole:
-        return False
-    headed = {u for o, u in zip(ops, urls) if o == "HEAD"} & whole
+        return url.split("://", 1)[0].lower() in ("s3", "s3a")
+    headed = {u for o, u in zip(ops, req["url"]) if o == "HEAD"} & whole
     return len(headed) > len(whole) / 2
 
 
@@ -433,9 +438,16 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
     inflight = calls_in_flight(cols)
     current = StoreLayout(ds.library, tuple(ds.chunks) if ds.chunks else None,
                           tuple(ds.shards) if ds.shards else None)
-    head_first = heads_before_gets(req)
-    priced = [price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight, head_first)
-              for c in candidates(current, boxes, shape, itemsize)]
+    head_first = heads_before_gets(req, ds.file)
+    follow = follows_chunks(boxes, writes, weights, current.chunks, shape)
+    priced = []
+    for c in candidates(current, boxes, shape, itemsize):
+        if follow is None:
+            priced.append(price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight, head_first))
+        else:  # the program's blocks are so many of each layout's chunks (dask.array.from_zarr)
+            b, w, wt = follow.tiles(c.chunks or shape, shape)
+            priced.append(price(c, b, w, wt, shape, itemsize, ratio, model, min(inflight, float(wt.sum())),
+                                head_first))
     now = next(c for c in priced if c.layout == current)
     priced = calibrated_on_trace(priced, now, cols, inflight)
     ranked = sorted(priced, key=lambda c: c.seconds)
@@ -448,13 +460,12 @@ def calibrated_on_trace(priced: list[StoreCandidate], now: StoreCandidate, cols,
     (the library's own work per request: decoding, event-loop hand-overs, Python per chunk) charged per request,
     the way ``iomodel.intrace`` fits the local model to a trace's timings. Never negative: a trace faster than
     the prediction leaves the prices as they are."""
-    traced = float((cols.dt * cols.rep).sum()) / max(inflight, 1.0)
+    traced = float((cols.dt * cols.rep).sum()) / max(inflight, 1.0)  # the calls' wall time, overlaps counted once
     extra = (traced - now.seconds) / now.requests if now.requests and traced > now.seconds else 0.0
     if extra <= 0:
         return priced
-    return [replace(c, seconds=c.seconds + extra * c.requests / max(inflight, 1.0),
-                    terms={**c.terms, "per request (traced)": extra * c.requests / max(inflight, 1.0)})
-            for c in priced]
+    return [replace(c, seconds=c.seconds + extra * c.requests,
+                    terms={**c.terms, "per request (traced)": extra * c.requests}) for c in priced]
 
 
 def advise_store(trace, stores: dict | None = None, top: int = 5) -> list[StoreAdvice]:

@@ -12,6 +12,8 @@ def advise_on_stores(trace, args):
     import numpy as np
 
     from advisor.objectstore import advise_store, on_store
+    from advisor.objectstore_metadata import metadata_savings
+    from instrumentation.storerequests import load_requests
     from instrumentation.tracefile import Trace
     from iomodel.objectstore import load_stores
     from iomodel.profile import default_profile_path
@@ -21,14 +23,22 @@ def advise_on_stores(trace, args):
         return trace
     stores = load_stores(args.profile or default_profile_path())
     advice = advise_store(trace, stores, args.top)
+    savings = metadata_savings(load_requests(trace.source)) if trace.source else []
+
+    def group_of(url):
+        return next((s.get_config() for s in savings if url == s.root or url.startswith(s.root + "/")), None)
+
     if args.json:
         print(json.dumps([{"dataset": a.label, "url": a.url, "host": a.host, "model": a.model_source,
                            "current": {**a.current.layout.get_config(), "seconds": a.current.seconds},
                            "ranked": [{**c.layout.get_config(), "seconds": c.seconds, "terms": c.terms,
-                                       "requests": c.requests} for c in a.ranked]} for a in advice]))
+                                       "requests": c.requests} for c in a.ranked],
+                           "consolidated_metadata": group_of(a.url)} for a in advice]))
     else:
         for a in advice:
             print(a.render(args.top))
+        for s in savings:
+            print(s.render())
         print()
     sys.stdout.flush()
     rest = {i: d for i, d in trace.datasets.items() if i not in on}

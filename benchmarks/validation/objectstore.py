@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="workload data size factor")
+    ap.add_argument("--only", default=None, help="workloads whose name contains this (run the four in pieces)")
     args = ap.parse_args(argv)
     server = SeaweedServer(tempfile.mkdtemp(prefix="objstore-bench-"))
     proxy = DelayProxy(("127.0.0.1", server.port))
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
         else:
             from benchmarks.validation.objectstore_workloads import run_workloads, workload_table
 
-            result = run_workloads(server, proxy, DELAYS, scale=args.scale, repeat=args.repeat)
+            result = run_workloads(server, proxy, DELAYS, scale=args.scale, repeat=args.repeat, only=args.only)
             print(workload_table(result))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))

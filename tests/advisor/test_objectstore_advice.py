@@ -86,3 +86,15 @@ def test_a_head_before_each_whole_object_get_is_a_round_more():
     one = price(lay, boxes, writes, weights, shape, 8, 1.0, MODEL)
     two = price(lay, boxes, writes, weights, shape, 8, 1.0, MODEL, head_first=True)
     assert two.requests == 2 * one.requests and two.terms["first byte"] > 1.9 * one.terms["first byte"] - 0.1
+
+
+def test_zarr_candidates_of_an_hdf5_trace_pay_s3fs_heads():
+    """An HDF5 file read by ranged GETs shows no whole-object GET to judge by: the Zarr candidates, read through
+    FsspecStore on s3fs (``max_concurrency`` 10), still pay its HEAD before each chunk."""
+    from advisor.objectstore import heads_before_gets
+
+    ranged = {"op": np.array(["HEAD", "GET", "GET"], object), "url": np.array(["s3://b/f.h5"] * 3, object),
+              "end": np.array([-1, 4096, 8192])}
+    assert heads_before_gets(ranged, "s3://b/f.h5")
+    assert heads_before_gets({}, "s3://b/f.h5")
+    assert not heads_before_gets({}, "gs://b/f.h5")  # another client: no evidence, no HEAD

@@ -29,6 +29,7 @@ def test_calibrate_store_fits_the_added_latency_and_cleans_up(tmp_path, s3_serve
     stores = load_stores(profile)
     assert len(stores) == 2  # a profile holds several stores
     assert fitted[0.08].ttfb > 0.05 and fitted[0.0].ttfb < 0.05  # the proxy's 80 ms is latency, not bandwidth
+    assert {m.max_inflight for m in stores.values()} == {10}  # botocore's pool, at either latency
     text = profile.read_text()
     assert "s3cr3t" not in text and json.loads(text)["io"] == {"kept": True}
     fs.invalidate_cache()
@@ -43,3 +44,13 @@ def test_calibrate_store_bad_input_is_one_line(tmp_path, capsys, argv, says):
     assert main(["calibrate", *argv, "-o", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_connection_pool_is_the_clients_not_fitted():
+    """botocore's pool (10 unless ``config_kwargs`` says otherwise) caps s3fs's requests in flight; the quick grid
+    cannot tell 4, 10 and 16 apart at short first bytes, so calibration reads it instead of fitting it."""
+    from iomodel.objectstore_calibrate import connection_pool
+
+    assert connection_pool("s3://b/p", {}) == 10
+    assert connection_pool("s3://b/p", {"config_kwargs": {"max_pool_connections": 32}}) == 32
+    assert connection_pool("gs://b/p", {}) is None  # another client: fitted
