@@ -5,7 +5,7 @@
 aligned to the grid: in another layout the same program reads blocks of ``m`` of *that* layout's chunks (zarr's
 ``Array.chunks``: the inner chunk of a sharded array). Pricing a candidate with the traced boxes instead would make
 each 250x250 block of the current layout read a whole 1000x1000 chunk of the candidate, 16 times the bytes
-(``benchmarks/objectstore.py workloads``, the dask reduction).
+(``benchmarks/validation/objectstore.py workloads``, the dask reduction).
 
 The traced accesses follow the grid when each is a box starting on a chunk boundary, ``m`` chunks long along each
 dimension (shorter only where it reaches the region's end), with the same ``m`` for all, at least two boxes, and

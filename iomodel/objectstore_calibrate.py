@@ -3,7 +3,7 @@
 One object is written under a scratch prefix (``<prefix>/ioadvisor-calibrate-<random>/``), read by ranged GETs
 of several sizes with several requests in flight, exactly as zarr's FsspecStore issues them (s3fs coroutines
 on fsspec's event loop, gathered), and the prefix is removed afterwards, also on error or interrupt.
-``benchmarks/objectstore.py`` validates the fit on the full grid with the same measurement.
+``benchmarks/validation/objectstore.py`` validates the fit on the full grid with the same measurement.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def connection_pool(url: str, storage_options: dict) -> int | None:
     """The client's connection pool, the requests in flight beyond which throughput cannot grow: s3fs's botocore
     ``max_pool_connections`` (``config_kwargs``, default 10); None for other protocols (then it is fitted).
     Read from the configuration, not fitted: the quick grid (1, 4, 16 in flight) cannot tell 4, 10 and 16 apart when
-    first bytes are short (``benchmarks/objectstore.py validate`` fitted 4 and 16 for botocore's 10)."""
+    first bytes are short (``benchmarks/validation/objectstore.py validate`` fitted 4 and 16 for botocore's 10)."""
     if url.split("://", 1)[0] not in ("s3", "s3a"):
         return None
     pool = (storage_options.get("config_kwargs") or {}).get("max_pool_connections", BOTOCORE_POOL)
