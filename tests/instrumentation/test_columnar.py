@@ -352,6 +352,23 @@ def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     assert got.columns.expanded().start[:, 0].tolist() == starts
 
 
+def test_close_gathers_small_batches_and_keeps_large_ones_as_written(tmp_path, monkeypatch):
+    """Gathering a large batch would cost the exit time per record for a reader's saving of one file."""
+    from instrumentation import columnar_writer
+
+    monkeypatch.setattr(columnar_writer, "GATHER_BELOW", 30)  # the batches of 30 rows count as large
+    w, starts = _batched_trace(tmp_path / "a.parquet", batches=3)
+    inodes = [f.stat().st_ino for f in part_files(tmp_path / "a.parquet")]
+    w.close()
+    assert [f.stat().st_ino for f in part_files(tmp_path / "a.parquet")] == inodes  # not rewritten
+    assert load_trace(tmp_path / "a.parquet").columns.expanded().start[:, 0].tolist() == starts
+    monkeypatch.setattr(columnar_writer, "GATHER_BELOW", 31)
+    w, starts = _batched_trace(tmp_path / "b.parquet", batches=3)
+    w.close()
+    assert [f.name for f in part_files(tmp_path / "b.parquet")] == ["parts-000000-000002.parquet"]
+    assert load_trace(tmp_path / "b.parquet").columns.expanded().start[:, 0].tolist() == starts
+
+
 def test_batches_lz4_required_constants_in_statistics_and_older_batches_load(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
