@@ -168,11 +168,13 @@ class NativeRun:
 
     def _watch(self) -> None:
         """While the program runs: once it recorded something, convert its records as they reach the disk, on
-        a core the program may not use (its exit then waits only for the last ones). At the lowest priority
+        a core the program may not use (its exit then waits only for the last ones). At a low priority
         (Linux schedules a thread as its own task): where no core is idle, the program goes first (WATCH_NICE),
         and the records wait for the exit (benchmarks/tracing_overhead.py: the C loops' own time)."""
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WATCH_NICE)
+            # never above the launcher's own priority (a run started with nice 19 stays there)
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, max(WATCH_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
         except (OSError, AttributeError):
             pass
         while not self._stop.wait(WATCH_INTERVAL):
