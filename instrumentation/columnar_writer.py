@@ -22,6 +22,8 @@ from .tracemodel import dumps
 BATCH_ROWS = 1 << 16
 """Accesses buffered before a batch is written; also written at least every BATCH_SECONDS."""
 BATCH_SECONDS = 1.0
+GATHER_BELOW = BATCH_ROWS // 2
+"""Batches of fewer rows are gathered into one file at close (``compact_parts``); larger ones stay as written."""
 
 
 class ColumnarTraceWriter:
@@ -181,17 +183,20 @@ class ColumnarTraceWriter:
 
 
 def compact_parts(parts: list[Path], max_rows: int = COMPACT_ROWS) -> None:
-    """Rewrite runs of consecutive ``part-N`` batch files, up to ``max_rows`` rows each, as one
-    ``parts-FIRST-LAST`` file each (what a writer does at close)."""
+    """Rewrite runs of consecutive small ``part-N`` batch files (under GATHER_BELOW rows each), up to ``max_rows``
+    rows each, as one ``parts-FIRST-LAST`` file each (what a writer does at close). A larger batch stays as written:
+    a reader's fixed cost per file is small beside its rows, and rewriting it would cost the exit time in
+    proportion to every record (a busy C program's run: benchmarks/tracing_overhead.py)."""
     group: list[Path] = []
     rows = 0
     for part in parts + [None]:
         n = pq.read_metadata(part).num_rows if part is not None else 0
-        if part is None or (group and rows + n > max_rows):
+        large = n >= GATHER_BELOW
+        if part is None or large or (group and rows + n > max_rows):
             if len(group) > 1:
                 _merge_parts(group)
             group, rows = [], 0
-        if part is not None:
+        if part is not None and not large:
             group.append(part)
             rows += n
 

@@ -59,22 +59,18 @@ def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
 def _into_trace(out: Path, trace: Path) -> None:
     """Move the converted batches into a killed run's own columnar trace, their datasets and resizes into its
     records file (after its last whole line: the process may have been killed in the middle of one)."""
-    from .columnar import META, adopt_batches, batch_files
+    from .merge import adopt, whole_lines
+    from .rawparts import batch_files
+    from .tracedir import META
 
-    meta = trace / META
-    have = meta.read_bytes()
-    have = have[: have.rfind(b"\n") + 1]
+    have = whole_lines((trace / META).read_bytes())
     known = set()
     for line in have.splitlines():
         if line.startswith(b'{"t":"d"'):
             known.add(json.loads(line)["id"])
     more = [line for line in (out / META).read_bytes().splitlines()
             if (line.startswith(b'{"t":"d"') and json.loads(line)["id"] not in known) or line.startswith(b'{"t":"r"')]
-    with open(meta, "r+b") as fh:
-        fh.truncate(len(have))
-        fh.seek(len(have))
-        fh.write(b"".join(line + b"\n" for line in more))
-    adopt_batches(trace, batch_files(out))
+    adopt(trace, batch_files(out), have + b"".join(line + b"\n" for line in more))
 
 
 def main() -> None:

@@ -57,6 +57,12 @@ from .sink import DatasetInfo
 MAX_SPANS = 1 << 17
 """h5py calls kept to drop their libhdf5 duplicates (about 120 bytes each) beyond which a poll converts this
 process's records while it is still recording: bounds the memory they take."""
+def _present(indices: np.ndarray, n: int) -> list[int]:
+    """The distinct values of ``indices`` (each in 0..n-1), in order. Not ``np.unique``: without a ``return_*``
+    it imports numpy.ma, tens of milliseconds of a traced run's exit (benchmarks/tracing_overhead.py)."""
+    return np.flatnonzero(np.bincount(indices, minlength=n)).tolist()
+
+
 def unavailable() -> str | None:
     """Why libhdf5 calls below Python cannot be captured here, or None when they can."""
     if library() is None:
@@ -304,7 +310,7 @@ class LibraryCapture:
                 keep[tr], keep_resize[tr] = t0 >= tr.origin, r_at >= tr.origin
         for tr in tracers:  # each dataset enters a trace with its extent before this batch's changes
             self.unconverted += int((keep[tr] & live & ~converted).sum())
-            for i in np.unique(which[keep[tr] & converted]).tolist():
+            for i in _present(which[keep[tr] & converted], len(infos)):
                 # H5Dcreate2 made it: a new array even where an old one had its name (one the trace knows keeps its id)
                 tr.register(infos[i], created=infos[i].template.created, below=True)
         for j, (ev, at) in enumerate(resizes):
@@ -317,7 +323,7 @@ class LibraryCapture:
             rows = np.flatnonzero(keep[tr] & converted)
             if not len(rows):
                 continue
-            used = set(np.unique(which[rows]).tolist())  # each registered above
+            used = set(_present(which[rows], len(infos)))  # each registered above
             tids = np.array([tr.register(info) if i in used else -1 for i, info in enumerate(infos)], np.int32)
             m = len(rows)
             at = {r: j for j, r in enumerate(rows.tolist())} if irregular else {}
@@ -353,7 +359,7 @@ class LibraryCapture:
             held = np.zeros(len(nums), bool)
             if not by_key:
                 return held
-            for num in np.unique(nums).tolist():
+            for num in np.unique(nums, return_index=True)[0].tolist():  # (return_index: as _present says)
                 starts_reach = by_key.get(self._info(log, num).key)
                 if starts_reach is None:
                     continue

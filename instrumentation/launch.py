@@ -36,8 +36,14 @@ from .tracedir import META, is_jsonl, prepare
 
 WATCH_INTERVAL = 0.05
 """Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
-WATCH_NICE = 19
-"""The watcher thread's nice value (the lowest priority)."""
+FIRST_LOOK = 0.01
+"""Seconds between its looks until the program recorded something (a listing of the log directory each): the
+imports then start sooner, so that they end before the program does (benchmarks/tracing_overhead.py, the
+20,000-box C program)."""
+WATCH_NICE = 10
+"""The watcher thread's nice value while the program runs: below the program (nice 0 weighs about ten times
+more), above the machine's batch work (nice 19 weighs seven times less), which would otherwise leave the
+conversion to the exit, where the user waits for it (benchmarks/tracing_overhead.py, whole-process overhead)."""
 _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 """Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
 
@@ -100,6 +106,7 @@ class NativeRun:
     def __exit__(self, exc_type, exc, tb) -> bool:
         ended = time.time_ns()
         self._stop.set()
+        self._hurry_watcher()
         self._watcher.join()
         for name, value in self._environ.items():  # the program's own environment back
             if value is None:
@@ -125,6 +132,18 @@ class NativeRun:
                 if len(self.missed) > 1 else ""
             print(f"ioadvisor: trace {self.path} is missing something: {self.missed[0]}{more}", file=sys.stderr)
         return False
+
+    def _hurry_watcher(self) -> None:
+        """The program ended: what the watcher is still doing (an import, a conversion) is now the run's exit,
+        which the user waits for, so it goes back to this process's priority where the system allows it (an
+        unprivileged process may not lower a nice value: the watcher then finishes at its own)."""
+        tid = self._watcher.native_id
+        if tid is None or not self._watcher.is_alive():
+            return
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0))
+        except (OSError, AttributeError):
+            pass
 
     @staticmethod
     def _line(obj: dict) -> str:
@@ -153,15 +172,16 @@ class NativeRun:
 
     def _watch(self) -> None:
         """While the program runs: once it recorded something, convert its records as they reach the disk, on
-        a core the program may not use (its exit then waits only for the last ones). At the lowest priority
-        (Linux schedules a thread as its own task): where no core is idle, the program and the machine's other
-        work go first, and the records wait for the exit, as they did before this thread converted them
-        (benchmarks/tracing_overhead.py: the C loops' own time)."""
+        a core the program may not use (its exit then waits only for the last ones). At a low priority
+        (Linux schedules a thread as its own task): where no core is idle, the program goes first (WATCH_NICE),
+        and the records wait for the exit (benchmarks/tracing_overhead.py: the C loops' own time)."""
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WATCH_NICE)
+            # never above the launcher's own priority (a run started with nice 19 stays there)
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, max(WATCH_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
         except (OSError, AttributeError):
             pass
-        while not self._stop.wait(WATCH_INTERVAL):
+        while not self._stop.wait(FIRST_LOOK if self._sink is None else WATCH_INTERVAL):
             try:
                 if self._sink is None:
                     if not self._anything():

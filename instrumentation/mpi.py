@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from . import settings
@@ -171,52 +170,17 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     """Merge the ranks' files of ``path`` into ``path``; returns what the merge misses (ranks skipped or cut short).
 
     Those notes are also in the merged trace (``TraceHeader.missed`` of the first rank's header):
-    no warning, which a strict warnings filter would turn into an exception in the program.
+    no warning, which a strict warnings filter would turn into an exception in the program. Columnar rank traces
+    are merged batch by batch (``merge.merge_files``): rank 0 never holds all ranks' accesses.
     """
-    from .tracefile import TraceError, is_jsonl, load_trace, merge_traces, write_trace
+    from .merge import merge_files, rank_sources
+    from .tracemodel import TraceError
 
     path = Path(path)
-    if not is_jsonl(path):
-        return _merge_columnar(path, size)
-    traces, missed = [], []
-    for r in range(size):
-        rp = rank_path(path, r, size)
-        try:
-            tr = load_trace(rp, allow_truncated=True)
-        except TraceError as exc:
-            missed.append(f"rank {r} trace left out of the merge: {exc}")
-            continue
-        if not tr.complete:
-            missed.append(f"rank {r} trace {rp} is truncated; merged its readable prefix")
-        traces.append(tr)
-    if not traces:
+    sources, missed = rank_sources([rank_path(path, r, size) for r in range(size)])
+    if not sources:
         raise TraceError(f"{path}: no rank trace could be read, nothing merged")
-    merged = merge_traces(traces)
-    first = merged.headers[0]
-    merged.headers[0] = replace(first, missed=first.missed + tuple(missed))
-    write_trace(merged, path)
-    return missed
-
-
-def _merge_columnar(path: Path, size: int) -> list[str]:
-    """Columnar rank traces merged batch by batch: rank 0 never holds all ranks' accesses."""
-    from .columnar import merge_trace_files, read_meta
-    from .tracefile import TraceError, load_trace
-
-    ok, missed = [], []
-    for r in range(size):
-        rp = rank_path(path, r, size)
-        try:
-            complete = read_meta(rp, True)[3] if rp.is_dir() else load_trace(rp, allow_truncated=True).complete
-        except TraceError as exc:
-            missed.append(f"rank {r} trace left out of the merge: {exc}")
-            continue
-        if not complete:
-            missed.append(f"rank {r} trace {rp} is truncated; merged its readable prefix")
-        ok.append(rp)
-    if not ok:
-        raise TraceError(f"{path}: no rank trace could be read, nothing merged")
-    merge_trace_files(ok, path, allow_truncated=True, missed=tuple(missed))
+    merge_files(sources, path, allow_truncated=True, missed=tuple(missed))
     return missed
 
 

@@ -275,9 +275,10 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
     dataset and resize and the MERGING note, then, once every batch is in place, with the final
     count. A process killed at any point leaves a trace that loads; until the end it says the
     merge was interrupted."""
-    from .columnar import META, adopt_batches, count_accesses, read_meta
+    from .columnar_reader import count_accesses, read_meta
+    from .merge import adopt, whole_lines
     from .records import ProcessInfo
-    from .tracefile import dumps
+    from .tracemodel import dumps
 
     headers, _, resizes, _, n_end = read_meta(path, allow_truncated=False)
     own = headers[0]
@@ -288,24 +289,19 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
         datasets = registry.read_bytes()
     except FileNotFoundError:  # no process saw a dataset
         datasets = b""
-    if datasets and not datasets.endswith(b"\n"):  # a writer killed mid-line: its dataset was never used
-        datasets = datasets[:datasets.rfind(b"\n") + 1]
+    datasets = whole_lines(datasets)  # a writer killed mid-line: its dataset was never used
     datasets = b"".join(line + b"\n" for line in datasets.split(b"\n") if line.startswith(b'{"t":"d"'))
     resizes = [*resizes, *(r for rs, _ in parts for r in rs)]
     total = n_own + sum(p.accesses for p in processes)
 
-    def write_meta(h, end: dict) -> None:
-        tmp = path / f".{META}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write((dumps({"t": "h", **h.get_config()}) + "\n").encode())
-            fh.write(datasets)
-            fh.write("".join(dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode())
-            fh.write((dumps({"t": "end", **end}) + "\n").encode())
-        os.replace(tmp, path / META)  # a killed process leaves the old file or the new one, whole
+    def records(h, end: dict) -> bytes:
+        return b"".join([(dumps({"t": "h", **h.get_config()}) + "\n").encode(), datasets,
+                         "".join(dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode(),
+                         (dumps({"t": "end", **end}) + "\n").encode()])
 
-    write_meta(replace(header, missed=header.missed + (MERGING,)), {})  # no count: batches are on their way
-    adopt_batches(path, [f for _, files in parts for f in files])
-    write_meta(header, {"n_access": total})
+    batches = [f for _, files in parts for f in files]
+    adopt(path, batches, records(replace(header, missed=header.missed + (MERGING,)), {}),  # no count: on their way
+          records(header, {"n_access": total}))
 
 
 __all__ = ["MERGING", "PART_WAIT", "merge_parts", "part_calls", "wait_for_parts"]

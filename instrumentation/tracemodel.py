@@ -234,7 +234,7 @@ def clock_shift(cols: AccessColumns, headers: list[TraceHeader], origin: float) 
 def merge_traces(traces: list[Trace]) -> Trace:
     """One view of several ranks' traces: datasets unified by key, accesses keep their rank, in time order.
 
-    Holds every rank in memory; ``merge_trace_files`` streams rank files into a columnar trace instead."""
+    Holds every rank in memory; ``merge.merge_files`` streams rank files into a columnar trace instead."""
     if not traces:
         raise ValueError("no traces to merge")
     by_key, remaps = unify(traces)

@@ -11,7 +11,7 @@ from advisor import progress
 from instrumentation.formats import untraced_inputs
 from instrumentation.patterns import DatasetUsage, summarize
 from instrumentation.records import ProcessInfo
-from instrumentation.tracefile import Trace, is_jsonl, load_trace, merge_traces, write_trace
+from instrumentation.tracefile import Trace, is_jsonl, load_trace, write_trace
 
 from . import add_quiet_option, with_progress
 from instrumentation.errors import InputError
@@ -221,16 +221,10 @@ def run_plot(args) -> int:
 
 
 def run_merge(args) -> int:
-    if is_jsonl(args.output):
-        traces = [load_trace(p, allow_truncated=args.allow_truncated) for p in args.traces]
-        merged = merge_traces(traces)
-        write_trace(merged, args.output)
-        n_traces, n_access, n_ds = len(traces), merged.n_access, len(merged.datasets)
-    else:  # batch by batch: the ranks' accesses never sit in memory together
-        from instrumentation.columnar import merge_trace_files
+    from instrumentation.merge import merge_files
 
-        n_traces, n_access, n_ds = merge_trace_files(args.traces, args.output,
-                                                     allow_truncated=args.allow_truncated)
+    # columnar output batch by batch (the ranks' accesses never sit in memory together); JSON Lines is an export
+    n_traces, n_access, n_ds = merge_files(args.traces, args.output, allow_truncated=args.allow_truncated)
     print(f"ioadvisor: merged {n_traces} traces ({n_access} accesses, "
           f"{n_ds} datasets) into {args.output}", file=sys.stderr)
     return 0

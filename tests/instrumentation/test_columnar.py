@@ -12,7 +12,8 @@ import pytest
 
 from advisor.cli import main
 from instrumentation import AccessRecord, Selection, TraceError, load_trace, merge_traces
-from instrumentation.columnar import merge_trace_files, part_files
+from instrumentation.columnar import part_files
+from instrumentation.merge import merge_files
 from instrumentation.columns import AccessColumns, compact_runs
 from instrumentation.patterns import classify
 from instrumentation.tracefile import Trace, TraceWriter
@@ -205,7 +206,7 @@ def test_merge_streams_rank_files_into_one_columnar_trace(tmp_path):
     for r in range(3):
         paths.append(tmp_path / f"t.rank{r}.parquet")
         write_sample(paths[-1], n=20, rank=r, size=3, t=1000.0 + r)
-    n_traces, n_access, n_ds = merge_trace_files(paths, tmp_path / "m.parquet")
+    n_traces, n_access, n_ds = merge_files(paths, tmp_path / "m.parquet")
     assert (n_traces, n_access, n_ds) == (3, 66, 1)
     m = load_trace(tmp_path / "m.parquet")
     ref = merge_traces([load_trace(p) for p in paths])
@@ -217,13 +218,14 @@ def test_merge_streams_rank_files_into_one_columnar_trace(tmp_path):
 
 def test_merge_writes_files_of_at_most_compact_rows(tmp_path, monkeypatch):
     import instrumentation.columnar as columnar
+    import instrumentation.merge as merge
 
     paths = []
     for r in range(3):
         paths.append(tmp_path / f"t.rank{r}.parquet")
         write_sample(paths[-1], n=20, rank=r, size=3, t=1000.0 + r)
-    monkeypatch.setattr(columnar, "COMPACT_ROWS", 4)  # each rank folds to 3 rows
-    merge_trace_files(paths, tmp_path / "m.parquet")
+    monkeypatch.setattr(merge, "COMPACT_ROWS", 4)  # each rank folds to 3 rows
+    merge_files(paths, tmp_path / "m.parquet")
     rows = [columnar.pq.read_metadata(f).num_rows for f in part_files(tmp_path / "m.parquet")]
     assert len(rows) == 3 and max(rows) <= 4, rows
     assert sum(rows) == load_trace(tmp_path / "m.parquet").columns.rows
@@ -348,6 +350,23 @@ def test_close_rewrites_consecutive_batches_into_few_files(tmp_path):
     assert not list((tmp_path / "b.parquet").glob("part-*"))
     got = load_trace(tmp_path / "b.parquet", allow_truncated=True)
     assert got.columns.expanded().start[:, 0].tolist() == starts
+
+
+def test_close_gathers_small_batches_and_keeps_large_ones_as_written(tmp_path, monkeypatch):
+    """Gathering a large batch would cost the exit time per record for a reader's saving of one file."""
+    from instrumentation import columnar_writer
+
+    monkeypatch.setattr(columnar_writer, "GATHER_BELOW", 30)  # the batches of 30 rows count as large
+    w, starts = _batched_trace(tmp_path / "a.parquet", batches=3)
+    inodes = [f.stat().st_ino for f in part_files(tmp_path / "a.parquet")]
+    w.close()
+    assert [f.stat().st_ino for f in part_files(tmp_path / "a.parquet")] == inodes  # not rewritten
+    assert load_trace(tmp_path / "a.parquet").columns.expanded().start[:, 0].tolist() == starts
+    monkeypatch.setattr(columnar_writer, "GATHER_BELOW", 31)
+    w, starts = _batched_trace(tmp_path / "b.parquet", batches=3)
+    w.close()
+    assert [f.name for f in part_files(tmp_path / "b.parquet")] == ["parts-000000-000002.parquet"]
+    assert load_trace(tmp_path / "b.parquet").columns.expanded().start[:, 0].tolist() == starts
 
 
 def test_batches_lz4_required_constants_in_statistics_and_older_batches_load(tmp_path, monkeypatch):

@@ -124,11 +124,11 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     (``merge_traces``) gives."""
     import shutil
 
-    from instrumentation import columnar, parts, partsdir
+    from instrumentation import columnar, parts, partsdir, rawparts
     from instrumentation.tracefile import merge_traces
 
     copies, moved = {}, []
-    real_merge, real_adopt = parts.merge_parts, columnar.adopt_batches
+    real_merge, real_adopt = parts.merge_parts, rawparts.adopt_batches
 
     def merge_parts(path, parts_dir, since_ns):  # keep the inputs of the merge for the reference
         parts.wait_for_parts(parts_dir, since_ns)
@@ -141,7 +141,7 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
         real_adopt(path, batches)
 
     monkeypatch.setattr(parts, "merge_parts", merge_parts)
-    monkeypatch.setattr(columnar, "adopt_batches", adopt_batches)
+    monkeypatch.setattr(rawparts, "adopt_batches", adopt_batches)
     t = _forked_reads(tmp_path / "t.parquet", data)
     trace = t.load()
     assert len(copies["parts"]) == 3 and moved
@@ -183,12 +183,12 @@ def test_sigkill_mid_merge_leaves_a_readable_trace_that_says_so(tmp_path, data):
     from instrumentation.follow import MERGING
 
     code = ("import os, signal, sys, h5py, advisor\n"
-            "from instrumentation import columnar\n"
-            "real = columnar.adopt_batches\n"
+            "from instrumentation import rawparts\n"
+            "real = rawparts.adopt_batches\n"
             "def adopt(path, batches):\n"
             "    real(path, batches[:1])\n"
             "    os.kill(os.getpid(), signal.SIGKILL)\n"
-            "columnar.adopt_batches = adopt\n"
+            "rawparts.adopt_batches = adopt\n"
             f"f = h5py.File({str(data)!r}, 'r')\n"
             "with advisor.trace(sys.argv[1]):\n"
             "    f['x'][0]\n"

@@ -69,3 +69,33 @@ def test_an_existing_trace_is_refused_with_the_projects_error(tmp_path):
     assert (tmp_path / "t.jsonl").read_text() == "earlier\n"
     res = _run(tmp_path, "t.jsonl", "/bin/sh", "-c", "exit 0")  # the CLI: one line, exit 2
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "exists" in res.stderr
+
+
+def _nice_of(tid: int) -> int:
+    with open(f"/proc/self/task/{tid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[16])  # field 19 of stat: nice
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_the_watcher_converts_below_the_program_and_at_its_priority_once_it_ended(tmp_path):
+    """While the program runs the watcher yields to it (WATCH_NICE, never above the launcher's own nice); once
+    it ended, what the watcher still does is the exit the user waits for."""
+    import threading
+
+    from instrumentation import launch
+
+    gate = threading.Event()
+    run = launch.NativeRun(tmp_path / "t.parquet")
+    run._anything = lambda: gate.wait() and False  # keeps the watcher busy until released
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    with run:
+        for _ in range(200):  # the watcher sets its own priority as it starts
+            if _nice_of(run._watcher.native_id) == max(launch.WATCH_NICE, own):
+                break
+            threading.Event().wait(0.01)
+        assert _nice_of(run._watcher.native_id) == max(launch.WATCH_NICE, own)
+        threading.Timer(0.2, gate.set).start()
+        if os.geteuid() == 0 or own >= launch.WATCH_NICE:  # lowering a nice value takes privilege
+            run._hurry_watcher()
+            assert _nice_of(run._watcher.native_id) == own
+    assert load_trace(tmp_path / "t.parquet").complete
