@@ -70,7 +70,7 @@ class ColumnarTraceWriter:
     def resizes(self, rows: list[tuple]) -> None:
         """Changes of extent: (ds, shape, t0, rep, step, t_step) rows (``ResizeRecord``'s fields)."""
         # with the next batch (``flush``): a write per resize cost an append loop 26 us of the flusher's CPU per
-        # frame, with the GIL held (benchmarks/tracing_overhead.py)
+        # frame, with the GIL held (benchmarks/speed/tracing_overhead.py)
         if rows:
             self._meta_text(resize_lines(rows), at_once=False)
 
@@ -186,7 +186,7 @@ def compact_parts(parts: list[Path], max_rows: int = COMPACT_ROWS) -> None:
     """Rewrite runs of consecutive small ``part-N`` batch files (under GATHER_BELOW rows each), up to ``max_rows``
     rows each, as one ``parts-FIRST-LAST`` file each (what a writer does at close). A larger batch stays as written:
     a reader's fixed cost per file is small beside its rows, and rewriting it would cost the exit time in
-    proportion to every record (a busy C program's run: benchmarks/tracing_overhead.py)."""
+    proportion to every record (a busy C program's run: benchmarks/speed/tracing_overhead.py)."""
     group: list[Path] = []
     rows = 0
     for part in parts + [None]:

@@ -59,7 +59,7 @@ MAX_SPANS = 1 << 17
 process's records while it is still recording: bounds the memory they take."""
 def _present(indices: np.ndarray, n: int) -> list[int]:
     """The distinct values of ``indices`` (each in 0..n-1), in order. Not ``np.unique``: without a ``return_*``
-    it imports numpy.ma, tens of milliseconds of a traced run's exit (benchmarks/tracing_overhead.py)."""
+    it imports numpy.ma, tens of milliseconds of a traced run's exit (benchmarks/speed/tracing_overhead.py)."""
     return np.flatnonzero(np.bincount(indices, minlength=n)).tolist()
 
 

@@ -8,7 +8,7 @@ the trace's records file with the standard library only; numpy, Arrow and the co
 (instrumentation/interpose.py, tracer.py, columnar.py) are imported only when the program recorded something,
 and then while the program still runs (a watcher thread starts the import once the first record is on disk),
 so that a traced run costs the program's own time plus the conversion of its records, not the launcher's
-imports (benchmarks/tracing_overhead.py, fixed cost and whole-process overhead). The trace is written in full
+imports (benchmarks/speed/tracing_overhead.py, fixed cost and whole-process overhead). The trace is written in full
 before ``__exit__`` returns, as ``advisor.trace`` writes it.
 
 Under an MPI launcher the run keeps ``advisor.trace`` with ``mpi.FileSync`` (its ranks agree through their trace
@@ -38,12 +38,12 @@ WATCH_INTERVAL = 0.05
 """Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
 FIRST_LOOK = 0.01
 """Seconds between its looks until the program recorded something (a listing of the log directory each): the
-imports then start sooner, so that they end before the program does (benchmarks/tracing_overhead.py, the
+imports then start sooner, so that they end before the program does (benchmarks/speed/tracing_overhead.py, the
 20,000-box C program)."""
 WATCH_NICE = 10
 """The watcher thread's nice value while the program runs: below the program (nice 0 weighs about ten times
 more), above the machine's batch work (nice 19 weighs seven times less), which would otherwise leave the
-conversion to the exit, where the user waits for it (benchmarks/tracing_overhead.py, whole-process overhead)."""
+conversion to the exit, where the user waits for it (benchmarks/speed/tracing_overhead.py, whole-process overhead)."""
 _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 """Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
 
@@ -174,7 +174,7 @@ class NativeRun:
         """While the program runs: once it recorded something, convert its records as they reach the disk, on
         a core the program may not use (its exit then waits only for the last ones). At a low priority
         (Linux schedules a thread as its own task): where no core is idle, the program goes first (WATCH_NICE),
-        and the records wait for the exit (benchmarks/tracing_overhead.py: the C loops' own time)."""
+        and the records wait for the exit (benchmarks/speed/tracing_overhead.py: the C loops' own time)."""
         try:
             # never above the launcher's own priority (a run started with nice 19 stays there)
             tid = threading.get_native_id()
