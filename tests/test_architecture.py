@@ -29,17 +29,9 @@ ALLOWED_CYCLE_MODULES: set[str] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 ALLOWED_LONG_MODULES: set[str] = {
     "advisor.verify",
-    "iomodel.variables",
 }
 ALLOWED_LONG_FUNCTIONS: set[str] = {
-    "instrumentation.columns:AccessColumns.slabs",
     "advisor.verify:verify",
-    "iomodel.replay:replay",
-    "iomodel.variables:_close",
-    "iomodel.variables:_collective",
-    "iomodel.variables:_simulate",
-    "iomodel.variables:_warm_up",
-    "iomodel.variables:count_variables",
 }
 
 
