@@ -4,8 +4,9 @@ misses, OS requests) and its analogues for HDF5's other paths, Zarr and MPI-IO, 
 ``simulate`` walks each access's chunk visits (``chunks.trace_visits``) through the library's behaviour (see
 ``iomodel.variables``) and adds the counted variables (n_calls, n_memcpy, s_memcpy, n_chunks, n_rindex, ...;
 ``features.FEATURES``) to ``out``; each OS request goes through ``osio.os_read``/``os_write``. Its arguments are
-a few arrays with named rows or words, and tuples of them (numba types a tuple of arrays as fast as one array;
-a tuple holding a typed Dict is typed in Python, about 60 us a call: the typed Dicts travel in one typed List):
+a few arrays with named rows or words, and tuples of them: numba types those from their fingerprint, but a tuple
+holding a typed Dict element by element in Python, which cost ten times the rest of a call
+(benchmarks/iomodel_percall.py), so the typed Dicts travel in one typed List:
 
 - ``visits``: the window's chunk visits, ``ChunkVisits``' arrays (cid, nsel, nrun, nfrun, lo, hi, full, offsets);
 - ``calls``: int64 (CALL_ROWS, accesses): per access, whether it writes, whether it is collective, and its sieve
@@ -235,8 +236,9 @@ def warm_up(spec, page_cache, maps, nunits, piecewise):
 @numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
 def simulate(visits, calls, spec, grids, fspec, state, chunk_cache, lru, maps):
     """Replay one window of accesses (Algorithm 1 of Kang et al. per access, then the library's I/O path per chunk
-    visit); adds the variables to ``out`` and carries the state over to the next window. Arguments: see the
-    module's docstring."""
+    visit); adds the variables to ``out`` (n_calls, n_wcalls per access; n_chunks, and n_memcpy, s_memcpy,
+    s_mtouch by formula 1, per chunk visit; n_rindex/n_windex per index block, formulas 4 and 6; the OS requests'
+    by ``osio``) and carries the state over to the next window. Arguments: see the module's docstring."""
     cid_a, nsel_a, nrun_a, nfrun_a, lo_a, hi_a, full_a, offsets = visits
     out, pos, ra = state
     ent, cc, evicted = chunk_cache
