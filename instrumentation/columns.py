@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -26,6 +26,15 @@ SLAB, ORTHOGONAL, POINTS = 0, 1, 2
 KINDS = ("hyperslab", "orthogonal", "points")
 
 _INT_COLUMNS = ("ds", "rank", "n", "nbytes", "rep")
+
+
+class HyperslabColumns(NamedTuple):
+    """Regular hyperslabs, one per row (``AccessColumns.slabs``): each (m, K) int64."""
+
+    start: np.ndarray
+    count: np.ndarray
+    stride: np.ndarray
+    block: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,9 +102,11 @@ class AccessColumns:
                    z.astype(float), z, z, z, z.astype(np.int8), z.astype(np.int8), zk, zk, zk, zk, zk)
 
     @classmethod
-    def slabs(cls, ds, write, start, count, stride, block, n, nbytes, t0, dt, rank: int, ndim) -> "AccessColumns":
-        """One regular hyperslab per row, from its columns ((m, K) for the four per-dimension ones; a row's
-        dimensions beyond its ``ndim`` hold 0/1/1/1)."""
+    def slabs(cls, ds, write, hyperslabs: "HyperslabColumns | tuple", n, nbytes, t0, dt, rank: int,
+              ndim) -> "AccessColumns":
+        """One regular hyperslab per row, from its columns (``hyperslabs``: start, count, stride, block, each
+        (m, K); a row's dimensions beyond its ``ndim`` hold 0/1/1/1)."""
+        start, count, stride, block = hyperslabs
         m, width = start.shape
         return cls(
             ds=np.asarray(ds, np.int32), write=np.asarray(write, bool), rank=np.full(m, rank, np.int32),
@@ -409,4 +420,5 @@ def fold_runs(cols: AccessColumns) -> AccessColumns:
     return compact_runs(cols.expanded())
 
 
-__all__ = ["ARRAYS", "AccessColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns", "compact_runs", "fold_runs"]
+__all__ = ["ARRAYS", "AccessColumns", "HyperslabColumns", "KINDS", "ORTHOGONAL", "POINTS", "SLAB", "as_columns",
+           "compact_runs", "fold_runs"]

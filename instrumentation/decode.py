@@ -22,7 +22,7 @@ def resize_columns(ds, shapes: np.ndarray, ndim, t0, rank: int) -> AccessColumns
     loop's fold into runs as its writes do (``compact_runs``)."""
     m, width = shapes.shape
     ones = np.ones((m, width), np.int64)
-    return AccessColumns.slabs(ds, np.zeros(m, bool), shapes, ones, ones, ones, np.zeros(m, np.int64),
+    return AccessColumns.slabs(ds, np.zeros(m, bool), (shapes, ones, ones, ones), np.zeros(m, np.int64),
                                np.zeros(m, np.int64), t0, np.zeros(m), rank, ndim)
 
 
@@ -75,7 +75,7 @@ def from_c(head: np.ndarray, vals: np.ndarray, tids: np.ndarray, origin: float, 
     for k, rows, v in groups:
         for d, col in enumerate((start, count, stride, block)):
             col[rows, :k] = v[:, d]
-    cols = AccessColumns.slabs(tids[head["slot"]], head["op"] == OP_WRITE, start, count, stride, block,
+    cols = AccessColumns.slabs(tids[head["slot"]], head["op"] == OP_WRITE, (start, count, stride, block),
                                head["n"], head["nbytes"], head["t0"] - origin, head["dt"], rank, head["ndim"])
     return cols, position, resized, resized_at
 

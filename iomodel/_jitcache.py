@@ -1,8 +1,8 @@
 """Keep numba's on-disk cache of the compiled kernels consistent across modules.
 
 numba invalidates a cached function only when its own source file changes; the
-replay kernel in variables.py inlines cache.py and chunks.py helpers, so an edit
-there would silently leave a stale kernel. We hash the three sources and drop
+replay kernel in kernel.py inlines cache.py, chunks.py and osio.py helpers, so an edit
+there would silently leave a stale kernel. We hash these sources and drop
 the package's cached kernels when the hash changes.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-_SOURCES = ("cache.py", "chunks.py", "variables.py")
+_SOURCES = ("cache.py", "chunks.py", "osio.py", "kernel.py", "replayer.py")
 
 
 def invalidate_if_stale() -> None:

@@ -124,7 +124,7 @@ class SystemProfile:
     schema: int = IO_SCHEMA
 
     def __post_init__(self) -> None:
-        from .variables import FEATURES
+        from .features import FEATURES
 
         if self.schema != IO_SCHEMA:
             raise ProfileError(f"io profile schema {self.schema}: this ioadvisor reads {IO_SCHEMA} "

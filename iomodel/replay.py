@@ -1,7 +1,7 @@
 """Measure real runs: build a layout on disk, empty the page cache, replay accesses.
 
 This is the ground truth the cost model is fitted to (``iomodel.calibrate``),
-validated against (``benchmarks/iomodel_validation.py``) and checked by
+validated against (``benchmarks/validation/iomodel_validation.py``) and checked by
 ``ioadvisor verify``. h5py and zarr are imported inside the functions that use
 them, so importing ``iomodel`` never needs either library.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -457,29 +457,43 @@ def _write_values(spec: LayoutSpec, kind: str, key, sel: Selection, data: np.nda
     return rng.standard_normal(shape).astype(spec.dtype)
 
 
-def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir: str | os.PathLike, *,
-           cold: bool = True, data: np.ndarray | None = None, fill: bool = True,
-           initial_shape: Sequence[int] | None = None, keep_values: bool = False,
-           rebuild: bool = True, dtype: Any = None, filters: Sequence[Filter] | None = None) -> ReplayResult:
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``replay`` runs the accesses for real.
+
+    ``cold``: evict every file of the array from the page cache before the first access; otherwise read them
+    all once (warm). ``fill``: fill the array when building it (with ``data`` or random values).
+    ``initial_shape``: the shape it is built with (appends grow it). ``keep_values`` keeps what each read
+    returned (tests). ``rebuild=False`` reuses the array an earlier replay of the same layout left in the work
+    directory (several read patterns on one filled array). ``dtype``/``filters`` complete a layout that lacks
+    them (``iomodel.layout.Layout`` has an itemsize and a ``filtered`` flag only)."""
+
+    cold: bool = True
+    fill: bool = True
+    initial_shape: Sequence[int] | None = None
+    keep_values: bool = False
+    rebuild: bool = True
+    dtype: Any = None
+    filters: Sequence[Filter] | None = None
+
+
+def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir: str | os.PathLike,
+           options: RunOptions | None = None, *, data: np.ndarray | None = None, **kw) -> ReplayResult:
     """Build ``layout`` under ``workdir``, empty (or fill) the page cache, run the accesses for real.
 
     ``accesses`` are AccessRecords (their ``selection`` and ``op``; the
     dataset id is ignored: one array) and ResizeRecords, in order. ``data``
     is the array's content (default: random values) and the source of
-    written values. ``cold``: evict every file of the array from the page
-    cache before the first access; otherwise read them all once (warm).
-    ``keep_values`` keeps what each read returned (tests). ``rebuild=False``
-    reuses the array an earlier replay of the same layout left in ``workdir``
-    (several read patterns on one filled array). ``dtype``/``filters`` complete
-    a layout that lacks them (``iomodel.layout.Layout`` has an itemsize and a
-    ``filtered`` flag only).
+    written values. ``options`` (or its fields as keyword arguments):
+    ``RunOptions``.
     """
-    spec = LayoutSpec.of(layout, dtype=dtype, filters=filters)
+    opts = replace(options or RunOptions(), **kw)
+    spec = LayoutSpec.of(layout, dtype=opts.dtype, filters=opts.filters)
     events = list(accesses)
     resizable = any(isinstance(e, ResizeRecord) for e in events)
     path = data_path(spec, workdir)
-    if rebuild or not path.exists():
-        build(spec, workdir, fill=fill, data=data, shape=initial_shape, resizable=resizable)
+    if opts.rebuild or not path.exists():
+        build(spec, workdir, fill=opts.fill, data=data, shape=opts.initial_shape, resizable=resizable)
     prepared = []
     rng = np.random.default_rng(1)
     for e in events:
@@ -490,7 +504,7 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
         values = None if e.op == READ else _write_values(spec, kind, key, e.selection, data, rng)
         prepared.append((kind, key, e.selection, values))
     evicted: tuple[str, ...] = ()
-    if cold:
+    if opts.cold:
         evicted = tuple(evict(path))
     else:
         warm(path)
@@ -498,7 +512,7 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
     target = _open(path, spec)
     open_s = time.perf_counter() - t
     per = np.zeros(sum(1 for p in prepared if p[0] != "resize"))
-    kept: list[np.ndarray] | None = [] if keep_values else None
+    kept: list[np.ndarray] | None = [] if opts.keep_values else None
     clock = time.perf_counter
     i = 0
     try:
@@ -532,5 +546,5 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
     )
 
 
-__all__ = ["LayoutSpec", "ReplayError", "ReplayResult", "build", "data_path", "evict", "files_of",
+__all__ = ["LayoutSpec", "ReplayError", "ReplayResult", "RunOptions", "build", "data_path", "evict", "files_of",
            "index_of", "replay", "stored_bytes", "warm"]

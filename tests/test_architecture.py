@@ -27,18 +27,8 @@ MAX_PARAMS = 10
 # functions: "module:qualified.name".
 ALLOWED_CYCLE_MODULES: set[str] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
-ALLOWED_LONG_MODULES: set[str] = {
-    "iomodel.variables",
-}
-ALLOWED_LONG_FUNCTIONS: set[str] = {
-    "instrumentation.columns:AccessColumns.slabs",
-    "iomodel.replay:replay",
-    "iomodel.variables:_close",
-    "iomodel.variables:_collective",
-    "iomodel.variables:_simulate",
-    "iomodel.variables:_warm_up",
-    "iomodel.variables:count_variables",
-}
+ALLOWED_LONG_MODULES: set[str] = set()
+ALLOWED_LONG_FUNCTIONS: set[str] = set()
 
 
 # --- the analysis -----------------------------------------------------------------------------------

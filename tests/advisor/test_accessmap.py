@@ -79,8 +79,8 @@ def test_a_million_accesses_from_columns(tmp_path):
     # one run of 1.2M single-row reads: the map unrolls it in numpy, every byte counted
     ds = DatasetRecord(0, "hdf5", "2", "/f.h5", "/x", (1_200_000, 4), "float32", chunks=(10_000, 4))
     n = 1_200_000
-    cols = AccessColumns.slabs([0], [False], np.array([[0, 0]]), np.array([[1, 1]]), np.array([[1, 1]]),
-                               np.array([[1, 4]]), [4], [16], [0.0], [12.0], 0, [2])
+    cols = AccessColumns.slabs([0], [False], (np.array([[0, 0]]), np.array([[1, 1]]), np.array([[1, 1]]),
+                               np.array([[1, 4]])), [4], [16], [0.0], [12.0], 0, [2])
     from dataclasses import replace
 
     cols = replace(cols, rep=np.array([n]), step=np.array([[1, 0]]), t_step=np.array([1e-5]))

@@ -279,3 +279,27 @@ def test_variables_json_round_trip():
     assert Variables.from_config(v.get_config()) == v
     with pytest.raises(ValueError, match="unknown variable"):
         Variables.from_config({"n_bogus": 1})
+
+
+def test_replay_options_count_as_their_keywords_and_round_trip_json():
+    import json
+
+    from iomodel.profile import PageCacheCurve
+    from iomodel.variables import ReplayOptions
+
+    ds = _ds()
+    lay = Layout.from_dataset(ds)
+    acc = [_row(i) for i in range(0, 1000, 7)] + [_col(3)]
+    curve = PageCacheCurve((4096, 1 << 20), (2e-6, 1.8e-4))
+    kw = dict(cache_curve=curve, readahead=128 << 10, device_request=64 << 10, zarr_overlap=2.0)
+    opts = ReplayOptions(**kw)
+    assert ReplayOptions.from_config(json.loads(json.dumps(opts.get_config()))) == opts
+    with pytest.raises(ValueError, match="unknown replay option"):
+        ReplayOptions.from_config({"cached": True})
+    by_kw = count_variables(acc, ds, lay, 1 << 26, **kw)
+    assert count_variables(acc, ds, lay, 1 << 26, opts) == by_kw
+    assert by_kw.x_cache > 0 and by_kw != count_variables(acc, ds, lay, 1 << 26)  # the options reach the kernel
+    warm = count_variables(acc, ds, lay, 1 << 26, opts, warm=True)  # keywords override the options' fields
+    assert warm == count_variables(acc, ds, lay, 1 << 26, warm=True, **kw) and warm.n_rdisk == 0
+    with pytest.raises(TypeError):
+        count_variables(acc, ds, lay, 1 << 26, cached=True)
