@@ -6,7 +6,7 @@ misses, OS requests) and its analogues for HDF5's other paths, Zarr and MPI-IO, 
 ``features.FEATURES``) to ``out``; each OS request goes through ``osio.os_read``/``os_write``. Its arguments are
 a few arrays with named rows or words, and tuples of them: numba types those from their fingerprint, but a tuple
 holding a typed Dict element by element in Python, which cost ten times the rest of a call
-(benchmarks/iomodel_percall.py), so the typed Dicts travel in one typed List:
+(benchmarks/speed/iomodel_percall.py), so the typed Dicts travel in one typed List:
 
 - ``visits``: the window's chunk visits, ``ChunkVisits``' arrays (cid, nsel, nrun, nfrun, lo, hi, full, offsets);
 - ``calls``: int64 (CALL_ROWS, accesses): per access, whether it writes, whether it is collective, and its sieve
