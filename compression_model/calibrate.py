@@ -102,8 +102,9 @@ def measure_hdf5(x: np.ndarray, filter_kwargs: dict, chunks, repeats: int, workd
 
 
 def _filter_kwargs(codec: str, abs_error: float | None) -> dict:
-    import hdf5plugin
+    from .codecs.plugin import hdf5plugin as plugin
 
+    hdf5plugin = plugin(f"calibrating the HDF5 {codec} filter")
     if codec == "sz3":
         return dict(hdf5plugin.SZ3(absolute=abs_error))
     if codec == "sz":
