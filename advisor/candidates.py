@@ -376,7 +376,7 @@ def allowed_codecs(dtype: str, *, max_error: ErrorBound | str | None = None, los
         if unavailable(n):  # its only implementation is a filter of an extra that is not installed
             if compressors:
                 raise MissingExtra(unavailable(n))
-            notes.append(f"{n} skipped: {unavailable(n)}")
+            notes.append(f"left out: {unavailable(n)}")
             continue
         if n in LOSSY_NAMES:
             if lossless_only:

@@ -81,7 +81,7 @@ def parse_compressors(text: str | None, library: str) -> list[str]:
     if text is None:
         names = [n for n in LOSSY_NAMES if not (library == "zarr" and n == "sz")] + [LOSSLESS_BASELINE]
         for n in [n for n in names if unavailable(n, library)]:  # named ones fail below with the same line
-            print(f"ioadvisor compression: {n} left out: {unavailable(n, library)}", file=sys.stderr)
+            print(f"ioadvisor compression: left out: {unavailable(n, library)}", file=sys.stderr)
             names.remove(n)
         return names
     names = [n.strip() for n in text.split(",") if n.strip()]

@@ -56,3 +56,12 @@ def estimate_target(codec, target: str) -> tuple[str, str | None]:
         return target, None
     return "zarr", (f"estimated with {codec.binding}, which stores what the HDF5 filter stores: hdf5plugin is not "
                     f"installed ({EXTRA_NOTE})")
+
+
+def without_plugin_note() -> str | None:
+    """The advice's note when hdf5plugin is missing (None when it is installed)."""
+    if installed("hdf5plugin"):
+        return None
+    return ("hdf5plugin is not installed: HDF5 zstd, blosc, lz4 and zfp filters estimated with numcodecs/zfpy "
+            "(the same stream), sz, sz3 and bitshuffle-lz4 not priced for HDF5; pip install "
+            "'ioadvisor[hdf5-filters]' to run the filters themselves")
