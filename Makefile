@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 # --no-compile: Python writes the .pyc of the modules a run imports, not of every installed file (pip's
-# byte-compiling of all of them is 50 MB and most of the install's time: README, "Quick start")
+# byte-compiling of all of them is 50 MB and about half the install time: README, "Quick start")
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
