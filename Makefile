@@ -1,13 +1,16 @@
 # `make demo` and `make test` set up .venv on first use (nothing else needs to be installed).
 # `make demo` installs the tool alone (.venv/.installed); `make test` adds the test extra (.venv/.installed-test:
-# pytest, xarray, dask, netCDF4, torch, ... for the suites), which is three times the size (README, "Quick start").
+# the hdf5-filters, mpi and plots extras, pytest, xarray, dask, netCDF4, torch, ... for the suites), which is four
+# times the size (README, "Quick start").
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
+# --no-compile: Python writes the .pyc of the modules a run imports, not of every installed file (pip's
+# byte-compiling of all of them is 50 MB and about half the install time: README, "Quick start")
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q --no-compile -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed

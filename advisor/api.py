@@ -441,6 +441,9 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
             notes.append(f"what-if rewrites of the program not evaluated above {WHATIF_ACCESSES} accesses")
         if data.estimate_seconds:
             notes.append(f"compression estimates took {data.estimate_seconds:.2f} s")
+            from compression_model.codecs.plugin import without_plugin_note
+
+            notes += [n for n in [without_plugin_note()] if n]
     finally:
         data.close()
     notes += result.notes

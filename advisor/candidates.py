@@ -26,6 +26,7 @@ from instrumentation.patterns import AccessPattern, PatternClass
 from instrumentation.records import DatasetRecord
 from iomodel.layout import HDF5_DEFAULT_CACHE, Layout, chunks_text, format_bytes, layout_text
 from instrumentation.errors import InputError
+from instrumentation.extras import MissingExtra
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -339,7 +340,7 @@ class CodecChoice:
 def allowed_codecs(dtype: str, *, max_error: ErrorBound | str | None = None, lossless_only: bool = False,
                    compressors: Sequence[str] | None = None) -> tuple[list[CodecChoice], list[str]]:
     """The codecs to try, and notes on the ones excluded (with why)."""
-    from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES
+    from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, unavailable
 
     if isinstance(max_error, str):
         max_error = ErrorBound.parse(max_error)
@@ -353,6 +354,11 @@ def allowed_codecs(dtype: str, *, max_error: ErrorBound | str | None = None, los
     kind = np.dtype(dtype).kind
     for n in names:
         if n == "none":
+            continue
+        if unavailable(n):  # its only implementation is a filter of an extra that is not installed
+            if compressors:
+                raise MissingExtra(unavailable(n))
+            notes.append(f"left out: {unavailable(n)}")
             continue
         if n in LOSSY_NAMES:
             if lossless_only:

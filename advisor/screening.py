@@ -59,8 +59,11 @@ def why_not_advised(ds: DatasetRecord, shape: Sequence[int], n_accesses: int) ->
     if n_accesses == 0:
         missing = missing_filters(ds)
         if missing:
+            from compression_model.codecs.plugin import EXTRA_NOTE
+            from instrumentation.extras import installed
+
             return (f"no data read: its filter {', '.join(missing)} is not available here, "
-                    "so the program's reads failed")
+                    "so the program's reads failed" + ("" if installed("hdf5plugin") else f" ({EXTRA_NOTE})"))
         if ds.created:
             return "created but never written"
         plugins = [f"{f.name} ({f.filter_id})" for f in ds.filters if f.filter_id not in BUILTIN_FILTERS]

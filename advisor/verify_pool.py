@@ -22,10 +22,12 @@ def rank_main() -> None:
     # imported up front so no rank pays it inside a timed replay; hdf5plugin and zarr_sz3 register the
     # compressed candidates' HDF5 filters and zarr codec
     import h5py  # noqa: F401
-    import hdf5plugin  # noqa: F401
     import zarr  # noqa: F401
 
     import compression_model.zarr_sz3  # noqa: F401
+    from compression_model.codecs.plugin import register_filters
+
+    register_filters()  # when installed: a filter candidate without it fails where it is built, in one line
 
     while True:
         try:

@@ -2,7 +2,7 @@
 
 Only synthetic fields are used (Gaussian random fields with power spectra k^-beta, rough to smooth, 2-D
 and 3-D, with and without a flat masked region), so the validation on real fields
-(benchmarks/compression_validation.py) stays out of sample. Everything goes through the real HDF5
+(benchmarks/validation/compression_validation.py) stays out of sample. Everything goes through the real HDF5
 filters (h5py + hdf5plugin, in-memory files) with the chunk shapes the advisor considers.
 
     python -m compression_model.calibrate [--quick] [--out compression_model/profiles/default.json]
@@ -102,8 +102,9 @@ def measure_hdf5(x: np.ndarray, filter_kwargs: dict, chunks, repeats: int, workd
 
 
 def _filter_kwargs(codec: str, abs_error: float | None) -> dict:
-    import hdf5plugin
+    from .codecs.plugin import hdf5plugin as plugin
 
+    hdf5plugin = plugin(f"calibrating the HDF5 {codec} filter")
     if codec == "sz3":
         return dict(hdf5plugin.SZ3(absolute=abs_error))
     if codec == "sz":

@@ -23,6 +23,7 @@ from instrumentation.errors import InputError
 
 from compression_model import sampling_estimator as se
 from compression_model.codecs import Codec, get_codec
+from compression_model.codecs.plugin import estimate_target
 from compression_model.error_bound import ErrorBound, ErrorStats
 from compression_model.safety import DataSafety, codec_problems, field_safety, scan
 
@@ -134,6 +135,8 @@ def estimate(data, codec, error_bound=None, chunks=None, method: str = "auto", *
 
     raw = int(np.prod(shape, dtype=np.int64)) * np.dtype(data.dtype).itemsize
     if chosen in ("sampling", "hybrid"):
+        target, binding_note = estimate_target(codec, target)  # no hdf5plugin: the codec's Python binding
+        notes += [binding_note] if binding_note else []
         m = se.measure_blocks(data, codec, chunks, sample_fraction=sample_fraction, target=target, seed=seed,
                               data_range=data_range)
         (stored,), (comp,), (decomp,) = se.scale_up(m, shape, chunks)

@@ -42,6 +42,9 @@ DONE_TAG = 31_415
 
 
 def _world():
+    from .extras import require
+
+    require("mpi4py", "tracing under an MPI launcher that gives no rank count (PMIx)")
     from mpi4py import MPI  # under a launcher only: importing initialises MPI
 
     return MPI
@@ -110,6 +113,10 @@ def _communicator(comm):
     if isinstance(comm, FileSync):
         return None
     if comm is None:
+        from .extras import installed
+
+        if not installed("mpi4py"):  # not of the tool-only install (the `mpi` extra): ranks agree by their files
+            return None
         mpi = _world()
         return None if mpi.Is_finalized() else mpi.COMM_WORLD
     return comm

@@ -24,6 +24,7 @@ import numpy as np
 
 from instrumentation.records import READ, AccessRecord, Filter, ResizeRecord, Selection
 from instrumentation.errors import IoadvisorError
+from instrumentation.extras import require
 
 DATASET_NAME = "data"
 """Name of the one dataset inside a replay file (HDF5) or store (zarr: the root array)."""
@@ -182,6 +183,10 @@ def stored_bytes(path: str | os.PathLike) -> int:
     return sum(os.path.getsize(f) for f in files_of(path))
 
 
+PLUGIN_FILTERS = ("zstd", "blosc", "lz4", "sz3", "zfp")
+"""The HDF5 filters replay builds with hdf5plugin (an optional extra, ``ioadvisor[hdf5-filters]``)."""
+
+
 def _h5_filter_kwargs(filters: Sequence[Filter]) -> dict:
     kw: dict[str, Any] = {}
     for f in filters:
@@ -194,7 +199,10 @@ def _h5_filter_kwargs(filters: Sequence[Filter]) -> dict:
             kw["compression"] = f.name
             if f.name == "gzip":
                 kw["compression_opts"] = int(opts.get("level", 4))
+        elif f.name not in PLUGIN_FILTERS:
+            raise ReplayError(f"layout field 'filters': no HDF5 filter for {f.name!r}")
         else:
+            require("hdf5plugin", f"the HDF5 {f.name} filter")
             import hdf5plugin  # registers the plugin filters
 
             makers = {
@@ -204,8 +212,6 @@ def _h5_filter_kwargs(filters: Sequence[Filter]) -> dict:
                 "sz3": lambda o: hdf5plugin.SZ3(**{k: o[k] for k in ("absolute", "relative") if k in o}),
                 "zfp": lambda o: hdf5plugin.Zfp(**{k: o[k] for k in ("accuracy", "rate", "precision") if k in o}),
             }
-            if f.name not in makers:
-                raise ReplayError(f"layout field 'filters': no HDF5 filter for {f.name!r}")
             kw.update(makers[f.name](opts))
     return kw
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from instrumentation import settings
+from instrumentation.extras import installed
 
 from .targets import ApplyError, library_of_path
 
@@ -173,16 +174,19 @@ def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3
     if not command:
         raise ApplyError("no program given: ioadvisor compare --substitute SRC=DEST -- python app.py ...")
     files = list(substitutions) + list(substitutions.values())
-    import hdf5plugin
-
     # a copy written with an hdf5plugin filter is readable by a program that does not import hdf5plugin
     # (apply's summary says so); both sides get the same environment
-    plugin_path = os.environ.get("HDF5_PLUGIN_PATH") or hdf5plugin.PLUGIN_PATH
+    plugin_path = os.environ.get("HDF5_PLUGIN_PATH")
+    if not plugin_path and installed("hdf5plugin"):
+        import hdf5plugin
+
+        plugin_path = hdf5plugin.PLUGIN_PATH
     times: dict[str, list[float]] = {"original": [], "copy": []}
     for _ in range(runs):
         for side in ("original", "copy"):
             env = substitution_environment({} if side == "original" else substitutions, os.environ)
-            env["HDF5_PLUGIN_PATH"] = plugin_path
+            if plugin_path:
+                env["HDF5_PLUGIN_PATH"] = plugin_path
             _evict(files)
             t0 = time.perf_counter()
             proc = subprocess.run(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

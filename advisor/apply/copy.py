@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from compression_model.codecs.plugin import register_filters
+
 from .check import compare_block
 from .plan import Stage
 from .structure import fill_value_from_zarr
@@ -27,7 +29,7 @@ field with 3 NaN rows: SIGSEGV in H5Dwrite); their Zarr codec keeps NaN."""
 
 def open_source(path: str | Path, library: str):
     """The root of the source, read-only: a group, or the array a Zarr store holds at its root."""
-    import hdf5plugin  # noqa: F401  (registers the filters compressed sources need)
+    register_filters()  # compressed sources need them (without hdf5plugin, a plugin-filtered read says so)
 
     if library == "hdf5":
         import h5py
@@ -89,7 +91,7 @@ def create_dest(path: Path, library: str, src_root=None):
 
 def open_dest(path: Path, library: str):
     """The destination root, opened again to resume writing."""
-    import hdf5plugin  # noqa: F401
+    register_filters()
 
     if library == "hdf5":
         import h5py

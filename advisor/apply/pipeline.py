@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from compression_model.codecs.plugin import hdf5plugin
+
 from .copy import (NAN_UNSAFE_HDF5, BlockJob, array_at, copy_block, create_dest, data_range, fill_of, flush, grid_of,
                    is_root_array, open_array, open_dest, open_source, remote_copy_block, stored_bytes)
 from .journal import Journal
@@ -240,6 +242,10 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
         raise ApplyError(f"{final.parent}: no such directory for --out")
     if not source.exists():
         raise ApplyError(f"{source}: the traced file does not exist")
+    plugins = sorted({lay.compressor for lay in targets.layouts.values()
+                      if lay.compressor not in (None, KEEP, "gzip")}) if dest_library == "hdf5" else []
+    # HDF5 plugin filters: without hdf5plugin this fails in one line, before any output exists
+    plugin = hdf5plugin(f"writing the HDF5 {', '.join(plugins)} filter") if plugins else None
     header = {**_fingerprint(source), "layouts": targets.get_config()["layouts"], "dest_library": dest_library,
               "budget": options.block_budget()}
     work.mkdir(exist_ok=True)
@@ -268,14 +274,10 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
             zarr.consolidate_metadata(str(run.out))
     journal.record({"kind": "complete"})
     journal.close()
-    plugins = sorted({lay.compressor for lay in targets.layouts.values()
-                      if lay.compressor not in (None, KEEP, "gzip")}) if dest_library == "hdf5" else []
     if plugins:
-        import hdf5plugin
-
         notes = list(notes) + [f"{', '.join(plugins)}: HDF5 plugin filters; readers other than h5py with "
                                f"hdf5plugin imported (netCDF4, xarray's default engine, h5dump) need "
-                               f"HDF5_PLUGIN_PATH={hdf5plugin.PLUGIN_PATH}"]
+                               f"HDF5_PLUGIN_PATH={plugin.PLUGIN_PATH}"]
     backup = None
     if options.in_place:
         backup = source.with_name(source.name + BACKUP)

@@ -47,10 +47,12 @@ def register(sub) -> None:
 
 def _world_comm():
     """MPI_COMM_WORLD when this process is one of several ranks of an MPI launcher, else None."""
+    from instrumentation.extras import require
     from instrumentation.mpi import rank_size
 
     if rank_size()[1] <= 1:
         return None
+    require("mpi4py", "advise across the ranks of an MPI launcher")
     from mpi4py import MPI
 
     return MPI.COMM_WORLD

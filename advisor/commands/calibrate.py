@@ -11,6 +11,7 @@ import sys
 import time
 
 from instrumentation import settings
+from instrumentation.extras import MissingExtra, installed, missing
 from iomodel.calibrate import calibrate, write_profile
 from iomodel.profile import user_profile_path
 
@@ -57,6 +58,8 @@ def run(args) -> int:
         from .calibrate_store import run_store
 
         return run_store(args)
+    if not args.skip_compression and not installed("hdf5plugin"):  # said before the I/O section's minutes
+        raise MissingExtra(f"{missing('hdf5plugin', 'calibrating the HDF5 filters')}, or give --skip-compression")
     t0 = time.perf_counter()
     _log(f"I/O calibration ({'quick' if args.quick else 'full'} grid)")
     with progress.task("I/O calibration") as bar, progress.compiling():

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from advisor import progress
-from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec
+from compression_model.codecs import CODEC_NAMES, LOSSY_NAMES, get_codec, unavailable
 from compression_model.error_bound import ErrorBound, ErrorStats, bound_for_target
 from compression_model.estimate import estimate
 from compression_model.safety import FieldTooLarge, field_safety, scan
@@ -80,6 +80,9 @@ def parse_chunks(text: str | None, ndim: int) -> tuple | None:
 def parse_compressors(text: str | None, library: str) -> list[str]:
     if text is None:
         names = [n for n in LOSSY_NAMES if not (library == "zarr" and n == "sz")] + [LOSSLESS_BASELINE]
+        for n in [n for n in names if unavailable(n, library)]:  # named ones fail below with the same line
+            print(f"ioadvisor compression: left out: {unavailable(n, library)}", file=sys.stderr)
+            names.remove(n)
         return names
     names = [n.strip() for n in text.split(",") if n.strip()]
     for n in names:

@@ -6,6 +6,7 @@ from compression_model.codecs.bitshuffle import Bitshuffle
 from compression_model.codecs.blosc import Blosc
 from compression_model.codecs.gzip import Gzip
 from compression_model.codecs.lz4 import LZ4
+from compression_model.codecs.plugin import unavailable as plugin_unavailable
 from compression_model.codecs.sz import SZ
 from compression_model.codecs.sz3 import SZ3
 from compression_model.codecs.zfp import ZFP
@@ -43,6 +44,14 @@ def get_codec(name: str, error_bound: ErrorBound | str | None = None, data_range
     return cls(abs_bound=error_bound.absolute(data_range), **params)
 
 
+def unavailable(name: str, library: str | None = None) -> str | None:
+    """Why codec ``name`` cannot be estimated for ``library`` (None: either) in this installation (an optional
+    extra is missing), or None."""
+    if name not in _REGISTRY:
+        raise InputError(f"unknown compressor {name!r}; known: {', '.join(CODEC_NAMES)}")
+    return plugin_unavailable(_REGISTRY[name][0], library)
+
+
 def from_config(config: dict) -> Codec:
     """Inverse of ``Codec.get_config``."""
     name = config.get("id")
@@ -52,4 +61,4 @@ def from_config(config: dict) -> Codec:
 
 
 __all__ = ["Codec", "LossyCodec", "CODEC_NAMES", "LOSSY_NAMES", "LOSSLESS_NAMES", "get_codec", "from_config",
-           "SZ3", "SZ", "ZFP", "Blosc", "Zstd", "LZ4", "Bitshuffle", "Gzip"]
+           "unavailable", "SZ3", "SZ", "ZFP", "Blosc", "Zstd", "LZ4", "Bitshuffle", "Gzip"]

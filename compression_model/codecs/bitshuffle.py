@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import Codec
+from compression_model.codecs.plugin import hdf5plugin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,9 +21,7 @@ class Bitshuffle(Codec):
         return self.hdf5_decode(buf, shape, dtype)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.Bitshuffle(cname="lz4"))
+        return dict(hdf5plugin(f"the HDF5 {self.codec_id} filter").Bitshuffle(cname="lz4"))
 
     def zarr_codecs(self) -> dict:
         from zarr.codecs import BloscCodec

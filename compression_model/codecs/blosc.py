@@ -6,12 +6,15 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import Codec
+from compression_model.codecs.plugin import hdf5plugin
 
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}  # blosc's own numbering
 
 
 @dataclasses.dataclass(frozen=True)
 class Blosc(Codec):
+    binding = "numcodecs.Blosc"
+    binding_is_filter = True
     cname: str = "zstd"
     clevel: int = 5
     shuffle: str = "shuffle"
@@ -38,9 +41,8 @@ class Blosc(Codec):
         return np.frombuffer(self._numcodec().decode(buf), dtype=dtype).reshape(shape)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.Blosc(cname=self.cname, clevel=self.clevel, shuffle=SHUFFLES[self.shuffle]))
+        plugin = hdf5plugin(f"the HDF5 {self.codec_id} filter")
+        return dict(plugin.Blosc(cname=self.cname, clevel=self.clevel, shuffle=SHUFFLES[self.shuffle]))
 
     def zarr_codecs(self) -> dict:
         from zarr.codecs import BloscCodec

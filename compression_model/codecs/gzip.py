@@ -11,6 +11,8 @@ from compression_model.codecs.base import Codec
 @dataclasses.dataclass(frozen=True)
 class Gzip(Codec):
     codec_id = "gzip"
+    binding = "numcodecs.GZip"
+    hdf5_plugin = False  # HDF5's own deflate filter
     level: int = 4  # h5py's default compression_opts for gzip
 
     def encode(self, data: np.ndarray) -> bytes:

@@ -6,11 +6,14 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import Codec
+from compression_model.codecs.plugin import hdf5plugin
 
 
 @dataclasses.dataclass(frozen=True)
 class LZ4(Codec):
     codec_id = "lz4"
+    binding = "numcodecs.LZ4"
+    binding_is_filter = True
     acceleration: int = 1
 
     def encode(self, data: np.ndarray) -> bytes:
@@ -24,9 +27,7 @@ class LZ4(Codec):
         return np.frombuffer(numcodecs.LZ4().decode(buf), dtype=dtype).reshape(shape)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.LZ4())
+        return dict(hdf5plugin(f"the HDF5 {self.codec_id} filter").LZ4())
 
     def zarr_codecs(self) -> dict:
         from zarr.codecs.numcodecs import LZ4 as ZarrLZ4

@@ -6,6 +6,7 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import LossyCodec, check_float
+from compression_model.codecs.plugin import hdf5plugin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,9 +27,7 @@ class SZ(LossyCodec):
         return self.hdf5_decode(buf, shape, dtype)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.SZ(absolute=self.abs_bound))
+        return dict(hdf5plugin(f"the HDF5 {self.codec_id} filter").SZ(absolute=self.abs_bound))
 
     def zarr_codecs(self) -> dict:
         raise ValueError("sz: no zarr codec exists for SZ2; use sz3 with Zarr")

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import LossyCodec, check_float
+from compression_model.codecs.plugin import hdf5plugin
 
 ZFP_MODE_FIXED_ACCURACY = 4  # numcodecs.zfpy mode number
 
@@ -16,6 +17,8 @@ ZFP_MODE_FIXED_ACCURACY = 4  # numcodecs.zfpy mode number
 @dataclasses.dataclass(frozen=True)
 class ZFP(LossyCodec):
     codec_id = "zfp"
+    binding = "zfpy"
+    binding_is_filter = True
     preserves_nan = False
 
     def encode(self, data: np.ndarray) -> bytes:
@@ -29,9 +32,7 @@ class ZFP(LossyCodec):
         return zfpy.decompress_numpy(bytes(buf)).reshape(shape).astype(dtype, copy=False)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.Zfp(accuracy=self.abs_bound))
+        return dict(hdf5plugin(f"the HDF5 {self.codec_id} filter").Zfp(accuracy=self.abs_bound))
 
     def zarr_codecs(self) -> dict:
         from zarr.codecs.numcodecs import ZFPY

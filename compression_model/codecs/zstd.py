@@ -6,11 +6,14 @@ import dataclasses
 import numpy as np
 
 from compression_model.codecs.base import Codec
+from compression_model.codecs.plugin import hdf5plugin
 
 
 @dataclasses.dataclass(frozen=True)
 class Zstd(Codec):
     codec_id = "zstd"
+    binding = "numcodecs.Zstd"
+    binding_is_filter = True
     level: int = 3
 
     def encode(self, data: np.ndarray) -> bytes:
@@ -24,9 +27,7 @@ class Zstd(Codec):
         return np.frombuffer(numcodecs.Zstd(level=self.level).decode(buf), dtype=dtype).reshape(shape)
 
     def hdf5_kwargs(self) -> dict:
-        import hdf5plugin
-
-        return dict(hdf5plugin.Zstd(clevel=self.level))
+        return dict(hdf5plugin(f"the HDF5 {self.codec_id} filter").Zstd(clevel=self.level))
 
     def zarr_codecs(self) -> dict:
         from zarr.codecs import ZstdCodec
