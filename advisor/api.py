@@ -371,7 +371,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
                          blocks=None if blocking is None else blocking.shape,
-                         cache_budget=None if share is None else share.bytes)
+                         cache_budget=None if share is None else share.bytes, accesses=accesses)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
         # each term the trace exercised at its fitted factor, the others as profiled (TraceCalibration.for_dataset);
