@@ -886,7 +886,9 @@ class Replay:
                  readahead: int = 0, device_request: int = 0, page_cache: SharedPageCache | None = None):
         self.dataset, self.layout, self.parallel = dataset, layout, parallel
         empty = np.zeros(0, np.float64)
-        self._curve = cache_curve.arrays() if cache_curve is not None else (empty, empty)  # no curve measured
+        # no curve measured: empty; an array beyond the CPU's cache copies its hits from memory (for_footprint)
+        self._curve = (cache_curve.for_footprint(layout.nchunks * layout.stored_chunk_nbytes).arrays()
+                       if cache_curve is not None else (empty, empty))
         self._zarr_overlap = float(zarr_overlap)
         # one file per zarr chunk: no stream runs from one chunk's file into the next
         readahead = 0 if layout.library == "zarr" else readahead
