@@ -181,6 +181,9 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
     # then replayed once (a tenth of a 10M-access advise)
     works = {i: Workload.of_trace(trace, d, nprocs) for i, d in trace.datasets.items()
              if reasons[i] is None} if len(trace.datasets) == 1 else {}
+    if goal.kind == "read":  # the reads of data the run has just written find it in the page cache, as traced
+        works.update({i: Workload.of_trace(trace, d, nprocs, warm=True) for i, d in trace.datasets.items()
+                      if reasons[i] is None and i in rewritten})
     calibrations, uncalibrated = {}, None
     if fit:
         bar.describe("calibrating on the trace's timings")
