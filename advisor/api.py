@@ -358,6 +358,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
             if dropped:
                 notes.append(f"read through netCDF4-python: {', '.join(dropped)} not tried (netCDF4-python writes "
                              f"{', '.join(NETCDF4_CODECS)})")
+        data.whole_scan = any(k.error_bound is not None for k in codecs)  # lossless only: the sample's scan serves
         if codecs and data.array is None:
             notes.append(f"{data.problem}: compression not considered (no ratio can be justified without data)")
             codecs = []

@@ -146,6 +146,34 @@ def test_nan_data_never_gets_zfp(nan_field):
         src.close()
 
 
+def test_lossless_advice_of_a_large_array_scans_a_sample_not_every_value(nan_field, monkeypatch):
+    """The whole-field scan is for relative error bounds; lossless codecs keep NaN and fill whatever they are, so
+    an array too large to read whole is not decompressed whole for them (realsize r02: 18 of advise's 25 s)."""
+    import advisor.costmodel as cm
+    import compression_model.safety as safety
+
+    ds, data = nan_field
+    monkeypatch.setattr(cm, "FULL_READ_BYTES", 1024)  # "too large to read whole"
+    monkeypatch.setattr(cm, "SAMPLE_REGION_BYTES", 64 << 10)
+    scanned = []
+    whole = safety.field_safety
+    monkeypatch.setattr(safety, "field_safety", lambda *a, **k: scanned.append(1) or whole(*a, **k))
+    src = DataSource(ds)
+    src.whole_scan = False
+    try:
+        assert not isinstance(src.array, np.ndarray)
+        assert src.safety.n > 0 and not scanned
+        est, why = src.cost(CodecChoice("blosc-zstd", None), (64, 64), "hdf5")
+        assert why is None and est.ratio > 1
+    finally:
+        src.close()
+    src = DataSource(ds)  # a lossy codec's relative bound: every value, as before
+    try:
+        assert src.safety.n_nan == int(np.isnan(data).sum()) and scanned
+    finally:
+        src.close()
+
+
 def test_estimates_use_capped_chunks():
     assert estimate_chunks((4096, 4096), 4) == (512, 512)
     assert estimate_chunks((100, 32), 4) == (100, 32)
