@@ -164,6 +164,11 @@ def created(entry, rec, layout_dir: Path) -> None:
 
     layout_dir.mkdir(parents=True, exist_ok=True)
     c = rec.candidate
+    if c.library == "zarr":  # the recipe's own zarr code creates the copy (the program reads it through zarr)
+        target, name = str(layout_dir / "copy.zarr"), entry.path.strip("/") or "data"
+        s = {"library": "zarr", "code": entry.code(rec, target=target), "path": target, "name": name}
+        (layout_dir / "open.json").write_text(json.dumps({"copy": s} if entry.objective.startswith("read") else s))
+        return
     s = {"chunks": None if c.chunks is None else list(c.chunks)}
     if c.compressor:  # the recipe's create_dataset keywords, filter part
         kw = replace(entry, recommendation=rec).h5py_kwargs()
