@@ -532,10 +532,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
               step: Callable[[int, int], None] | None = None) -> CalibrationResult:
     """Measure the grid, count the model's variables for the same runs, fit per library. ``step(done, total)``:
     called after each case measured."""
-    from dataclasses import replace
-
-    from .probe import (cpu_cache_bytes, device_request_bytes, measure_memory_bps, measure_page_cache_curve,
-                        measure_probe, readahead_bytes)
+    from .probe import device_request_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
     from .profile import SystemProfile
 
     grid = grid or (QUICK if quick else FULL)
@@ -546,7 +543,6 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
         workdir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         curve = measure_page_cache_curve(workdir)
-        curve = replace(curve, memory_bps=measure_memory_bps(workdir), cpu_cache_bytes=cpu_cache_bytes())
         readahead, request = readahead_bytes(workdir), device_request_bytes(workdir)
         probe = measure_probe(workdir)
         if progress:

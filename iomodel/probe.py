@@ -91,8 +91,9 @@ def _seconds_per_request(fd: int, size: int, offsets: np.ndarray, *, cold: bool,
 
 
 def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file_bytes: int = 64 * MiB,
-                             repeat: int = 5) -> PageCacheCurve:
-    """Seconds of one warm read request per size in CURVE_SIZES (random aligned offsets; best of ``repeat``)."""
+                             repeat: int = 5, memory: bool = True) -> PageCacheCurve:
+    """Seconds of one warm read request per size in CURVE_SIZES (random aligned offsets; best of ``repeat``);
+    ``memory``: with the copy speed from memory and the last-level cache's size (``PageCacheCurve.for_footprint``)."""
     path = _scratch_file(directory, file_bytes)
     rng = np.random.default_rng(1)
     try:
@@ -109,7 +110,8 @@ def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file
         path.unlink()
     # a larger request never takes less time: a point inflated by another job is lowered to the next one's
     seconds = np.minimum.accumulate(np.asarray(seconds)[::-1])[::-1]
-    return PageCacheCurve(CURVE_SIZES, tuple(float(s) for s in seconds))
+    curve = PageCacheCurve(CURVE_SIZES, tuple(float(s) for s in seconds))
+    return replace(curve, memory_bps=measure_memory_bps(directory), cpu_cache_bytes=cpu_cache_bytes()) if memory else curve
 
 
 def cpu_cache_bytes() -> int:
