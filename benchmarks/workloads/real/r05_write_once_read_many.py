@@ -45,7 +45,10 @@ def run(d):
     if copy is not None and copy.get("library") == "zarr":  # the recipe moved the table to zarr: its code, then zarr reads
         import zarr
 
+        import shutil
+
         t = time.perf_counter()
+        shutil.rmtree(copy["path"], ignore_errors=True)  # the previous run's copy (the recipe creates a new array)
         exec(copy["code"], {})  # the printed recipe creates the array
         with h5py.File(path, "r") as src:
             zarr.open_array(copy["path"], path=copy["name"], mode="r+")[...] = src["x"][...]
