@@ -181,6 +181,9 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
     # then replayed once (a tenth of a 10M-access advise)
     works = {i: Workload.of_trace(trace, d, nprocs) for i, d in trace.datasets.items()
              if reasons[i] is None} if len(trace.datasets) == 1 else {}
+    if goal.kind == "read":  # the reads of data the run has just written find it in the page cache, as traced
+        works.update({i: Workload.of_trace(trace, d, nprocs, warm=True) for i, d in trace.datasets.items()
+                      if reasons[i] is None and i in rewritten})
     calibrations, uncalibrated = {}, None
     if fit:
         bar.describe("calibrating on the trace's timings")
@@ -355,6 +358,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
             if dropped:
                 notes.append(f"read through netCDF4-python: {', '.join(dropped)} not tried (netCDF4-python writes "
                              f"{', '.join(NETCDF4_CODECS)})")
+        data.whole_scan = any(k.error_bound is not None for k in codecs)  # lossless only: the sample's scan serves
         if codecs and data.array is None:
             notes.append(f"{data.problem}: compression not considered (no ratio can be justified without data)")
             codecs = []
@@ -371,7 +375,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         blocking = program_blocking(accesses, shape)
         cands = generate(ds, pattern, shape, codecs=codecs, libraries=libraries, resizable=resizable,
                          blocks=None if blocking is None else blocking.shape,
-                         cache_budget=None if share is None else share.bytes)
+                         cache_budget=None if share is None else share.bytes, accesses=accesses)
         cal = calibrations.get(ds.library)
         calibrated = cal is not None and cal.covers
         # each term the trace exercised at its fitted factor, the others as profiled (TraceCalibration.for_dataset);

@@ -438,12 +438,14 @@ def within_budget(c: Candidate, budget: int | None) -> bool:
 def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
              codecs: Sequence[CodecChoice] = (), libraries: Sequence[str] = ("hdf5", "zarr"),
              resizable: bool = False, blocks: Sequence[int] | None = None,
-             cache_budget: int | None = None) -> list[Candidate]:
+             cache_budget: int | None = None, accesses=None) -> list[Candidate]:
     """Every candidate for one array, baselines first; codec variants of every layout last.
 
     ``blocks``: the program's own block shape (dask chunks) when it reads block by block: that shape is a
     candidate too, so a layout aligned with the program can win. ``cache_budget``: the chunk-cache bytes this
-    dataset may hold (its share of the process's budget): no candidate above it (the baselines as they are)."""
+    dataset may hold (its share of the process's budget): no candidate above it (the baselines as they are).
+    ``accesses``: the traced accesses; every shape also gets its variant on the grid the reads start on
+    (``advisor.alignment``), so a region read at an offset is not cut by every chunk boundary."""
     itemsize = ds.itemsize
     base = baselines(ds, shape, resizable)
     shapes = dict(chunk_shapes(pattern, shape, itemsize))
@@ -452,6 +454,10 @@ def generate(ds: DatasetRecord, pattern: AccessPattern, shape: Sequence[int], *,
     for b in base.values():
         if b.chunks is not None:
             shapes.setdefault(b.chunks, b.origin[0])
+    if accesses is not None:
+        from advisor.alignment import aligned_shapes
+
+        shapes.update(aligned_shapes(shapes, accesses, shape, itemsize))
     layouts: list[Candidate] = [b for b in base.values() if b.library in libraries]
     if "hdf5" in libraries and not resizable:
         layouts.append(Candidate("hdf5", None, origin=("contiguous",)))

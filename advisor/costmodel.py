@@ -85,6 +85,10 @@ class DataSource:
         self.estimate_seconds = 0.0
         self.range_problem: str | None = None
         """Why the whole field's range is unknown (too large to scan); relative bounds are then refused."""
+        self.whole_scan = True
+        """Scan every value for ``safety`` (a lossy codec's relative bound needs the whole field's range); False: the
+        sample's scan serves (lossless codecs keep NaN, Inf and fill values whatever they are): a 1 GB gzip'd array
+        is not decompressed whole for it (realsize r02: 18 of advise's 25 s)."""
 
     @property
     def array(self):
@@ -163,6 +167,9 @@ class DataSource:
             src = arr if isinstance(arr, np.ndarray) else self.region
             sample = scan(list(sample_blocks(src, 0.01 if src is arr else REGION_SAMPLE_CAP, rng=0).blocks),
                           fill_value=fill)
+            if not self.whole_scan and src is not arr:
+                self._safety = sample
+                return self._safety
             try:
                 self._safety = field_safety(arr, sample.fill_value)
             except FieldTooLarge as exc:

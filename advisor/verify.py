@@ -132,6 +132,9 @@ def choices_from_advice(advice, trace: Trace, ds: DatasetRecord, top: int, *, de
     cur = entry.current
     out = [current_choice(ds, cur.seconds, tuple(cur.seconds_ci) if cur.seconds_ci else None)]
     out += [choice_of(rec, f"#{k}", ds, shape) for k, rec in enumerate(entry.candidates[:top], 1)]
+    rec = entry.recommendation  # a near-tie rule (robust at size, the program's own library) may pick another
+    if top and entry.verdict == "change" and rec.candidate not in {r.candidate for r in entry.candidates[:top]}:
+        out.append(choice_of(rec, "recommended", ds, shape))
     if defaults:
         out += [choice_of(rec, f"{lib} default", ds, shape) for lib, rec in entry.defaults.items()]
     return out

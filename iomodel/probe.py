@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -90,8 +91,9 @@ def _seconds_per_request(fd: int, size: int, offsets: np.ndarray, *, cold: bool,
 
 
 def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file_bytes: int = 64 * MiB,
-                             repeat: int = 5) -> PageCacheCurve:
-    """Seconds of one warm read request per size in CURVE_SIZES (random aligned offsets; best of ``repeat``)."""
+                             repeat: int = 5, memory: bool = True) -> PageCacheCurve:
+    """Seconds of one warm read request per size in CURVE_SIZES (random aligned offsets; best of ``repeat``);
+    ``memory``: with the copy speed from memory and the last-level cache's size (``PageCacheCurve.for_footprint``)."""
     path = _scratch_file(directory, file_bytes)
     rng = np.random.default_rng(1)
     try:
@@ -108,7 +110,49 @@ def measure_page_cache_curve(directory: str | os.PathLike | None = None, *, file
         path.unlink()
     # a larger request never takes less time: a point inflated by another job is lowered to the next one's
     seconds = np.minimum.accumulate(np.asarray(seconds)[::-1])[::-1]
-    return PageCacheCurve(CURVE_SIZES, tuple(float(s) for s in seconds))
+    curve = PageCacheCurve(CURVE_SIZES, tuple(float(s) for s in seconds))
+    return replace(curve, memory_bps=measure_memory_bps(directory), cpu_cache_bytes=cpu_cache_bytes()) if memory else curve
+
+
+def cpu_cache_bytes() -> int:
+    """The largest CPU cache (the last level) of this machine, from sysfs (0 when it says nothing)."""
+    best = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        unit = {"K": 1 << 10, "M": MiB, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * unit)
+    if not best and hasattr(os, "sysconf"):
+        try:
+            best = max(0, int(os.sysconf("SC_LEVEL3_CACHE_SIZE")))
+        except (ValueError, OSError):
+            best = 0
+    return best
+
+
+def measure_memory_bps(directory: str | os.PathLike | None = None, *, file_bytes: int | None = None,
+                       repeat: int = 3) -> float:
+    """Bytes per second of warm 1 MiB reads that the CPU's caches cannot serve: random offsets over a file of
+    at least 1 GiB (32x the last-level cache), each offset read once per pass (the page-cache curve re-reads
+    32 MiB, which the last-level cache may hold); best of ``repeat``. A 256 MiB file still read about twice as
+    fast as a 1 GiB one on the machine of the default profile (a virtual machine whose host caches more)."""
+    nbytes = file_bytes or max(1024 * MiB, 32 * cpu_cache_bytes())
+    path = _scratch_file(directory, nbytes)
+    rng = np.random.default_rng(2)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            offsets = rng.permutation(nbytes // PROBE_REQUEST).astype(np.int64) * PROBE_REQUEST
+            seconds = _seconds_per_request(fd, PROBE_REQUEST, offsets, cold=False, repeat=repeat)
+        finally:
+            os.close(fd)
+    finally:
+        path.unlink()
+    return PROBE_REQUEST / seconds
 
 
 def measure_probe(directory: str | os.PathLike | None = None, *, file_bytes: int = 32 * MiB,
@@ -196,7 +240,8 @@ def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
                 if t in coefs:
                     coefs[t] *= f
         if key == "page_cache_bps" and curve.sizes:
-            curve = PageCacheCurve(curve.sizes, tuple(x * f for x in curve.seconds))
+            curve = replace(curve, seconds=tuple(x * f for x in curve.seconds),
+                            memory_bps=curve.memory_bps / f)
         said.append(f"{what} read terms x{f:.2g} ({current[key] / 1e9:.2f} GB/s here vs "
                     f"{profile.probe[key] / 1e9:.2f} in the profile)")
     rescaled = SystemProfile(**{**profile.__dict__, "coefficients": coefficients, "page_cache_curve": curve,
@@ -224,5 +269,5 @@ def check_machine(profile: SystemProfile, source: str = "profile") -> str | None
             "`ioadvisor calibrate --quick` to fit this machine")
 
 
-__all__ = ["CURVE_SIZES", "check_machine", "current_probe", "fit_to_machine", "machine_differences",
-           "measure_page_cache_curve", "measure_probe"]
+__all__ = ["CURVE_SIZES", "check_machine", "cpu_cache_bytes", "current_probe", "fit_to_machine",
+           "machine_differences", "measure_memory_bps", "measure_page_cache_curve", "measure_probe"]

@@ -63,8 +63,26 @@ class PageCacheCurve:
 
     sizes: tuple[int, ...] = ()
     seconds: tuple[float, ...] = ()
+    memory_bps: float = 0.0
+    """Copy speed of page-cache hits whose source is not in the CPU's caches (``iomodel.probe.measure_memory_bps``,
+    random 1 MiB reads over a file several times the last-level cache, each offset once); 0: not measured. The
+    curve itself is measured on a file the last-level cache nearly holds, re-reading the same offsets, so at large
+    requests it prices a copy from the CPU's cache: a 1 GB array's warm re-reads of 512 KiB chunks cost several
+    times that (realsize's r02: 1000x128 chunks through the 8 MiB cache, every 64-row batch a whole chunk)."""
+    cpu_cache_bytes: int = 0
+    """The last-level CPU cache (``iomodel.probe.cpu_cache_bytes``): an array stored in more bytes than this has its
+    hits priced at least at ``memory_bps`` (``for_footprint``); 0: not known."""
+
+    def for_footprint(self, nbytes: int) -> "PageCacheCurve":
+        """The curve for an array stored in ``nbytes``: a hit never copies faster than ``memory_bps`` once the
+        array outgrows the last-level cache (the hits then come from memory); unchanged otherwise."""
+        if not self.memory_bps or not self.cpu_cache_bytes or nbytes <= self.cpu_cache_bytes or not self.sizes:
+            return self
+        return PageCacheCurve(self.sizes, tuple(max(t, b / self.memory_bps) for b, t in zip(self.sizes, self.seconds)))
 
     def __post_init__(self) -> None:
+        if self.memory_bps < 0 or self.cpu_cache_bytes < 0:
+            raise ProfileError("field 'io.page_cache_curve': memory_bps and cpu_cache_bytes must be >= 0")
         if len(self.sizes) != len(self.seconds):
             raise ProfileError("field 'io.page_cache_curve': sizes and seconds differ in length")
         if any(b <= a for a, b in zip(self.sizes, self.sizes[1:])) or any(x <= 0 for x in self.sizes):
@@ -83,14 +101,20 @@ class PageCacheCurve:
         return self.sizes[i] / self.seconds[i]
 
     def get_config(self) -> dict:
-        return {"sizes": list(self.sizes), "seconds": list(self.seconds)}
+        out = {"sizes": list(self.sizes), "seconds": list(self.seconds)}
+        if self.memory_bps or self.cpu_cache_bytes:
+            out.update(memory_bps=self.memory_bps, cpu_cache_bytes=self.cpu_cache_bytes)
+        return out
 
     @classmethod
     def from_config(cls, config: dict) -> "PageCacheCurve":
-        if not isinstance(config, dict) or set(config) != {"sizes", "seconds"}:
-            raise ProfileError("field 'io.page_cache_curve' must be {\"sizes\": [...], \"seconds\": [...]}")
+        if (not isinstance(config, dict) or not {"sizes", "seconds"} <= set(config)
+                or not set(config) <= {"sizes", "seconds", "memory_bps", "cpu_cache_bytes"}):
+            raise ProfileError("field 'io.page_cache_curve' must be {\"sizes\": [...], \"seconds\": [...]} "
+                               "(optionally \"memory_bps\", \"cpu_cache_bytes\")")
         try:
-            return cls(tuple(int(x) for x in config["sizes"]), tuple(float(x) for x in config["seconds"]))
+            return cls(tuple(int(x) for x in config["sizes"]), tuple(float(x) for x in config["seconds"]),
+                       float(config.get("memory_bps", 0.0)), int(config.get("cpu_cache_bytes", 0)))
         except (TypeError, ValueError):
             raise ProfileError("field 'io.page_cache_curve' must hold lists of numbers") from None
 

@@ -169,7 +169,9 @@ class Replay:
         kmul = (csize + sieve - 1) // sieve + 2
         self._spec = _spec(layout, parallel, n_inner, index_bytes, prealloc, kmul)
         self._grids = grids
-        curve = opts.cache_curve.arrays() if opts.cache_curve is not None else ()  # no curve measured
+        # no curve measured: empty; an array beyond the CPU's cache copies its hits from memory (for_footprint)
+        curve = (opts.cache_curve.for_footprint(layout.nchunks * stored).arrays()
+                 if opts.cache_curve is not None else ())
         self._fspec = np.zeros(F_CURVE + sum(len(c) for c in curve), np.float64)
         self._fspec[F_W0], self._fspec[F_ZARR_OVERLAP] = layout.rdcc_w0, opts.zarr_overlap
         self._fspec[F_CURVE:] = np.concatenate(curve) if curve else ()

@@ -164,6 +164,11 @@ def created(entry, rec, layout_dir: Path) -> None:
 
     layout_dir.mkdir(parents=True, exist_ok=True)
     c = rec.candidate
+    if c.library == "zarr":  # the recipe's own zarr code creates the copy (the program reads it through zarr)
+        target, name = str(layout_dir / "copy.zarr"), entry.path.strip("/") or "data"
+        s = {"library": "zarr", "code": entry.code(rec, target=target), "path": target, "name": name}
+        (layout_dir / "open.json").write_text(json.dumps({"copy": s} if entry.objective.startswith("read") else s))
+        return
     s = {"chunks": None if c.chunks is None else list(c.chunks)}
     if c.compressor:  # the recipe's create_dataset keywords, filter part
         kw = replace(entry, recommendation=rec).h5py_kwargs()
@@ -306,7 +311,9 @@ def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dic
     ids = [i for i, d in t.datasets.items() if d.path.strip("/").split("/")[-1] == name] or list(t.datasets)
     recipe_io = max(traced_seconds(t.columns_of(i)) for i in ids)
     v = verify(trace, top=1, advice=adv, repeat=3, max_bytes=4 << 30, workdir=workdir / "verify")
-    row = next((r for r in v.rows if r.label != "current"), None)
+    # the recommendation's row: "#1" when it is the fastest candidate, "recommended" when a near-tie rule chose it
+    want = [f"#{k}" for k, c in enumerate(entry.candidates[:1], 1) if c.candidate == entry.recommendation.candidate]
+    row = next((r for r in v.rows if r.label in want + ["recommended"]), None)
     out = {"recipe_traced_io_seconds": recipe_io, "verify_seconds": None if row is None else row.measured_seconds,
            "verify_label": None if row is None else row.label}
     shutil.rmtree(workdir / "verify", ignore_errors=True)

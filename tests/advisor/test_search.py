@@ -146,6 +146,34 @@ def test_nan_data_never_gets_zfp(nan_field):
         src.close()
 
 
+def test_lossless_advice_of_a_large_array_scans_a_sample_not_every_value(nan_field, monkeypatch):
+    """The whole-field scan is for relative error bounds; lossless codecs keep NaN and fill whatever they are, so
+    an array too large to read whole is not decompressed whole for them (realsize r02: 18 of advise's 25 s)."""
+    import advisor.costmodel as cm
+    import compression_model.safety as safety
+
+    ds, data = nan_field
+    monkeypatch.setattr(cm, "FULL_READ_BYTES", 1024)  # "too large to read whole"
+    monkeypatch.setattr(cm, "SAMPLE_REGION_BYTES", 64 << 10)
+    scanned = []
+    whole = safety.field_safety
+    monkeypatch.setattr(safety, "field_safety", lambda *a, **k: scanned.append(1) or whole(*a, **k))
+    src = DataSource(ds)
+    src.whole_scan = False
+    try:
+        assert not isinstance(src.array, np.ndarray)
+        assert src.safety.n > 0 and not scanned
+        est, why = src.cost(CodecChoice("blosc-zstd", None), (64, 64), "hdf5")
+        assert why is None and est.ratio > 1
+    finally:
+        src.close()
+    src = DataSource(ds)  # a lossy codec's relative bound: every value, as before
+    try:
+        assert src.safety.n_nan == int(np.isnan(data).sum()) and scanned
+    finally:
+        src.close()
+
+
 def test_estimates_use_capped_chunks():
     assert estimate_chunks((4096, 4096), 4) == (512, 512)
     assert estimate_chunks((100, 32), 4) == (100, 32)
@@ -217,6 +245,25 @@ def test_objective_read_ranks_the_reads_of_data_on_disk_and_says_so():
     v = only.current.variables
     assert v.get("s_rdisk", 0) + v.get("s_cache", 0) > 0  # the written chunks are read, not filled
     assert only.objective == "read (the fastest reads)" and only.n_accesses == len(reads)
+
+
+def test_objective_read_of_data_the_run_just_wrote_reads_it_from_the_page_cache():
+    """The reads of an array the traced run wrote moments before find it in the page cache, as the traced reads
+    did (realsize's r05: reads priced as from the device overpriced HDF5's warm reads 2x and moved an h5py program
+    to zarr); the recipe's copy is just as fresh."""
+    import advisor
+
+    shape = (20000, 64)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/w.h5", "/x", shape, "float32", chunks=(1000, 64), created=True)
+    writes = [AccessRecord(0, "write", Selection.box((i, 0), (1000, 64)), 64000, 256000, 0.001 * k, 0.001)
+              for k, i in enumerate(range(0, 20000, 1000))]
+    reads = [AccessRecord(0, "read", Selection.box((0, j), (20000, 2)), 40000, 160000, 1.0 + 0.01 * k, 0.01)
+             for k, j in enumerate(range(0, 64, 8))]
+    only = advisor.advise(make_trace(ds, writes + reads), profile=profile(), read_data=False, jobs=1,
+                          objective="read").datasets[0]
+    v = only.current.variables
+    assert v.get("s_rdisk", 0) == 0 and v.get("s_cache", 0) > 0
+    assert all(r.variables.get("s_rdisk", 0) == 0 for r in only.candidates)
 
 
 def test_a_chunk_clipped_to_the_sampled_region_keeps_its_size():

@@ -235,3 +235,31 @@ def test_verify_options_round_trip_through_json_and_are_what_the_keywords_make(t
                                     max_error="rel:1e-3", libraries=("zarr",), cache_budget=None)
     with pytest.raises(TypeError, match="not both"):
         verify(tmp_path / "t.jsonl", o, top=1)
+
+
+def test_the_recommendation_is_measured_when_a_near_tie_rule_chose_it_over_the_fastest():
+    """``verify --top 1`` measured only candidate #1; when "robust at size" or the program's own library picked
+    another candidate, the recipe's layout was never measured (realsize compared the recipe with #1)."""
+    from types import SimpleNamespace
+
+    from advisor.advice import Recommendation
+    from advisor.candidates import Candidate
+    from advisor.verify import choices_from_advice
+    from instrumentation.records import DatasetRecord
+
+    shape = (4096, 64)
+    ds = DatasetRecord(0, "zarr", "3", "/nowhere/a.zarr", "", shape, "float32", chunks=(256, 64))
+
+    def rec(chunks, library="hdf5"):
+        return Recommendation(Candidate(library, chunks, None, 8 << 20 if library == "hdf5" else None, 8191
+                                        if library == "hdf5" else None), 1.0, (0.5, 2.0), {}, 0)
+
+    fastest, chosen = rec((4096, 1)), rec((4096, 8), "zarr")
+    entry = SimpleNamespace(name=ds.label, path=ds.path, current=rec((256, 64), "zarr"), verdict="change",
+                            candidates=[fastest, chosen], recommendation=chosen, defaults={})
+    trace = SimpleNamespace(extent=lambda i: shape)
+    got = choices_from_advice(SimpleNamespace(datasets=[entry]), trace, ds, 1)
+    assert [c.label for c in got] == ["current", "#1", "recommended"]
+    assert got[-1].layout.chunks == (4096, 8) and got[-1].layout.library == "zarr"
+    entry.recommendation = fastest  # the fastest is the recommendation: measured once, as #1
+    assert [c.label for c in choices_from_advice(SimpleNamespace(datasets=[entry]), trace, ds, 1)] == ["current", "#1"]

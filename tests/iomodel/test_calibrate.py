@@ -115,6 +115,7 @@ def test_tiny_calibration_gives_a_loadable_profile(tmp_path):
     assert all(0 < c.ratio < 1 for c in result.cases if c.codec) and any(c.codec for c in result.cases)
     curve = result.profile.page_cache_curve
     assert len(curve.sizes) >= 8 and list(curve.seconds) == sorted(curve.seconds)
+    assert curve.memory_bps > 0  # hits of arrays beyond the CPU's cache (PageCacheCurve.for_footprint)
     assert result.profile.zarr_overlap >= 1.0
     assert result.profile.probe["page_cache_bps"] > result.profile.probe["disk_bps"] > 0
     for lib in ("hdf5", "zarr"):
