@@ -63,15 +63,20 @@ class AdviseOptions:
 
     @classmethod
     def from_config(cls, c: dict) -> "AdviseOptions":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(c) - known)
-        if unknown:
-            raise InputError(f"unknown advise option(s): {', '.join(unknown)}")
-        c = dict(c)
+        c = options_config(cls, c, "advise")
         for k in ("compressors", "libraries"):
             if c.get(k) is not None:
                 c[k] = tuple(c[k])
         return cls(**c)
+
+
+def options_config(cls, c: dict, what: str) -> dict:
+    """A copy of the JSON object ``c`` for ``cls.from_config``; a name that is not a field of ``cls`` is an
+    InputError naming it (``what``: the command the options are for)."""
+    unknown = sorted(set(c) - {f.name for f in fields(cls)})
+    if unknown:
+        raise InputError(f"unknown {what} option(s): {', '.join(unknown)}")
+    return dict(c)
 
 
 def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | None = None, *,

@@ -35,12 +35,11 @@ from typing import Sequence
 import numpy as np
 
 from advisor import progress
-from advisor.api import AdviseOptions
+from advisor.api import AdviseOptions, options_config
 from advisor.verify_data import build_choice, load_data, synthetic
 from advisor.verify_measure import measure_all
 from advisor.verify_pool import ReplayPool, ReplayTimeout
 from advisor.verify_results import Choice, VerifyError, VerifyResult, VerifyRow, dataset_name
-from instrumentation.errors import InputError
 from instrumentation.records import DatasetRecord, Filter
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.layout import Layout
@@ -90,11 +89,7 @@ class VerifyOptions:
 
     @classmethod
     def from_config(cls, c: dict) -> "VerifyOptions":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(c) - known)
-        if unknown:
-            raise InputError(f"unknown verify option(s): {', '.join(unknown)}")
-        c = dict(c)
+        c = options_config(cls, c, "verify")
         c["layouts"] = tuple(c.get("layouts", ()))
         c["constraints"] = AdviseOptions.from_config(c.get("constraints") or {})
         return cls(**c)
