@@ -31,6 +31,7 @@ for it (the converter holds ``<pid>.conv.lock`` while it works) and no longer sa
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import select
@@ -38,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from . import settings
@@ -46,6 +48,9 @@ from .preload import LOG_DIR_VAR, library
 
 FINISH_WAIT = settings.convert_wait()
 """Longest wait at a tracer's exit for its converter to convert the rest (at most PENDING_BYTES: seconds)."""
+SEND_EVERY = 1.0
+"""Seconds between messages to the converter: each one first writes the process's buffered accesses as a batch
+(``written_spans``), so at the pace the trace writer keeps anyway (columnar_writer.BATCH_SECONDS)."""
 _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from instrumentation.converter import main; main()"
 
 
@@ -57,6 +62,7 @@ class Converter:
         self._sock = sock  # a socket, not a pipe: sent with MSG_NOSIGNAL, a dead converter raises no SIGPIPE
         self._err = err
         self._broken: str | None = None
+        self._sent = time.perf_counter()  # the last message's time (the start's)
 
     @classmethod
     def start(cls, capture, log, tracers) -> "Converter | None":
@@ -67,29 +73,44 @@ class Converter:
         tracer = tracers[0]
         parts = Path(tracer.parts_dir)
         suffix = ".parquet" if tracer.run.columnar else ".jsonl"
-        spans = capture.take_spans(tracer)
-        spans += [tracer.spans.popleft() for _ in range(len(tracer.spans))]
+        held = capture.take_spans(tracer)  # popped from the tracer's queue before: written by ``written_spans`` too
+        spans = held + written_spans(tracer)[0]
         env = {k: v for k, v in os.environ.items() if k not in (ENV, LOG_DIR_VAR)}
         lib = str(library())
         env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p != lib)
         err = capture.log_dir / f"convert-{capture.pid}.err"
         ours, theirs = socket.socketpair()
+        # its lock, taken here and held by the converter from its first instant (the descriptor is inherited): the
+        # run's merge, which waits for it, never finds the log unclaimed while the converter starts up (then both
+        # converted it), nor loses the converter's output
+        try:
+            opened = os.open(parts / f"{capture.pid}{CONVERTED}.lock", os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        lock = fcntl.fcntl(opened, fcntl.F_DUPFD, 10)  # past the shell's fd 3 below
+        os.close(opened)
         # started by a shell that leaves it behind and exits at once: as the program's child, a bare os.wait()
         # of the program's would reap it, and a loop waiting for all its children would wait for it. The socket
         # is its stdin and stdout (through fd 3: a background command's stdin is /dev/null before its own
         # redirections); the shell prints its pid
         detach = 'exec 3<&0; "$@" 0<&3 1>&3 3<&- & echo $!'
         try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             with open(err, "wb") as fh, theirs:
                 shell = subprocess.run(["/bin/sh", "-c", detach, "sh", sys.executable, "-c", _MAIN,
                                         str(Path(__file__).resolve().parents[1])], stdin=theirs,
-                                       stdout=subprocess.PIPE, stderr=fh, env=env, check=True)
+                                       stdout=subprocess.PIPE, stderr=fh, env=env, check=True, pass_fds=(lock,))
             pid = int(shell.stdout)
         except (OSError, ValueError, subprocess.CalledProcessError):
             ours.close()
+            os.close(lock)
             return None
+        os.close(lock)  # the converter's copy holds it now
         conv = cls(pid, ours, err)
         conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
+                     "lock_fd": lock,
                      "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
                      "trace": None if tracer.is_part else str(tracer.own_path),
                      "header": tracer.header.get_config(), "spans": spans})
@@ -104,8 +125,17 @@ class Converter:
 
     def send(self, cutoff: float, tracer, final: bool) -> None:
         """Convert what ended before ``cutoff``, without the h5py calls ``tracer`` recorded since the last
-        message (everything, when ``final``)."""
-        self._write((cutoff, [tracer.spans.popleft() for _ in range(len(tracer.spans))], final))
+        message (everything, when ``final``); at most every SEND_EVERY seconds but the final one."""
+        now = time.perf_counter()
+        if not final and now - self._sent < SEND_EVERY:
+            return
+        self._sent = now
+        spans, later = written_spans(tracer)
+        if final:  # the tracer's end: its trace is closed next, with everything recorded
+            spans += [tracer.spans.popleft() for _ in range(len(tracer.spans))]
+        elif later is not None:
+            cutoff = min(cutoff, later)
+        self._write((cutoff, spans, final))
 
     def finish(self) -> dict | None:
         """Wait for the converter's end: what it learnt (``hooked`` libraries, the ``position`` where it
@@ -148,4 +178,23 @@ class Converter:
         self._sock.close()
 
 
-__all__ = ["FINISH_WAIT", "Converter"]
+def written_spans(tracer) -> tuple[list, float | None]:
+    """The h5py calls ``tracer`` recorded, handed over once their accesses are written to its trace (or part):
+    (those calls, the start of the earliest call left queued, or None).
+
+    The converter drops a libhdf5 call inside one of them as that call's duplicate, so the call itself must
+    survive the process: killed (SIGKILL: nothing more is written), the process leaves only what its trace holds
+    on disk. Its buffered accesses are written first; a call recorded since (by another thread) waits for the
+    next message, and so does every libhdf5 call that ended after it began (it may hold them)."""
+    taken = time.perf_counter()
+    tracer.drain()  # every access recorded before ``taken`` written: a batch on disk, whole (written atomically)
+    queued = tracer.spans
+    spans = [queued.popleft() for _ in range(len(queued))]
+    later = [s for s in spans if s[2] >= taken]
+    if not later:
+        return spans, None
+    queued.extendleft(reversed(later))
+    return [s for s in spans if s[2] < taken], min(s[1] for s in later)
+
+
+__all__ = ["FINISH_WAIT", "SEND_EVERY", "Converter", "written_spans"]

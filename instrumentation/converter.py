@@ -4,7 +4,6 @@ and how): it reads the process's log from where the process stopped, converts as
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import json
 import os
 import pickle
@@ -50,7 +49,7 @@ def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
     keys = dataset_keys(parts_dir / DATASETS_FILE)
     try:
         ds, t0, dt = part_calls(trace if trace.is_file() else batch_files(trace))
-    except Exception:  # noqa: BLE001 - a batch torn by the kill: its calls' duplicates stay
+    except Exception:  # noqa: BLE001 - no part (or none readable): none of its calls is in the trace to drop
         return []
     t0 = t0 + origin
     return list(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
@@ -83,8 +82,7 @@ def main() -> None:
     start = pickle.load(fin)
     pid, parts, out = start["pid"], Path(start["parts_dir"]), Path(start["out"])
     lock_path = parts / f"{pid}{CONVERTED}.lock"
-    lock = open(lock_path, "wb")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = os.fdopen(start["lock_fd"], "wb")  # locked by the process that started this one (convert.Converter.start)
     run = RunInfo.load(parts)
     sink = ConvertedSink(out, str(parts), run, replace(TraceHeader.from_config(start["header"]), missed=()))
     capture = LibraryCapture(Path(start["log_dir"]), None, pid)
