@@ -44,6 +44,7 @@ class ColumnarTraceWriter:
         self._rows: list[tuple] = []
         self._irregular: dict[int, Selection] = {}
         self._collective: list[int] = []
+        self._other_rank: dict[int, int] = {}  # row -> rank, for records of another rank (an import, a merge)
         self._columns: list[AccessColumns] = []  # buffered before self._rows
         self._column_rows = 0
         self._since = time.perf_counter()
@@ -88,6 +89,8 @@ class ColumnarTraceWriter:
                 start, count, stride, block = s.start, s.count, s.stride, s.block
             if rec.collective:
                 self._collective.append(len(self._rows))
+            if rec.rank != self._rank:
+                self._other_rank[len(self._rows)] = rec.rank
             self._rows.append((rec.dataset, rec.op == WRITE, tuple(start), tuple(count), tuple(stride),
                                tuple(block), rec.nelements, rec.nbytes, rec.t_start, rec.duration))
             self.n_access += 1
@@ -131,10 +134,12 @@ class ColumnarTraceWriter:
     # -- batches --
     def _take_rows(self) -> AccessColumns:
         """The buffered tuples as columns, taken out of the buffer (lock held)."""
-        rows, irregular, coll = self._rows, self._irregular, self._collective
-        self._rows, self._irregular, self._collective = [], {}, []
+        rows, irregular, coll, other = self._rows, self._irregular, self._collective, self._other_rank
+        self._rows, self._irregular, self._collective, self._other_rank = [], {}, [], {}
         cols = rows_to_columns(rows, irregular, self._rank)
         cols.collective[coll] = True
+        if other:
+            cols.rank[list(other)] = list(other.values())
         return cols
 
     def flush(self, force: bool = True) -> None:

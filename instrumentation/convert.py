@@ -72,7 +72,6 @@ class Converter:
             return None
         tracer = tracers[0]
         parts = Path(tracer.parts_dir)
-        suffix = ".parquet" if tracer.run.columnar else ".jsonl"
         held = capture.take_spans(tracer)  # popped from the tracer's queue before: written by ``written_spans`` too
         spans = held + written_spans(tracer)[0]
         env = {k: v for k, v in os.environ.items() if k not in (ENV, LOG_DIR_VAR)}
@@ -111,7 +110,7 @@ class Converter:
         conv = cls(pid, ours, err)
         conv._write({"log_dir": str(capture.log_dir), "pid": capture.pid, "position": log.position(),
                      "lock_fd": lock,
-                     "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}{suffix}"),
+                     "parts_dir": str(parts), "out": str(parts / f"{capture.pid}{CONVERTED}.parquet"),
                      "trace": None if tracer.is_part else str(tracer.own_path),
                      "header": tracer.header.get_config(), "spans": spans})
         return conv

@@ -48,7 +48,7 @@ def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
 
     keys = dataset_keys(parts_dir / DATASETS_FILE)
     try:
-        ds, t0, dt = part_calls(trace if trace.is_file() else batch_files(trace))
+        ds, t0, dt = part_calls(batch_files(trace))
     except Exception:  # noqa: BLE001 - no part (or none readable): none of its calls is in the trace to drop
         return []
     t0 = t0 + origin

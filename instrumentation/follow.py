@@ -1,8 +1,8 @@
 """Following the processes a traced program starts (the way coverage.py measures subprocesses).
 
 Every Python process the program starts, at any depth, is traced into its own
-*part*: ``<parts dir>/<pid>.parquet`` (``<pid>.jsonl`` when the run's trace is
-JSON Lines), whose header names its pid and parent pid. When the run's tracer
+*part*: ``<parts dir>/<pid>.parquet`` (columnar, whatever format the run's trace is asked in), whose header
+names its pid and parent pid. When the run's tracer
 exits it merges the parts into the run's trace (``merge_parts``) and says in the
 header which processes it holds and what is known to be missed.
 

@@ -43,14 +43,12 @@ class IdlePart:
     def __init__(self, parts_dir: str, run: dict):
         self.parts_dir = parts_dir
         self.run = run
-        columnar = bool(run["columnar"])
-        self.path = os.path.join(parts_dir, f"{os.getpid()}{'.parquet' if columnar else '.jsonl'}")
-        self._records = os.path.join(self.path, META) if columnar else self.path
+        self.path = os.path.join(parts_dir, f"{os.getpid()}.parquet")
+        self._records = os.path.join(self.path, META)
         self.closed = False
 
     def open(self) -> "IdlePart":
-        if self._records != self.path:
-            os.mkdir(self.path)
+        os.mkdir(self.path)
         header = {"t": "h", "schema": SCHEMA, "host": os.uname().nodename, "pid": os.getpid(), "ppid": os.getppid(),
                   "rank": int(self.run["rank"]), "size": int(self.run["size"]),
                   "t_origin_unix": float(self.run["t_origin_unix"]),

@@ -1,35 +1,17 @@
-"""The JSON Lines trace format (schema 1, docs/trace-format.md): its streaming writer and its validating reader.
+"""The JSON Lines trace format (schema 1, docs/trace-format.md): an import and export format, its validating
+reader and its writer of a whole trace (``write_jsonl``). Traces are written live in the columnar format only;
+a ``*.jsonl`` trace asked for is exported from it at the run's end (``merge.export_live``).
 
-The writer streams: records are buffered briefly and flushed in batches, so memory stays bounded and a
-process killed mid-run leaves a readable prefix. The reader validates every record and names file and line on
-error."""
+The reader names file and line on error."""
 from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from dataclasses import replace
-from pathlib import Path
 
 from .records import AccessRecord, DatasetRecord, RecordError, ResizeRecord, TraceHeader
 
 from .tracemodel import Trace, TraceError, dumps
-
-FLUSH_EVERY = 256
-"""Records buffered before a write; also flushed at least every FLUSH_SECONDS."""
-FLUSH_SECONDS = 0.5
-
-
-def _ilist(values) -> str:
-    return "[" + ",".join(map(str, values)) + "]"
-
-
-def hyperslab_head(ds: int, op: str, ndim: int, count, stride, block, n: int, nbytes: int) -> str:
-    """The JSON Lines access line of a hyperslab up to its t0 value, as a %-template of start."""
-    start = "[" + ",".join(["%d"] * ndim) + "]"
-    return (f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{start},"count":{_ilist(count)},'
-            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{n},"bytes":{nbytes},"t0":')
 
 
 def resize_lines(rows: list[tuple]) -> str:
@@ -47,114 +29,6 @@ def resize_lines(rows: list[tuple]) -> str:
                                      + (',"rep":%d,"step":' + ints + ',"t_step":%r}\n' if rep != 1 else "}\n"))
         lines.append(line % ((ds, *shape, float(t0), rep, *step, float(t_step)) if rep != 1 else (ds, *shape, float(t0))))
     return "".join(lines)
-
-
-class JsonlTraceWriter:
-    """The JSON Lines writer (schema 1)."""
-
-    def __init__(self, path: str | os.PathLike, header: TraceHeader):
-        self._templates: dict = {}
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "w", encoding="utf-8")
-        self._lock = threading.Lock()
-        self._buf: list[str] = []
-        self._last_flush = time.perf_counter()
-        self.n_access = 0
-        self._fh.write(dumps({"t": "h", **header.get_config()}) + "\n")
-        self._fh.flush()
-
-    def _push(self, line: str) -> None:
-        with self._lock:
-            self._buf.append(line)
-            now = time.perf_counter()
-            if len(self._buf) >= FLUSH_EVERY or now - self._last_flush > FLUSH_SECONDS:
-                self._flush_locked(now)
-
-    def _flush_locked(self, now: float) -> None:
-        if self._buf and not self._fh.closed:
-            self._fh.write("\n".join(self._buf) + "\n")
-            self._fh.flush()
-        self._buf.clear()
-        self._last_flush = now
-
-    def dataset(self, rec: DatasetRecord) -> None:
-        line = dumps({"t": "d", **rec.get_config()})
-        with self._lock:  # datasets go out at once: accesses that follow refer to them
-            self._buf.append(line)
-            self._flush_locked(time.perf_counter())
-
-    def access(self, rec: AccessRecord) -> None:
-        self.n_access += 1
-        self._push(dumps({"t": "a", **rec.get_config()}))
-
-    def hyperslab_access(self, ds: int, op: str, start, count, stride, block,
-                         nelements: int, nbytes: int, t0: float, dt: float) -> None:
-        """Fast path for the common case: a regular hyperslab given as int sequences."""
-        self.n_access += 1
-        self._push(
-            f'{{"t":"a","ds":{ds},"op":"{op}","sel":{{"start":{_ilist(start)},"count":{_ilist(count)},'
-            f'"stride":{_ilist(stride)},"block":{_ilist(block)}}},"n":{nelements},"bytes":{nbytes},'
-            f'"t0":{t0!r},"dt":{dt!r}}}'
-        )
-
-    def access_lines(self, lines: list[str]) -> None:
-        """Many access records at once, already formatted as ``hyperslab_access`` formats them."""
-        with self._lock:
-            self.n_access += len(lines)
-            self._buf.extend(lines)
-
-    def hyperslab_rows(self, rows: list[tuple]) -> None:
-        """Many hyperslab accesses at once: (ds, is_write, start, count, stride, block, n, nbytes, t0, dt)."""
-        templates = self._templates
-        lines = []
-        for ds, write, start, count, stride, block, n, nbytes, t0, dt in rows:
-            key = (ds, write, len(start), count, stride, block, n, nbytes)
-            head = templates.get(key)
-            if head is None:
-                if len(templates) > 4096:
-                    templates.clear()
-                head = templates[key] = hyperslab_head(ds, "write" if write else "read", len(start), count,
-                                                       stride, block, n, nbytes)
-            lines.append(f'{head % tuple(start)}{t0!r},"dt":{dt!r}}}')
-        self.access_lines(lines)
-
-    def access_columns(self, cols) -> None:
-        """Many accesses as ``AccessColumns`` (``ds`` this trace's ids, ``t0`` from its origin); JSON Lines
-        is text per access, so each gets its line."""
-        if cols.irregular or (cols.rep != 1).any():
-            for rec in cols.records():
-                self.access(rec)
-            return
-        nd = cols.ndim.tolist()
-        dims = [[tuple(row[:k]) for row, k in zip(getattr(cols, name).tolist(), nd)]
-                for name in ("start", "count", "stride", "block")]
-        self.hyperslab_rows(list(zip(cols.ds.tolist(), cols.write.tolist(), *dims, cols.n.tolist(),
-                                     cols.nbytes.tolist(), cols.t0.tolist(), cols.dt.tolist())))
-
-    def resizes(self, rows: list[tuple]) -> None:
-        """Changes of extent: (ds, shape, t0, rep, step, t_step) rows (``ResizeRecord``'s fields)."""
-        if rows:
-            self._push(resize_lines(rows)[:-1])
-
-    def flush(self, force: bool = True) -> None:
-        with self._lock:
-            self._flush_locked(time.perf_counter())
-
-    def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = (), *, gather: bool = True) -> None:
-        """End the file; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked
-        (read back into ``TraceHeader.missed`` / ``.libraries``). ``gather``: unused (one file already)."""
-        with self._lock:
-            if self._fh.closed:
-                return
-            end = {"t": "end", "n_access": self.n_access}
-            if missed:
-                end["missed"] = list(missed)
-            if libraries:
-                end["libraries"] = list(libraries)
-            self._buf.append(dumps(end))
-            self._flush_locked(time.perf_counter())
-            self._fh.close()
 
 
 def _parse_line(text: str, where: str, rank: int):
@@ -296,5 +170,5 @@ def write_jsonl(trace: Trace, path: str | os.PathLike) -> None:
         fh.write(dumps({"t": "end", "n_access": trace.n_access}) + "\n")
 
 
-__all__ = ["FLUSH_EVERY", "FLUSH_SECONDS", "JsonlTraceWriter", "hyperslab_head", "load_jsonl", "read_records",
+__all__ = ["load_jsonl", "read_records",
            "resize_lines", "write_jsonl"]

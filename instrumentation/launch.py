@@ -32,7 +32,7 @@ from .partsdir import RUN_FILE, child_environment
 from .runinfo import RunInfo
 from .startup import ensure_startup_hook, release_startup_hook
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
-from .tracedir import META, is_jsonl, prepare
+from .tracedir import META, live_path, prepare
 
 WATCH_INTERVAL = 0.05
 """Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
@@ -72,9 +72,12 @@ class NativeRun:
         if self.path.exists() and not self._overwrite:
             raise OutputExistsError(f"{self.path} exists: not replacing an earlier trace "
                                     "(choose another path, or overwrite=True / --force to replace it)")
+        self._live = live_path(self.path)  # a *.jsonl trace is exported from it at the end
+        if self._live != self.path and self._live.exists() and not self._overwrite:
+            raise OutputExistsError(f"{self._live} exists: not replacing an earlier trace's records "
+                                    "(choose another path, or overwrite=True / --force to replace it)")
         t_origin_unix, origin = time.time(), time.perf_counter()
-        jsonl = is_jsonl(self.path)
-        self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not jsonl)
+        self._run = RunInfo(t_origin_unix, origin, self.rank, self.size)
         capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
         why = ensure_startup_hook()
         self._holds_hook = why is None
@@ -85,12 +88,8 @@ class NativeRun:
             pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=t_origin_unix,
             versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv), ppid=os.getppid(),
             capture=capture)
-        if jsonl:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._records = self.path
-        else:
-            prepare(self.path)
-            self._records = self.path / META
+        prepare(self._live)
+        self._records = self._live / META
         self._records.write_text(self._line({"t": "h", **self._header.get_config()}))
         self._parts = self.path.with_name(f"{self.path.name}.parts-{os.urandom(4).hex()}")
         self._parts.mkdir()
@@ -123,6 +122,13 @@ class NativeRun:
                 self._parts.rmdir()
             else:
                 self._finish(ended)
+            if self._live != self.path and self._sink is None:  # its records are the whole JSON Lines trace
+                os.replace(self._records, self.path)
+                self._live.rmdir()
+            elif self._live != self.path:
+                from .merge import export_live
+
+                export_live(self._live, self.path)
         finally:
             shutil.rmtree(self._logs, ignore_errors=True)
             if self._holds_hook:  # the run's children are merged: site-packages as it was
@@ -167,7 +173,7 @@ class NativeRun:
         from .interpose import LibraryCapture
 
         columnar.load_arrow()
-        self._sink = ConvertedSink(self.path, str(self._parts), self._run, self._header)
+        self._sink = ConvertedSink(self._live, str(self._parts), self._run, self._header)
         self._capture = LibraryCapture(self._logs, None)
 
     def _watch(self) -> None:
@@ -208,7 +214,7 @@ class NativeRun:
         self.missed += [m for m in self._capture.lost() if m not in self.missed]
         self._sink.close(tuple(self.missed), self._capture.libraries(), gather=True)
         try:
-            self.missed += merge_parts(self.path, self._parts, ended)
+            self.missed += merge_parts(self._live, self._parts, ended)
             self._parts.rmdir()
         except (OSError, TraceError) as exc:
             self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")

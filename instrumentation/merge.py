@@ -150,6 +150,20 @@ def _stream_columnar(sources: list, output, missed: tuple[str, ...]) -> tuple[in
     return len(traces), out.n_access, len(by_key)
 
 
+def export_live(live: Path, path: str | os.PathLike) -> None:
+    """Write the columnar trace ``live`` (``tracedir.live_path``) out as the JSON Lines file ``path`` the user
+    asked for, then remove ``live``: the file appears whole (a process killed meanwhile leaves ``live``)."""
+    import shutil
+
+    from .columnar_reader import load_columnar
+    from .jsonl import write_jsonl
+
+    tmp = Path(f"{path}.tmp")
+    write_jsonl(load_columnar(live), tmp)
+    os.replace(tmp, path)
+    shutil.rmtree(live)
+
+
 def whole_lines(data: bytes) -> bytes:
     """``data`` up to its last line end (a writer killed in the middle of a line left the rest)."""
     return data[: data.rfind(b"\n") + 1]
@@ -176,4 +190,5 @@ def adopt(path: Path, batches: list[Path], records: bytes, final_records: bytes 
         replace_records(path, final_records)
 
 
-__all__ = ["DirectoryOut", "adopt", "merge_files", "open_source", "rank_sources", "replace_records", "whole_lines"]
+__all__ = ["DirectoryOut", "adopt", "export_live", "merge_files", "open_source", "rank_sources", "replace_records",
+           "whole_lines"]

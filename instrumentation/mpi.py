@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import settings
+from .tracedir import live_path
 
 # .tracefile (numpy) is imported where a merge needs it: a serial run's launcher imports this module to learn
 # that it is serial (instrumentation.launch)
@@ -95,6 +96,14 @@ def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
     return path.with_name(f"{path.stem}.rank{rank:0{width}d}{path.suffix}")
 
 
+def rank_file(path: str | os.PathLike, rank: int, size: int) -> Path:
+    """Where rank ``rank``'s trace is now: its ``rank_path``, or, for a ``*.jsonl`` one not yet exported (still
+    running, or killed), its live columnar directory (``tracedir.live_path``)."""
+    path = rank_path(path, rank, size)
+    live = live_path(path)
+    return live if live != path and not path.exists() and live.is_dir() else path
+
+
 def file_done(path: Path) -> bool:
     """Is the trace at ``path`` closed (its last line the end record, which may list what was missed)?"""
     if path.is_dir():  # a columnar trace: its records file ends with the end record
@@ -150,7 +159,6 @@ def _wait_for_ranks(comm, path: Path, size: int) -> None:
     POLL_SECONDS to every 2 s: no metadata storm on a parallel file system.
     """
     req = comm.Ibarrier() if comm is not None else None
-    files = [rank_path(path, r, size) for r in range(size)]
     grace = GRACE_SECONDS if req is not None else 0.0  # without MPI, closed files are all we can know
     state = {"next_look": 0.0, "interval": POLL_SECONDS, "settled": None, "since": 0.0}
 
@@ -161,7 +169,7 @@ def _wait_for_ranks(comm, path: Path, size: int) -> None:
         if now >= state["next_look"]:
             state["next_look"] = now + state["interval"]
             state["interval"] = min(2 * state["interval"], 2.0)  # long waits look less often
-            present = [f for f in files if f.exists()]
+            present = [f for f in (rank_file(path, r, size) for r in range(size)) if f.exists()]
             settled = len(present) if all(file_done(f) for f in present) else None
             if settled != state["settled"]:  # a late rank may open its file: start over
                 state["settled"], state["since"] = settled, now
@@ -184,7 +192,7 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     from .tracemodel import TraceError
 
     path = Path(path)
-    sources, missed = rank_sources([rank_path(path, r, size) for r in range(size)])
+    sources, missed = rank_sources([rank_file(path, r, size) for r in range(size)])
     if not sources:
         raise TraceError(f"{path}: no rank trace could be read, nothing merged")
     merge_files(sources, path, allow_truncated=True, missed=tuple(missed))

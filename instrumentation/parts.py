@@ -89,12 +89,12 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     removes the directory, empty unless a child still writes into it.
     """
     from .records import ProcessInfo
-    from .tracefile import TraceError, is_jsonl
+    from .tracefile import TraceError
 
     states = wait_for_parts(parts_dir, since_ns)
     missed: list[str] = []
     converted = _converted(parts_dir, missed)  # before any salvage: a killed process's converter ends first
-    read = _read_jsonl_part if is_jsonl(path) else _read_columnar_part
+    read = _read_columnar_part
     parts, processes, salvaged = [], [], []
     beside: dict[int, int] = {}  # pid -> its accesses converted beside it
     for out in converted:
@@ -140,10 +140,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     if parts:
         processes.sort(key=lambda p: p.pid)
         own_more = sum(beside.values())  # this process's (a child's without a part: none)
-        if is_jsonl(path):
-            _merge_jsonl(path, parts, processes, missed, own_more)
-        else:
-            _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE, own_more)
+        _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE, own_more)
     for part_path in [*states, *salvaged, *converted, *parts_dir.glob(f"*{CONVERTED}.lock")]:
         _remove(part_path)
     # a killed process's log directory, converted above; a running one's, as its part
@@ -176,7 +173,7 @@ def _converted(parts_dir: Path, missed: list[str]) -> list[Path]:
     found = []
     for out in parts_dir.iterdir():
         stem, _, suffix = out.name.partition(".")
-        if stem.isdigit() and suffix in (f"{CONVERTED[1:]}.parquet", f"{CONVERTED[1:]}.jsonl"):
+        if stem.isdigit() and suffix == f"{CONVERTED[1:]}.parquet":
             found.append((int(stem), out))
     return [out for _, out in sorted(found)]
 
@@ -196,7 +193,7 @@ def _salvage(out: Path, part_path: Path, header, part, parts_dir: Path, read):
         return None
     sink = ConvertedSink(out, str(parts_dir), run, replace(header, missed=()))
     keys = dataset_keys(parts_dir / DATASETS_FILE)
-    ds, t0, dt = part_calls(part_path) if read is _read_jsonl_part else part_calls(part[1])
+    ds, t0, dt = part_calls(part[1])
     t0 = t0 + sink.origin
     sink.spans.extend(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
     capture = LibraryCapture(log_dir, None, header.pid)
@@ -205,19 +202,11 @@ def _salvage(out: Path, part_path: Path, header, part, parts_dir: Path, read):
     return read(out)
 
 
-def part_calls(where: "Path | list[Path]"):
-    """(dataset ids, t0, dt) of the accesses of a part: a JSON Lines file, or a columnar part's batch files (raw
-    batches hold each call as recorded; a Parquet batch's folded runs are unrolled, their calls' times
-    approximated)."""
+def part_calls(where: list[Path]):
+    """(dataset ids, t0, dt) of the accesses of a columnar part's batch files (raw batches hold each call as
+    recorded; a Parquet batch's folded runs are unrolled, their calls' times approximated)."""
     import numpy as np
 
-    if isinstance(where, Path):
-        from .tracefile import read_records
-
-        found: list = []
-        read_records(str(where), where.read_bytes(), True, found)
-        return (np.array([a.dataset for a in found], np.int64), np.array([a.t_start for a in found], float),
-                np.array([a.duration for a in found], float))
     from .columnar import from_table, parquet_file, read_raw
     from .columns import AccessColumns
 
@@ -239,28 +228,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
-
-
-def _read_jsonl_part(path: Path):
-    from .tracefile import load_trace
-
-    part = load_trace(path, allow_truncated=True)
-    return part.header, part.n_access, part
-
-
-def _merge_jsonl(path: Path, parts, processes, missed, own_more: int) -> None:
-    """JSON Lines: the whole trace is read and written again (the columnar format avoids this)."""
-    from .records import ProcessInfo
-    from .tracefile import load_trace, merge_traces, replace_trace, write_trace
-
-    own = load_trace(path)
-    merged = merge_traces([own, *parts])
-    me = ProcessInfo(own.header.pid, own.header.ppid, own.header.argv, own.n_access + own_more, "exited")
-    merged.headers = [replace(own.header, processes=(me, *processes), missed=own.header.missed + tuple(missed))]
-    merged.complete = own.complete
-    tmp = path.with_name(f".merging.{path.name}")  # the same suffix: the same trace format
-    write_trace(merged, tmp)
-    replace_trace(tmp, path)
 
 
 def _read_columnar_part(path: Path):

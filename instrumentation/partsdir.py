@@ -15,7 +15,7 @@ ENV = settings.FOLLOW
 RUN_FILE = "_run.json"
 DATASETS_FILE = "_datasets.jsonl"
 CONVERTED = ".conv"
-"""``<pid>.conv.parquet`` (``.jsonl``): a process's libhdf5 records converted beside it (``convert``);
+"""``<pid>.conv.parquet``: a process's libhdf5 records converted beside it (``convert``);
 ``<pid>.conv.lock``: held while its converter works."""
 LOG_PREFIX = "h5-"
 """A followed process's libhdf5 log directory (``interpose.LibraryCapture``) in its run's parts directory is
@@ -44,11 +44,11 @@ def dataset_keys(registry: Path) -> dict[int, str]:
 
 
 def part_paths(parts_dir: Path) -> list[Path]:
-    """The parts in ``parts_dir`` (``<pid>.parquet`` directories or ``<pid>.jsonl`` files), by pid."""
+    """The parts in ``parts_dir`` (``<pid>.parquet`` directories), by pid."""
     found = []
     for path in parts_dir.iterdir():
         stem, dot, suffix = path.name.partition(".")
-        if stem.isdigit() and suffix in ("parquet", "jsonl"):
+        if stem.isdigit() and suffix == "parquet":
             found.append((int(stem), path))
     return [path for _, path in sorted(found)]
 

@@ -1,4 +1,4 @@
-"""What every process of one run shares (instrumentation/follow.py): its clock, rank and format (``RunInfo``,
+"""What every process of one run shares (instrumentation/follow.py): its clock and rank (``RunInfo``,
 ``<parts dir>/_run.json``) and its dataset ids (``SharedIds``, ``<parts dir>/_datasets.jsonl``).
 
 Below the tracer, the launcher and the converter, which each take a run's ids and clock from here."""
@@ -28,20 +28,15 @@ class RunInfo:
     apart: ``merge_parts``)."""
     rank: int
     size: int
-    columnar: bool
-    """Parts are columnar trace directories (else JSON Lines files), as the run's trace is."""
-
     def part_path(self, parts_dir: str | os.PathLike, pid: int) -> Path:
-        return Path(parts_dir) / f"{pid}{'.parquet' if self.columnar else '.jsonl'}"
+        return Path(parts_dir) / f"{pid}.parquet"
 
     def get_config(self) -> dict:
-        return {"t_origin_unix": self.t_origin_unix, "origin": self.origin, "rank": self.rank, "size": self.size,
-                "columnar": self.columnar}
+        return {"t_origin_unix": self.t_origin_unix, "origin": self.origin, "rank": self.rank, "size": self.size}
 
     @classmethod
     def from_config(cls, config: dict) -> "RunInfo":
-        return cls(float(config["t_origin_unix"]), float(config["origin"]), int(config["rank"]), int(config["size"]),
-                   bool(config["columnar"]))
+        return cls(float(config["t_origin_unix"]), float(config["origin"]), int(config["rank"]), int(config["size"]))
 
     def save(self, parts_dir: str | os.PathLike) -> None:
         path = Path(parts_dir) / RUN_FILE

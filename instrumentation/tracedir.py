@@ -23,6 +23,13 @@ def is_jsonl(path: str | os.PathLike) -> bool:
     return str(path).endswith(".jsonl")
 
 
+def live_path(path: str | os.PathLike) -> Path:
+    """Where a trace requested at ``path`` is written while its run is live: ``path`` itself for a columnar
+    trace; for a ``*.jsonl`` one, the columnar directory ``<path>.live`` beside it, exported to ``path`` at the
+    end (``merge.export_live``) and then removed. A killed run leaves it: ``load_trace(path)`` reads it."""
+    return Path(f"{path}.live") if is_jsonl(path) else Path(path)
+
+
 def prepare(path: Path) -> None:
     """An empty trace directory at ``path`` (an earlier trace there is replaced)."""
     if path.is_dir():

@@ -62,6 +62,7 @@ from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeR
 from .runinfo import RunInfo, SharedIds
 from .hub import HUB
 from .sink import DatasetInfo
+from .tracedir import live_path
 from .tracefile import Trace, TraceError, TraceWriter, is_jsonl, load_trace
 from .versions import versions
 
@@ -108,6 +109,7 @@ class Tracer:
         self._run: RunInfo | None = None
         self._shared_ids: SharedIds | None = None
         self._own: Path | None = None
+        self._export: Path | None = None  # the JSON Lines file asked for, written from ``_own`` at the end
         self._forked_part: Tracer | None = None
         self.path: Path | None = None
         self.rank, self.size = 0, 1
@@ -199,8 +201,11 @@ class Tracer:
             except ImportError:
                 self.rank, self.size = 0, 1
             self.path, self._own = self._paths()
+            if is_jsonl(self._own):  # written columnar while live, exported at the end (tracedir.live_path)
+                self._export, self._own = self._own, live_path(self._own)
             if not self._overwrite and self._requested is not None:
-                for p in {self.path, self._own}:  # another rank's part may be this run's own: only ours is checked
+                # another rank's part may be this run's own: only ours is checked
+                for p in {self.path, self._own, self._export or self.path}:
                     if p.exists():
                         self._state = "done"
                         raise OutputExistsError(f"{p} exists: not replacing an earlier trace "
@@ -227,7 +232,7 @@ class Tracer:
             if not self._is_part:
                 self._parts_dir = str(self._own.with_name(f"{self._own.name}.parts-{os.urandom(4).hex()}"))
                 os.makedirs(self._parts_dir)
-                self._run = RunInfo(t_origin_unix, origin, self.rank, self.size, not is_jsonl(self._own))
+                self._run = RunInfo(t_origin_unix, origin, self.rank, self.size)
                 self._run.save(self._parts_dir)
             self._shared_ids = SharedIds(self._parts_dir)
             why = startup.ensure_startup_hook()
@@ -252,7 +257,7 @@ class Tracer:
         self._origin = origin
         self._header = header
         self._writer = TraceWriter(self._own, header)
-        if self._is_part and not is_jsonl(self._own):
+        if self._is_part:
             self._writer.raw = True  # its batches are converted by the run's merge, where Parquet's code is warm
         # a copy loaded while tracing, unseen, is missed; read once the writer loaded its own libraries (pyarrow), so
         # that forked workers find it unchanged (interpose.mapped_libhdf5 reads /proc/self/maps only after a load)
@@ -285,6 +290,10 @@ class Tracer:
                 parts.rmdir()
             except (OSError, TraceError) as exc:
                 self.missed.append(f"child processes' parts left unmerged in {parts}: {exc}")
+        if self._export is not None:
+            from .merge import export_live
+
+            export_live(self._own, self._export)
         if self._merge:
             try:
                 from . import mpi

@@ -220,7 +220,7 @@ def test_sigterm_while_a_child_creates_its_part_still_closes_it(tmp_path):
 
     parts = tmp_path / "t.parquet.parts-0"
     parts.mkdir()
-    RunInfo(0.0, 0.0, 0, 1, True).save(parts)
+    RunInfo(0.0, 0.0, 0, 1).save(parts)
     code = ("import os, signal, sys\n"
             "from instrumentation import follow, tracer\n"
             "real = tracer.TraceWriter\n"
@@ -422,7 +422,7 @@ def test_the_resource_tracker_is_not_followed(tmp_path):
     assert ensure_startup_hook() is None
     parts = tmp_path / "t.parquet.parts-0"
     parts.mkdir()
-    RunInfo(0.0, 0.0, 0, 1, True).save(parts)
+    RunInfo(0.0, 0.0, 0, 1).save(parts)
     env = child_env(**{ENV: str(parts)})
     active = "from instrumentation.tracer import HUB; print(len(HUB.active))"
     for code, traced in ((f"from multiprocessing.resource_tracker import main\n{active}", "0"), (active, "1")):

@@ -75,11 +75,12 @@ def test_selection_geometry():
     assert o.kind == "orthogonal" and Selection.from_config(o.get_config()) == o
 
 
-def test_unflushed_prefix_of_killed_process_is_readable(tmp_path):
+def test_cut_json_lines_file_is_readable_up_to_its_last_whole_line(tmp_path):
     p = tmp_path / "t.jsonl"
-    write_sample(p, close=False)
-    with open(p, "a") as fh:  # what a kill in the middle of a write leaves
-        fh.write('{"t":"a","ds":0,"op":"re')
+    write_sample(p)
+    lines = p.read_text().splitlines(keepends=True)
+    assert lines[-1].startswith('{"t":"end"')
+    p.write_text("".join(lines[:-1]) + '{"t":"a","ds":0,"op":"re')  # a file cut in the middle of a line
     with pytest.raises(TraceError, match=r"t\.jsonl:9: .*truncated last line"):
         load_trace(p)
     tr = load_trace(p, allow_truncated=True)
@@ -129,17 +130,21 @@ def test_missing_and_empty_files(tmp_path):
         load_trace(tmp_path / "e.jsonl")
 
 
-def test_writer_flushes_in_batches_with_bounded_buffer(tmp_path):
+def test_a_json_lines_trace_is_written_columnar_while_live_and_exported_at_close(tmp_path):
     p = tmp_path / "t.jsonl"
     w = TraceWriter(p, header())
     w.dataset(dataset())
     for i in range(1000):
         w.hyperslab_access(0, "read", (i, 0), (1, 1), (1, 1), (1, 8), 8, 32, float(i), 0.0)
-        assert len(w._buf) < 256
-    on_disk = len(p.read_text().splitlines())
-    assert on_disk >= 2 + 1000 - 256  # all but the last batch are already on disk
+    w.flush()
+    live = tmp_path / "t.jsonl.live"
+    assert not p.exists() and (live / "_meta.jsonl").is_file()
+    killed = load_trace(p, allow_truncated=True)  # what a process killed now leaves
+    assert not killed.complete and len(killed.accesses) == 1000
     w.close()
-    assert len(load_trace(p).accesses) == 1000
+    assert not live.exists()
+    tr = load_trace(p)
+    assert tr.complete and [a.t_start for a in tr.accesses] == [float(i) for i in range(1000)]
 
 
 def test_merge_unifies_datasets_and_keeps_ranks(tmp_path):

@@ -216,39 +216,6 @@ def test_tracer_is_a_context_manager_class():
     assert isinstance(t, Tracer) and t.path is None
 
 
-def test_template_lines_are_those_of_the_contract_writer(tmp_path):
-    from instrumentation.records import TraceHeader
-    from instrumentation.tracefile import TraceWriter
-    from instrumentation.tracefile import hyperslab_head
-
-    def hyperslab_template(ds, op, ndim, count, stride, block, n, nbytes):
-        """A JSON Lines access line as a %-template of (*start, t0, dt)."""
-        return hyperslab_head(ds, op, ndim, count, stride, block, n, nbytes) + '%r,"dt":%r}'
-
-    rng = np.random.default_rng(3)
-    items = []
-    for i in range(200):
-        nd = int(rng.integers(0, 4))
-        t = lambda: tuple(int(v) for v in rng.integers(0, 50, nd))  # noqa: E731
-        items.append((int(rng.integers(0, 3)), ["read", "write"][i % 2], t(), t(), t(), t(),
-                      int(rng.integers(0, 1e6)), int(rng.integers(0, 1e9)), float(rng.random() * 1e4),
-                      float(rng.random() * 1e-3)))
-    head = TraceHeader(1, "h", 1, 0, 1, 0.0)
-    ref, fast = TraceWriter(tmp_path / "ref.jsonl", head), TraceWriter(tmp_path / "fast.jsonl", head)
-    for it in items:
-        ref.hyperslab_access(*it)
-    lines = [hyperslab_template(ds, op, len(st), c, s, b, n, nb) % (*st, t0, dt)
-             for ds, op, st, c, s, b, n, nb, t0, dt in items]
-    # TraceWriter.hyperslab_rows fills the same line in two steps (a cached head, then the floats)
-    assert lines == [f'{hyperslab_head(ds, op, len(st), c, s, b, n, nb) % st}{t0!r},"dt":{dt!r}}}'
-                     for ds, op, st, c, s, b, n, nb, t0, dt in items]
-    fast.access_lines(lines[:77])
-    fast.access_lines(lines[77:])
-    ref.close()
-    fast.close()
-    assert (tmp_path / "ref.jsonl").read_bytes() == (tmp_path / "fast.jsonl").read_bytes()
-
-
 def test_tracer_left_open_is_closed_at_interpreter_exit(tmp_path):
     path = tmp_path / "open.jsonl"
     code = f"""
