@@ -21,7 +21,9 @@ class _Deferred(types.ModuleType):
     of a run's fixed cost (benchmarks/tracing_overhead.py, fixed cost)."""
 
     def __getattr__(self, attr):
-        return getattr(import_module(self.__name__), attr)
+        value = getattr(import_module(self.__name__), attr)
+        setattr(self, attr, value)  # found here from now on: a batch's write looks up a hundred of them
+        return value
 
 
 pa, pq = _Deferred("pyarrow"), _Deferred("pyarrow.parquet")
