@@ -190,7 +190,7 @@ def test_killed_process_leaves_a_readable_prefix(tmp_path):
         with advisor.trace({str(path)!r}):
             for i in range(300):
                 ds[i]
-            time.sleep(1.0)  # more than the flush interval: the reads are on disk
+            time.sleep(2.5)  # more than the writer's batch time plus the flusher's interval: the reads are on disk
             print("ready", flush=True)
             while True:
                 ds[0:2]
