@@ -347,7 +347,7 @@ BUSY_CHILD_KILLED = textwrap.dedent("""
         v = netCDF4.Dataset(sys.argv[1])["v"] if sys.argv[2] == "netcdf4" else h5py.File(sys.argv[1])["v"]
         end = time.perf_counter() + 2.0  # busy to the end, past a batch of the part's (h5py) and many polls
         parts = os.environ["IOADVISOR_FOLLOW"].split(os.pathsep)[0]
-        converting = lambda: glob.glob(os.path.join(parts, f"{os.getpid()}.conv.*"))  # its output: started
+        converting = lambda: glob.glob(os.path.join(parts, f"{os.getpid()}.conv.parquet"))  # its output: it took over
         while True:
             for t in range(N):
                 v[t, 2:7]
