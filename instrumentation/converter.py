@@ -42,8 +42,9 @@ def _punch():
     return free
 
 
-def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
-    """The h5py calls a killed process's trace (or part) holds on disk, as spans (key, t0, t1)."""
+def _trace_calls(trace: Path, parts_dir: Path, origin: float, since: float) -> list:
+    """The h5py calls a killed process's trace (or part) holds on disk that ended after ``since``, as spans (key, t0,
+    t1): those that may hold a libhdf5 call still to convert (a long run's part holds millions of others)."""
     from .columnar import batch_files
 
     keys = dataset_keys(parts_dir / DATASETS_FILE)
@@ -52,7 +53,9 @@ def _trace_calls(trace: Path, parts_dir: Path, origin: float) -> list:
     except Exception:  # noqa: BLE001 - no part (or none readable): none of its calls is in the trace to drop
         return []
     t0 = t0 + origin
-    return list(zip(map(keys.get, ds.tolist()), t0.tolist(), (t0 + dt).tolist()))
+    t1 = t0 + dt
+    late = t1 >= since
+    return list(zip(map(keys.get, ds[late].tolist()), t0[late].tolist(), t1[late].tolist()))
 
 
 def _into_trace(out: Path, trace: Path) -> None:
@@ -91,15 +94,19 @@ def main() -> None:
     sink.spans.extend(start["spans"])
     free, freed = _punch(), 0
     killed = False
+    converted = float("-inf")  # the last cutoff: the records that ended before it are converted
     while True:
         try:
             cutoff, spans, final = pickle.load(fin)
         except (EOFError, pickle.UnpicklingError):  # the process is gone (a message cut short by its end too)
             killed, final, cutoff = True, True, float("inf")
             trace = Path(start["trace"]) if start["trace"] else run.part_path(parts, pid)
-            spans = _trace_calls(trace, parts, run.origin)
+            # an h5py call that ended well before the last cutoff holds nothing still to come (as interpose's
+            # LibraryCapture._seen_above keeps them)
+            spans = _trace_calls(trace, parts, run.origin, converted - 1.0)
         sink.spans.extend(spans)
         capture.convert(log, [sink], cutoff)
+        converted = cutoff
         sink.drain(force=final)
         end = log.position()[0] // _PAGE * _PAGE
         if end > freed:
