@@ -190,7 +190,7 @@ def test_killed_process_leaves_a_readable_prefix(tmp_path):
         with advisor.trace({str(path)!r}):
             for i in range(300):
                 ds[i]
-            time.sleep(2.5)  # more than the writer's batch time plus the flusher's interval: the reads are on disk
+            time.sleep(1.0)
             print("ready", flush=True)
             while True:
                 ds[0:2]
@@ -199,7 +199,14 @@ def test_killed_process_leaves_a_readable_prefix(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        time.sleep(0.3)
+        from instrumentation.columnar import count_accesses, part_files
+        from instrumentation.tracedir import live_path
+
+        live, deadline = live_path(path), time.monotonic() + 30
+        # the reads reach the disk with the writer's next batch (a second after the first access, or later on a
+        # loaded machine: the first batch loads Arrow while the program spins)
+        while (not part_files(live) or count_accesses(live)[2] < 300) and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
