@@ -175,3 +175,35 @@ def test_claim_is_made_for_the_measured_window(netcdf_case):
     # a saving beyond the measured run (the traced run was slower): no measured-window claim
     assert Comparison(("app",), {}, (10.0,), (5.0,), claimed=3.0, saved_seconds=12.0).claimed_measured_window is None
     assert Comparison(("app",), {}, (10.0,), (5.0,), saved_seconds=6.0).claim == 2.5  # no ratio: the seconds
+
+
+LAZY_APP = """
+import sys
+before = sorted(m for m in ("h5py", "zarr", "netCDF4") if m in sys.modules)
+import h5py
+from h5py import File
+with File(sys.argv[1], "r") as f:
+    value = float(f["x"][0])
+print(before, value, "zarr" in sys.modules, "netCDF4" in sys.modules)
+"""
+
+
+def test_substitution_hook_imports_nothing_the_program_does_not(tmp_path):
+    """compare's start-up hook patches a library when the program imports it: no side of a comparison pays the
+    import of a library its program does not use (an up-front import of all three was a fixed cost of every run)."""
+    import h5py
+
+    from advisor.apply.compare import substitution_environment
+
+    src, dest = tmp_path / "a.h5", tmp_path / "b.h5"
+    for p, v in ((src, 1.0), (dest, 2.0)):
+        with h5py.File(p, "w") as f:
+            f["x"] = [v]
+    app = tmp_path / "app.py"
+    app.write_text(LAZY_APP)
+    for table, want in (({}, "1.0"), ({str(src.resolve()): str(dest)}, "2.0")):
+        env = substitution_environment(table, {"PATH": "/usr/bin:/bin"})
+        out = subprocess.run([sys.executable, str(app), str(src)], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["[]", want, "False", "False"]
