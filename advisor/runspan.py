@@ -13,9 +13,9 @@ measured here: an interpreter of this Python that imports numpy and the program'
 the trace shows it read through, xarray when the array is xarray's idiom, dask when it read in dask blocks),
 its CPU seconds from launch to exit, less the stack's imports after numpy (the trace's window holds those).
 
-The window holds those imports, and a layout in the other library changes them: a zarr program moved to HDF5 no
-longer imports zarr (about 0.3 s of CPU here) but imports h5py (about 0.05 s). ``switch_seconds`` measures that
-difference the same way, and the claim for a layout of the other library adds it (benchmarks/validation/regret.py
+The window holds those imports, and a layout in the other library changes them and the exit: a zarr program moved
+to HDF5 no longer imports zarr (0.15-0.3 s of CPU here) but imports h5py (about 0.03 s). ``switch_seconds``
+measures that difference by the same launches, and the claim for a layout of the other library adds it (benchmarks/validation/regret.py
 --real, r03: a zarr program advised HDF5, whose measured run is shorter than the time the claim left unchanged).
 """
 from __future__ import annotations
@@ -73,11 +73,11 @@ def program_stack(arrays: Iterable[tuple[str, object]]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8)
-def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
-    """Seconds of an interpreter's launch, numpy's import and its exit with ``modules`` imported (the fastest
-    of REPEAT launches); None when the probe fails."""
+def _launches(modules: tuple[str, ...], python: str = sys.executable) -> tuple[tuple[float, float], ...] | None:
+    """(CPU seconds of the whole launch, of the imports of ``modules`` after numpy) for each of REPEAT launches of
+    an interpreter that imports numpy and ``modules`` and exits; None when the probe fails."""
     code = _PROBE.format(imports="\n".join(f"import {m}" for m in modules) or "pass")
-    best = None
+    out = []
     for _ in range(REPEAT):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
@@ -95,50 +95,35 @@ def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executabl
             return None
         if proc.returncode != 0:
             return None
-        outside = max(cpu - imports, 0.0)
-        best = outside if best is None else min(best, outside)
-    return best
+        out.append((cpu, imports))
+    return tuple(out)
 
 
-_IMPORTS = ("import time; import numpy\n{after}\nt1 = time.process_time()\n{imports}\n"
-            "print(time.process_time() - t1)")
-
-
-@lru_cache(maxsize=16)
-def import_seconds(modules: tuple[str, ...], after: tuple[str, ...] = (), python: str = sys.executable) -> float | None:
-    """CPU seconds of importing ``modules`` in an interpreter that has imported numpy and ``after`` (the fastest
+def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
+    """Seconds of an interpreter's launch, numpy's import and its exit with ``modules`` imported (the fastest
     of REPEAT launches); None when the probe fails."""
-    lines = lambda ms: "\n".join(f"import {m}" for m in ms) or "pass"  # noqa: E731
-    code = _IMPORTS.format(after=lines(after), imports=lines(modules))
-    best = None
-    for _ in range(REPEAT):
-        try:
-            proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
-                                  env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
-            took = float(proc.stdout.strip().splitlines()[-1])
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-            return None
-        if proc.returncode != 0:
-            return None
-        best = took if best is None else min(best, took)
-    return best
+    runs = _launches(tuple(modules), python)
+    return None if runs is None else min(max(cpu - imports, 0.0) for cpu, imports in runs)
+
+
+def launch_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
+    """CPU seconds of a whole launch that imports numpy and ``modules`` and exits (the fastest of REPEAT)."""
+    runs = _launches(tuple(modules), python)
+    return None if runs is None else min(cpu for cpu, _ in runs)
 
 
 def switch_seconds(current: Sequence[str], other: Sequence[str]) -> float | None:
-    """Seconds a run gains (negative) or loses when its program imports the ``other`` stack instead of
-    ``current`` (``program_stack``'s): the imports of the modules only ``other`` has, less those of the modules
-    only ``current`` has, each measured after the modules both have; None when a probe fails."""
-    common = tuple(m for m in current if m in other)
-    new, gone = tuple(m for m in other if m not in current), tuple(m for m in current if m not in other)
-    added = import_seconds(new, common) if new else 0.0
-    removed = import_seconds(gone, common) if gone else 0.0
-    return None if added is None or removed is None else added - removed
+    """Seconds a run gains (negative) or loses when its program uses the ``other`` stack instead of ``current``
+    (``program_stack``'s): the difference of the two stacks' whole launches, their imports and their exits
+    (zarr's exit, with its threads, is dearer than h5py's), measured alike; None when a probe fails."""
+    a, b = launch_seconds(tuple(other)), launch_seconds(tuple(current))
+    return None if a is None or b is None else a - b
 
 
 def describe_switch(library: str, seconds: float, current: Sequence[str], other: Sequence[str]) -> str:
     """The advice's note on the imports a move to ``library`` changes."""
-    return (f"the run's claim for a {library} layout counts the program's imports of {', '.join(other)} instead of "
-            f"{', '.join(current)}: {seconds:+.2g} s, measured here by launching this Python")
+    return (f"the run's claim for a {library} layout counts the program's imports and exit with {', '.join(other)} "
+            f"instead of {', '.join(current)}: {seconds:+.2g} s, measured here by launching this Python")
 
 
 def describe(seconds: float, modules: Sequence[str]) -> str:
@@ -149,5 +134,5 @@ def describe(seconds: float, modules: Sequence[str]) -> str:
             "measured here by launching this Python; no layout changes it")
 
 
-__all__ = ["describe", "describe_switch", "import_seconds", "program_stack", "start_and_exit_seconds", "switch_seconds",
+__all__ = ["describe", "describe_switch", "launch_seconds", "program_stack", "start_and_exit_seconds", "switch_seconds",
            "traced_program"]
