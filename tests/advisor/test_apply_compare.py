@@ -159,7 +159,7 @@ def test_substitute_never_serves_a_creation_from_the_copy(tmp_path):
 def test_claim_is_made_for_the_measured_window(netcdf_case):
     """The claimed saving (seconds) against the measured original run, beside the traced window's ratio."""
     from advisor.api import advise
-    from advisor.apply.compare import Comparison, claimed_saving
+    from advisor.apply.compare import Comparison, claimed_run, claimed_saving
 
     _, trace, _ = netcdf_case
     adv = advise(str(trace), dataset="tas")
@@ -175,6 +175,15 @@ def test_claim_is_made_for_the_measured_window(netcdf_case):
     # a saving beyond the measured run (the traced run was slower): no measured-window claim
     assert Comparison(("app",), {}, (10.0,), (5.0,), claimed=3.0, saved_seconds=12.0).claimed_measured_window is None
     assert Comparison(("app",), {}, (10.0,), (5.0,), saved_seconds=6.0).claim == 2.5  # no ratio: the seconds
+    # the traced run the claim rests on is shown beside the measured runs (a busier machine's run is slower)
+    c = Comparison(("app",), {}, (10.0, 11.0, 9.0), (4.0, 5.0, 6.0), claimed=3.0, saved_seconds=6.0,
+                   traced_run=(14.0, 9.0))
+    assert c.get_config()["traced_run_seconds"] == 14.0 and c.get_config()["traced_calls_seconds"] == 9.0
+    assert "14 s from its start" in c.table() and "9 s of it in the calls" in c.table()
+    for lib in ("hdf5", "zarr"):
+        d = max((d for d in adv.datasets if d.best_of(lib) is not None), key=lambda d: d.current_seconds)
+        got = claimed_run(adv, lib)
+        assert got is None if not d.run_seconds else got == (d.run_seconds, d.current_seconds)
 
 
 LAZY_APP = """
