@@ -20,18 +20,20 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from advisor.apply.compare import claimed_run, claimed_saving, claimed_speedup, compare, parse_substitutions
+    from advisor.apply.compare import (claim_note, claimed_run, claimed_saving, claimed_speedup, compare,
+                                       parse_substitutions)
 
     subs = parse_substitutions(args.substitute)
-    claimed, saved, traced = args.claim, None, None
+    claimed, saved, traced, note = args.claim, None, None, None
     if claimed is None and args.trace:
         from advisor.api import advise
         from advisor.apply.targets import library_of_path
 
         advice, library = advise(args.trace), library_of_path(next(iter(subs.values())))
         claimed, saved = claimed_speedup(advice, library), claimed_saving(advice, library)
-        traced = claimed_run(advice, library)
+        traced, note = claimed_run(advice, library), claim_note(advice, library)
     command = args.program[1:] if args.program and args.program[0] == "--" else args.program
-    result = compare(command, subs, runs=args.runs, claimed=claimed, saved_seconds=saved, traced_run=traced)
+    result = compare(command, subs, runs=args.runs, claimed=claimed, saved_seconds=saved, traced_run=traced,
+                     note=note)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0

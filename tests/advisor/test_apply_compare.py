@@ -216,3 +216,25 @@ def test_substitution_hook_imports_nothing_the_program_does_not(tmp_path):
                              timeout=120)
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["[]", want, "False", "False"]
+
+
+def test_claim_note_names_the_cache_the_unchanged_program_does_not_set(netcdf_case):
+    """An advised HDF5 chunk cache is set when opening, not stored in the file: compare says its measurement runs
+    without it."""
+    from dataclasses import replace
+
+    from advisor.api import advise
+    from advisor.apply.compare import Comparison, claim_note
+
+    _, trace, _ = netcdf_case
+    adv = advise(str(trace), dataset="tas")
+    d = adv.datasets[0]
+    r = d.recommendation if d.recommendation.library == "hdf5" else d.best_of("hdf5")
+    for cache, said in ((8 << 20, True), (None, False)):
+        c = replace(r.candidate, chunks=r.candidate.chunks or (4, 4, 4), cache_bytes=cache)
+        one = replace(adv, datasets=(replace(d, recommendation=replace(r, candidate=c),
+                                             candidates=(replace(r, candidate=c),)),))
+        note = claim_note(one, "hdf5")
+        assert (note is not None) == said and (not said or str(8 << 20) in note)
+    c = Comparison(("app",), {}, (2.0,), (1.0,), claimed=2.0, note="the cache")
+    assert "note: the cache" in c.table() and c.get_config()["claim_note"] == "the cache"
