@@ -254,6 +254,20 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
                   calibrations={k: v.get_config() for k, v in calibrations.items()})
 
 
+def _switch_seconds(library: str, idiom, stack, libraries, notes: list) -> dict:
+    """``{other library: seconds}`` the program's imports change by in a layout of that library (its note added)."""
+    from advisor.runspan import describe_switch, program_stack, switch_seconds
+
+    out = {}
+    for lib in (x for x in libraries if x != library):
+        other = program_stack([(lib, idiom)])
+        seconds = switch_seconds(stack, other) if other != stack else None
+        if seconds is not None:
+            out[lib] = seconds
+            notes.append(describe_switch(lib, seconds, stack, other))
+    return out
+
+
 def _run_seconds(cols, from_first: bool = False) -> float | None:
     """The run as the trace sees it: from the trace's clock origin (the tracer's start: the program's start under
     ``ioadvisor run``, imports included) to the end of the last traced call; what follows it is not seen.
@@ -472,6 +486,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         notes.append(other.describe())
     idiom = detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None
     run_seconds = context.run_seconds if context is not None and calibrated and traced > 0 else None
+    switch = {}
     if run_seconds and context.program:
         from advisor.runspan import describe, program_stack, start_and_exit_seconds
 
@@ -480,6 +495,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         if beyond is not None:
             run_seconds += beyond
             notes.append(describe(beyond, stack))
+        switch = _switch_seconds(ds.library, idiom, stack, libraries, notes)
     adv = DatasetAdvice(
         name=ds.label, path=ds.path, library=ds.library, shape=tuple(shape), dtype=ds.dtype, pattern=described,
         n_accesses=accesses.n_access, procs=model.procs, objective=goal.describe(),
@@ -491,6 +507,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         verdict_reason=judged.reason, tie_rule=tie_rule, best_change=change,
         rewrite_seconds=rewrite, blocking=None if blocking is None else blocking.shape,
         idiom=idiom, whatifs=whatifs, calibrated=calibrated, run_seconds=run_seconds,
+        switch_seconds=switch,
     )
     if trace.header.synthetic:
         from advisor.synthetic import widen

@@ -174,6 +174,9 @@ class DatasetAdvice:
     """The run as the trace sees it (from the trace's origin, the program's start under ``ioadvisor run``, to the
     end of its last traced call): the time around the modelled calls (the program's own indexing, opens, compute) stays in a claim about
     the run (``run_speedup``)."""
+    switch_seconds: dict = field(default_factory=dict)
+    """``{library: seconds}``: what the program's imports gain (negative) or lose in a layout of that other library
+    (``advisor.runspan.switch_seconds``; only for a whole traced program): part of the run's claim for it."""
 
     def run_speedup(self, r: Recommendation | None = None, at: float | None = None) -> float | None:
         """Speed-up of the run (Amdahl: the time outside this array's calls unchanged) when ``r`` (default the
@@ -182,7 +185,8 @@ class DatasetAdvice:
         if not self.run_seconds:
             return None
         cur = self.current_seconds
-        new = self.run_seconds - cur + (r.seconds if at is None else at)
+        new = self.run_seconds - cur + (r.seconds if at is None else at) + (
+            self.switch_seconds.get(r.library, 0.0) if r.library != self.library else 0.0)
         return self.run_seconds / new if new > 0 else float("inf")
 
     def speedup(self, other: Recommendation) -> float:
@@ -259,7 +263,7 @@ class DatasetAdvice:
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "xarray_code": self.xarray_code(),
             "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
-            "run_seconds": self.run_seconds, "run_speedup": self.run_speedup(),
+            "run_seconds": self.run_seconds, "switch_seconds": dict(self.switch_seconds), "run_speedup": self.run_speedup(),
             "best_change_run_speedup": None if self.best_change is None else self.run_speedup(self.best_change),
             "speedup_vs_current": self.speedup_vs_current(),
             "speedup_vs_defaults": {k: self.speedup(v) for k, v in self.defaults.items()},
@@ -283,7 +287,7 @@ class DatasetAdvice:
             "rewrite_seconds": self.rewrite_seconds, "blocking": None if self.blocking is None else list(self.blocking),
             "idiom": None if self.idiom is None else self.idiom.get_config(),
             "what_if": [w.get_config() for w in self.whatifs], "calibrated": self.calibrated,
-            "run_seconds": self.run_seconds,
+            "run_seconds": self.run_seconds, "switch_seconds": dict(self.switch_seconds),
         }
 
     @classmethod
@@ -299,7 +303,7 @@ class DatasetAdvice:
             c.get("rewrite_seconds"), None if c.get("blocking") is None else tuple(c["blocking"]),
             None if c.get("idiom") is None else Idiom.from_config(c["idiom"]),
             tuple(WhatIf.from_config(w) for w in c.get("what_if", ())), bool(c.get("calibrated", True)),
-            c.get("run_seconds"),
+            c.get("run_seconds"), dict(c.get("switch_seconds") or {}),
         )
 
     # ---- code to apply it -------------------------------------------------------------

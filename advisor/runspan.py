@@ -12,6 +12,11 @@ The trace cannot time them (the tracer starts after the interpreter and stops be
 measured here: an interpreter of this Python that imports numpy and the program's array stack (the libraries
 the trace shows it read through, xarray when the array is xarray's idiom, dask when it read in dask blocks),
 its CPU seconds from launch to exit, less the stack's imports after numpy (the trace's window holds those).
+
+The window holds those imports, and a layout in the other library changes them and the exit: a zarr program moved
+to HDF5 no longer imports zarr (0.15-0.3 s of CPU here) but imports h5py (about 0.03 s). ``switch_seconds``
+measures that difference by the same launches, and the claim for a layout of the other library adds it (benchmarks/validation/regret.py
+--real, r03: a zarr program advised HDF5, whose measured run is shorter than the time the claim left unchanged).
 """
 from __future__ import annotations
 
@@ -68,11 +73,11 @@ def program_stack(arrays: Iterable[tuple[str, object]]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8)
-def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
-    """Seconds of an interpreter's launch, numpy's import and its exit with ``modules`` imported (the fastest
-    of REPEAT launches); None when the probe fails."""
+def _launches(modules: tuple[str, ...], python: str = sys.executable) -> tuple[tuple[float, float], ...] | None:
+    """(CPU seconds of the whole launch, of the imports of ``modules`` after numpy) for each of REPEAT launches of
+    an interpreter that imports numpy and ``modules`` and exits; None when the probe fails."""
     code = _PROBE.format(imports="\n".join(f"import {m}" for m in modules) or "pass")
-    best = None
+    out = []
     for _ in range(REPEAT):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
@@ -90,9 +95,35 @@ def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executabl
             return None
         if proc.returncode != 0:
             return None
-        outside = max(cpu - imports, 0.0)
-        best = outside if best is None else min(best, outside)
-    return best
+        out.append((cpu, imports))
+    return tuple(out)
+
+
+def start_and_exit_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
+    """Seconds of an interpreter's launch, numpy's import and its exit with ``modules`` imported (the fastest
+    of REPEAT launches); None when the probe fails."""
+    runs = _launches(tuple(modules), python)
+    return None if runs is None else min(max(cpu - imports, 0.0) for cpu, imports in runs)
+
+
+def launch_seconds(modules: tuple[str, ...], python: str = sys.executable) -> float | None:
+    """CPU seconds of a whole launch that imports numpy and ``modules`` and exits (the fastest of REPEAT)."""
+    runs = _launches(tuple(modules), python)
+    return None if runs is None else min(cpu for cpu, _ in runs)
+
+
+def switch_seconds(current: Sequence[str], other: Sequence[str]) -> float | None:
+    """Seconds a run gains (negative) or loses when its program uses the ``other`` stack instead of ``current``
+    (``program_stack``'s): the difference of the two stacks' whole launches, their imports and their exits
+    (zarr's exit, with its threads, is dearer than h5py's), measured alike; None when a probe fails."""
+    a, b = launch_seconds(tuple(other)), launch_seconds(tuple(current))
+    return None if a is None or b is None else a - b
+
+
+def describe_switch(library: str, seconds: float, current: Sequence[str], other: Sequence[str]) -> str:
+    """The advice's note on the imports a move to ``library`` changes."""
+    return (f"the run's claim for a {library} layout counts the program's imports and exit with {', '.join(other)} "
+            f"instead of {', '.join(current)}: {seconds:+.2g} s, measured here by launching this Python")
 
 
 def describe(seconds: float, modules: Sequence[str]) -> str:
@@ -103,4 +134,5 @@ def describe(seconds: float, modules: Sequence[str]) -> str:
             "measured here by launching this Python; no layout changes it")
 
 
-__all__ = ["describe", "program_stack", "start_and_exit_seconds", "traced_program"]
+__all__ = ["describe", "describe_switch", "launch_seconds", "program_stack", "start_and_exit_seconds", "switch_seconds",
+           "traced_program"]

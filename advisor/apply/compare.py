@@ -79,6 +79,35 @@ def claimed_speedup(advice, library: str) -> float | None:
     return run if run is not None else adv.speedup_vs_current(r)
 
 
+def claimed_run(advice, library: str) -> tuple[float, float] | None:
+    """(the traced run's seconds, its traced calls' seconds) of the array ``claimed_speedup`` claims for: what the
+    claim rests on, shown beside the measured runs (a traced run on a busier machine than the compared ones is
+    slower in seconds; the claim is a ratio of that run's parts)."""
+    datasets = [d for d in advice.datasets if d.best_of(library) is not None]
+    if not datasets:
+        return None
+    adv = max(datasets, key=lambda d: d.current_seconds)
+    return None if not adv.run_seconds else (adv.run_seconds, adv.current_seconds)
+
+
+def claim_note(advice, library: str) -> str | None:
+    """What the claim assumes that running the program unchanged on the copy does not give it: the advised HDF5
+    chunk cache is an opening setting (``rdcc_nbytes``, netCDF4's ``set_var_chunk_cache``), not stored in the
+    file, so the unchanged program opens the copy with its library's default cache (benchmarks/validation/apply.py
+    --real, r04: 5840x20x20 chunks are predicted 0.18 s with the advised 64 MiB and 0.85 s with the default)."""
+    datasets = [d for d in advice.datasets if d.best_of(library) is not None]
+    if not datasets:
+        return None
+    adv = max(datasets, key=lambda d: d.current_seconds)
+    r = adv.recommendation if adv.recommendation.library == library else adv.best_of(library)
+    c = r.candidate
+    if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None:
+        return None
+    return (f"the claim is for {r.label}, whose chunk cache ({c.cache_bytes} bytes) the program sets when it opens "
+            "the file (the printed recipe shows how); run unchanged, it opens the copy with its library's default "
+            "cache, which this measurement then has")
+
+
 def claimed_saving(advice, library: str) -> float | None:
     """Seconds the advice claims the copy saves, summed over its arrays: the current layout's time (traced when
     calibrated) less the predicted time of what was applied (the recommendation, or the best candidate of
@@ -120,6 +149,10 @@ class Comparison:
     saved_seconds: float | None = None
     """Seconds the advice claims the copy saves (``claimed_saving``): the claim for the window measured here
     (``claimed_measured_window``), shown beside ``claimed``."""
+    traced_run: tuple[float, float] | None = None
+    """(seconds, seconds in the claimed array's calls) of the traced run the claim came from (``claimed_run``)."""
+    note: str | None = None
+    """What the claim assumes that the unchanged program does not do (``claim_note``)."""
 
     @property
     def speedup(self) -> float:
@@ -148,7 +181,10 @@ class Comparison:
                 "original_seconds": list(self.original), "copy_seconds": list(self.copy),
                 "original_median": statistics.median(self.original), "copy_median": statistics.median(self.copy),
                 "speedup": self.speedup, "claimed_speedup": self.claim, "claimed_traced_window": self.claimed,
-                "saved_seconds": self.saved_seconds, "claimed_measured_window": self.claimed_measured_window}
+                "saved_seconds": self.saved_seconds, "claimed_measured_window": self.claimed_measured_window,
+                "traced_run_seconds": None if self.traced_run is None else self.traced_run[0],
+                "traced_calls_seconds": None if self.traced_run is None else self.traced_run[1],
+                "claim_note": self.note}
 
     def table(self) -> str:
         fmt = lambda xs: ", ".join(f"{x:.3g}" for x in xs)  # noqa: E731
@@ -158,16 +194,24 @@ class Comparison:
                  f"measured speed-up {self.speedup:.3g}x"
                  + (f"; the advice claimed {claim:.3g}x (measured / claimed {self.speedup / claim:.3g})"
                     if claim else "")]
-        if self.saved_seconds is not None:
+        if self.traced_run is not None:
+            run, calls = self.traced_run
+            lines.append(f"(the claim is a ratio of the traced run's parts: {run:.3g} s from its start to its last "
+                         f"traced call, with start and exit, {calls:.3g} s of it in the calls the copy changes; the "
+                         f"original measured here: {statistics.median(self.original):.3g} s)")
+        elif self.saved_seconds is not None:
             whole = self.claimed_measured_window
             lines.append(f"(the claim is for the traced window, from the tracer's start to the last traced call; "
                          f"the claimed {self.saved_seconds:.3g} s saved against the measured original run: "
                          + (f"{whole:.3g}x)" if whole else "more than that run)"))
+        if self.note:
+            lines.append(f"note: {self.note}")
         return "\n".join(lines)
 
 
 def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3,
-            claimed: float | None = None, saved_seconds: float | None = None) -> Comparison:
+            claimed: float | None = None, saved_seconds: float | None = None,
+            traced_run: tuple[float, float] | None = None, note: str | None = None) -> Comparison:
     """Run ``command`` ``runs`` times on each side, alternating, each run cold."""
     if runs < 1:
         raise ApplyError("--runs must be >= 1")
@@ -195,4 +239,4 @@ def compare(command: Sequence[str], substitutions: dict[str, str], runs: int = 3
                 tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
                 raise ApplyError(f"the program exited with {proc.returncode} on the {side}: {tail[0]}")
     return Comparison(tuple(command), dict(substitutions), tuple(times["original"]), tuple(times["copy"]), claimed,
-                      saved_seconds)
+                      saved_seconds, traced_run, note)

@@ -90,7 +90,10 @@ def explain(adv: DatasetAdvice, reads=None, writes=None) -> list[str]:
             out.append(f"For the run ({adv.run_seconds:.3g} s from its start to its last call, and to its exit when "
                        "measured (notes), "
                        f"{_pct(adv.run_seconds - adv.current_seconds, adv.run_seconds)} of it outside this array's "
-                       f"calls, which no layout changes): {run:.3g}x (95% interval {lo:.3g}-{hi:.3g}x).")
+                       f"calls, which no layout changes"
+                       + (f" but for the program's imports, {adv.switch_seconds[rec.library]:+.2g} s in {rec.library}"
+                          if rec.library != adv.library and rec.library in adv.switch_seconds else "")
+                       + f"): {run:.3g}x (95% interval {lo:.3g}-{hi:.3g}x).")
         if adv.rewrite_seconds is not None:
             out.append(f"Rewriting the array into it costs about {adv.rewrite_seconds:.3g} s (read in the current "
                        "layout, write in the new one); it pays off after "

@@ -159,7 +159,7 @@ def test_substitute_never_serves_a_creation_from_the_copy(tmp_path):
 def test_claim_is_made_for_the_measured_window(netcdf_case):
     """The claimed saving (seconds) against the measured original run, beside the traced window's ratio."""
     from advisor.api import advise
-    from advisor.apply.compare import Comparison, claimed_saving
+    from advisor.apply.compare import Comparison, claimed_run, claimed_saving
 
     _, trace, _ = netcdf_case
     adv = advise(str(trace), dataset="tas")
@@ -175,3 +175,66 @@ def test_claim_is_made_for_the_measured_window(netcdf_case):
     # a saving beyond the measured run (the traced run was slower): no measured-window claim
     assert Comparison(("app",), {}, (10.0,), (5.0,), claimed=3.0, saved_seconds=12.0).claimed_measured_window is None
     assert Comparison(("app",), {}, (10.0,), (5.0,), saved_seconds=6.0).claim == 2.5  # no ratio: the seconds
+    # the traced run the claim rests on is shown beside the measured runs (a busier machine's run is slower)
+    c = Comparison(("app",), {}, (10.0, 11.0, 9.0), (4.0, 5.0, 6.0), claimed=3.0, saved_seconds=6.0,
+                   traced_run=(14.0, 9.0))
+    assert c.get_config()["traced_run_seconds"] == 14.0 and c.get_config()["traced_calls_seconds"] == 9.0
+    assert "14 s from its start" in c.table() and "9 s of it in the calls" in c.table()
+    for lib in ("hdf5", "zarr"):
+        d = max((d for d in adv.datasets if d.best_of(lib) is not None), key=lambda d: d.current_seconds)
+        got = claimed_run(adv, lib)
+        assert got is None if not d.run_seconds else got == (d.run_seconds, d.current_seconds)
+
+
+LAZY_APP = """
+import sys
+before = sorted(m for m in ("h5py", "zarr", "netCDF4") if m in sys.modules)
+import h5py
+from h5py import File
+with File(sys.argv[1], "r") as f:
+    value = float(f["x"][0])
+print(before, value, "zarr" in sys.modules, "netCDF4" in sys.modules)
+"""
+
+
+def test_substitution_hook_imports_nothing_the_program_does_not(tmp_path):
+    """compare's start-up hook patches a library when the program imports it: no side of a comparison pays the
+    import of a library its program does not use (an up-front import of all three was a fixed cost of every run)."""
+    import h5py
+
+    from advisor.apply.compare import substitution_environment
+
+    src, dest = tmp_path / "a.h5", tmp_path / "b.h5"
+    for p, v in ((src, 1.0), (dest, 2.0)):
+        with h5py.File(p, "w") as f:
+            f["x"] = [v]
+    app = tmp_path / "app.py"
+    app.write_text(LAZY_APP)
+    for table, want in (({}, "1.0"), ({str(src.resolve()): str(dest)}, "2.0")):
+        env = substitution_environment(table, {"PATH": "/usr/bin:/bin"})
+        out = subprocess.run([sys.executable, str(app), str(src)], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["[]", want, "False", "False"]
+
+
+def test_claim_note_names_the_cache_the_unchanged_program_does_not_set(netcdf_case):
+    """An advised HDF5 chunk cache is set when opening, not stored in the file: compare says its measurement runs
+    without it."""
+    from dataclasses import replace
+
+    from advisor.api import advise
+    from advisor.apply.compare import Comparison, claim_note
+
+    _, trace, _ = netcdf_case
+    adv = advise(str(trace), dataset="tas")
+    d = adv.datasets[0]
+    r = d.recommendation if d.recommendation.library == "hdf5" else d.best_of("hdf5")
+    for cache, said in ((8 << 20, True), (None, False)):
+        c = replace(r.candidate, chunks=r.candidate.chunks or (4, 4, 4), cache_bytes=cache)
+        one = replace(adv, datasets=(replace(d, recommendation=replace(r, candidate=c),
+                                             candidates=(replace(r, candidate=c),)),))
+        note = claim_note(one, "hdf5")
+        assert (note is not None) == said and (not said or str(8 << 20) in note)
+    c = Comparison(("app",), {}, (2.0,), (1.0,), claimed=2.0, note="the cache")
+    assert "note: the cache" in c.table() and c.get_config()["claim_note"] == "the cache"

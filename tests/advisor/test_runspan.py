@@ -64,3 +64,24 @@ def test_the_run_claim_adds_the_measured_start_and_exit(tmp_path):
     fast = min(part.candidates, key=lambda r: r.seconds)
     assert fast.seconds < part.current_seconds
     assert 1 < whole.run_speedup(fast) < part.run_speedup(fast)  # the time no layout changes dilutes the gain
+    # a layout of the other library changes the program's imports (zarr instead of h5py), and the claim with them
+    assert set(whole.switch_seconds) == {"zarr"} and not part.switch_seconds
+    assert whole.switch_seconds["zarr"] > 0  # zarr's import is the heavier one
+    z = whole.best_of("zarr")
+    assert whole.run_speedup(z) == pytest.approx(
+        whole.run_seconds / (whole.run_seconds - whole.current_seconds + z.seconds + whole.switch_seconds["zarr"]))
+    h = whole.best_of("hdf5")
+    assert whole.run_speedup(h) == pytest.approx(whole.run_seconds / (whole.run_seconds - whole.current_seconds
+                                                                      + h.seconds))
+
+
+def test_switch_seconds_is_the_difference_of_the_stacks_launches():
+    from advisor.runspan import launch_seconds, start_and_exit_seconds, switch_seconds
+
+    assert switch_seconds(("h5py", "xarray"), ("h5py", "xarray")) == 0.0
+    swap = switch_seconds(("zarr",), ("h5py",))
+    zarr_s, h5py_s = launch_seconds(("zarr",)), launch_seconds(("h5py",))
+    if None in (swap, zarr_s, h5py_s):
+        pytest.skip("this Python could not be launched to measure imports")
+    assert swap == pytest.approx(h5py_s - zarr_s) and swap < 0
+    assert 0 < start_and_exit_seconds(("zarr",)) < zarr_s  # the same launches, less zarr's import
