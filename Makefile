@@ -6,15 +6,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 # --no-compile: Python writes the .pyc of the modules a run imports, not of every installed file (pip's
-# byte-compiling of all of them is 50 MB and about half the install time: README, "Quick start")
+# byte-compiling of all of them is 50 MB and about half the install time: README, "Quick start").
+# editable_mode=compat: the checkout is a path in a .pth file, as an installed copy's packages are found; the
+# default mode's import hook costs every interpreter start about 12 ms (pathlib, re, importlib.util), which the
+# start-up figures of docs/tracing-overhead.md would otherwise count and no installed copy pays
+EDITABLE := --config-settings editable_mode=compat
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e .
+	$(PY) -m pip install -q --no-compile $(EDITABLE) -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q $(EDITABLE) -e '.[test]'
 	touch $@
 
 .PHONY: demo test

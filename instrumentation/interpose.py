@@ -175,8 +175,9 @@ class LibraryCapture:
 
     def poll(self, tracers, final: bool = False, *, eager: bool = False) -> None:
         """Convert what the processes recorded, up to one flush interval ago, where due (everything when
-        ``final``); ``eager``: every other process's records, due or not (a launcher that records nothing itself
-        and is idle while its program runs: instrumentation/launch.py)."""
+        ``final``); ``eager``: every other process's records, due or not, and all of them (a launcher that records
+        nothing itself and is idle while its program runs: instrumentation/launch.py; no h5py call of theirs is
+        in this process's tracers, so none is waited for: the run's exit converts only the last interval's)."""
         now = time.perf_counter()
         if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
             self.control.ioadv_flush()
@@ -204,9 +205,10 @@ class LibraryCapture:
                 self._refused = self.converter is None
                 if self.converter is not None:
                     continue
-            if not due and not final and not (crowded and pid == self.pid) and not (eager and pid != self.pid):
+            others = eager and pid != self.pid
+            if not due and not final and not (crowded and pid == self.pid) and not others:
                 continue
-            self.convert(log, tracers, cutoff)
+            self.convert(log, tracers, float("inf") if others else cutoff)
         if self.converter is not None and tracers:
             self.converter.send(cutoff, tracers[0], final)
             if final:

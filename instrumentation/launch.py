@@ -3,13 +3,14 @@
 Such a program's libhdf5 calls are recorded by the interposer it is started with (``LD_PRELOAD``,
 instrumentation/preload.py) into a log directory, and the Python processes it starts are followed into parts
 (instrumentation/follow.py). The launcher itself records nothing: what it must do is set that up before the
-program starts and, once it ended, turn the logs and parts into the trace. ``NativeRun`` does the first and
-the trace's records file with the standard library only; numpy, Arrow and the converters
-(instrumentation/interpose.py, tracer.py, columnar.py) are imported only when the program recorded something,
-and then while the program still runs (a watcher thread starts the import once the first record is on disk),
-so that a traced run costs the program's own time plus the conversion of its records, not the launcher's
-imports (benchmarks/speed/tracing_overhead.py, fixed cost and whole-process overhead). The trace is written in full
-before ``__exit__`` returns, as ``advisor.trace`` writes it.
+program starts and, once it ended, turn the logs and parts into the trace. ``NativeRun`` does the first with
+the standard library and light modules only (what the program's start waits for); the rest waits until the
+program runs (``program_started``) and is done beside it by a watcher thread: the trace's header and records file,
+then, once the program recorded something, numpy, Arrow and the converters (instrumentation/interpose.py,
+columnar.py), and the conversion of the records as they reach the disk. A traced run then costs the program's own
+time plus the conversion of its last records, not the launcher's imports (benchmarks/speed/tracing_overhead.py,
+fixed cost and whole-process overhead). The trace is written in full before ``__exit__`` returns, as
+``advisor.trace`` writes it.
 
 Under an MPI launcher the run keeps ``advisor.trace`` with ``mpi.FileSync`` (its ranks agree through their trace
 files, which rank 0 merges): ``NativeRun.possible()`` says when this one applies.
@@ -18,20 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from . import mpi, preload
 from .errors import OutputExistsError
-from .parts import merge_parts
 from .partsdir import RUN_FILE, child_environment
-from .runinfo import RunInfo
 from .startup import ensure_startup_hook, release_startup_hook
-from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
 from .tracedir import META, live_path, prepare
 
 WATCH_INTERVAL = 0.05
@@ -49,8 +45,9 @@ _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 
 
 class NativeRun:
-    """A context manager around the run of a program started with the interposer (``Program.execute``);
-    ``path``, ``rank`` and ``size`` as ``advisor.trace``'s tracer has them."""
+    """A context manager around the run of a program started with the interposer (``Program.execute``, which
+    calls ``program_started`` once the program runs); ``path``, ``rank`` and ``size`` as ``advisor.trace``'s
+    tracer has them."""
 
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):
         self.path = Path(path).absolute()
@@ -58,8 +55,11 @@ class NativeRun:
         self.missed: list[str] = []
         self._overwrite = overwrite
         self._environ: dict[str, str | None] = {}
+        self._started = threading.Event()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._begun = threading.Lock()
+        self._header = None  # the trace's header, its records file written: once the program runs (``_begin``)
         self._sink = self._capture = None  # the trace's writer, the logs' reader: once something was recorded
         self._failed: str | None = None
 
@@ -69,6 +69,8 @@ class NativeRun:
         return not mpi.launched() and preload.library() is not None
 
     def __enter__(self) -> "NativeRun":
+        """What the program's start needs (its environment, the parts directory that its Python children find
+        the run in), checks that refuse the run before it starts; the rest waits for ``program_started``."""
         if self.path.exists() and not self._overwrite:
             raise OutputExistsError(f"{self.path} exists: not replacing an earlier trace "
                                     "(choose another path, or overwrite=True / --force to replace it)")
@@ -77,24 +79,18 @@ class NativeRun:
             raise OutputExistsError(f"{self._live} exists: not replacing an earlier trace's records "
                                     "(choose another path, or overwrite=True / --force to replace it)")
         t_origin_unix, origin = time.time(), time.perf_counter()
-        self._run = RunInfo(t_origin_unix, origin, self.rank, self.size)
-        capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
-        why = ensure_startup_hook()
-        self._holds_hook = why is None
-        capture += ("child processes",) if why is None else \
-            (f"forked child processes (new interpreters not followed: {why})",)
-        self._header = TraceHeader(
-            schema=SCHEMA_VERSION, host=os.uname().nodename,  # = socket.gethostname(), without importing socket
-            pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=t_origin_unix,
-            versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv), ppid=os.getppid(),
-            capture=capture)
+        # runinfo.RunInfo's fields: built into a RunInfo once the program runs (dataclasses cost its start ms)
+        self._run_config = {"t_origin_unix": t_origin_unix, "origin": origin, "rank": self.rank, "size": self.size}
+        self._hook_why = ensure_startup_hook()
+        self._holds_hook = self._hook_why is None
         prepare(self._live)
         self._records = self._live / META
-        self._records.write_text(self._line({"t": "h", **self._header.get_config()}))
         self._parts = self.path.with_name(f"{self.path.name}.parts-{os.urandom(4).hex()}")
         self._parts.mkdir()
-        self._run.save(self._parts)
-        self._logs = Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+        tmp = self._parts / f".{RUN_FILE}"
+        tmp.write_text(json.dumps(self._run_config))
+        os.replace(tmp, self._parts / RUN_FILE)  # as RunInfo.save: a child starting now reads all of it or nothing
+        self._logs = _log_dir()
         env = {**child_environment([str(self._parts)]), **preload.child_environment(str(self._logs))}
         self._environ = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
@@ -102,9 +98,34 @@ class NativeRun:
         self._watcher.start()
         return self
 
+    def program_started(self) -> None:
+        """The program runs (its start no longer waits for this process): the watcher may begin."""
+        self._started.set()
+
+    def _begin(self) -> None:
+        """The trace's header and its records file (once; the watcher's first work, else the exit's)."""
+        with self._begun:
+            if self._header is not None:
+                return
+            from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
+            from .runinfo import RunInfo
+
+            self._run = RunInfo.from_config(self._run_config)
+            capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
+            capture += ("child processes",) if self._hook_why is None else \
+                (f"forked child processes (new interpreters not followed: {self._hook_why})",)
+            header = TraceHeader(
+                schema=SCHEMA_VERSION, host=os.uname().nodename,  # = socket.gethostname(), without importing socket
+                pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=self._run_config["t_origin_unix"],
+                versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv),
+                ppid=os.getppid(), capture=capture)
+            self._records.write_text(self._line({"t": "h", **header.get_config()}))
+            self._header = header
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         ended = time.time_ns()
         self._stop.set()
+        self._started.set()  # a watcher still waiting for the program: there is none any more
         self._hurry_watcher()
         self._watcher.join()
         for name, value in self._environ.items():  # the program's own environment back
@@ -113,6 +134,7 @@ class NativeRun:
             else:
                 os.environ[name] = value
         try:
+            self._begin()
             if self._sink is None and self._anything():
                 self._open_sink()
             if self._sink is None:  # nothing recorded: the records file is the whole trace
@@ -130,7 +152,7 @@ class NativeRun:
 
                 export_live(self._live, self.path)
         finally:
-            shutil.rmtree(self._logs, ignore_errors=True)
+            _remove(self._logs)
             if self._holds_hook:  # the run's children are merged: site-packages as it was
                 release_startup_hook()
         if self.missed:
@@ -167,40 +189,47 @@ class NativeRun:
         return any(p.name != RUN_FILE for p in self._parts.iterdir())
 
     def _open_sink(self) -> None:
-        """The trace's writer and the reader of the interposer's logs (numpy, Arrow: imported now)."""
-        from . import columnar
-        from .convertsink import ConvertedSink
-        from .interpose import LibraryCapture
+        """The trace's writer and the reader of the interposer's logs (numpy, Arrow, the merge: imported now)."""
+        with _OneBlasThread():
+            from . import columnar
+            from .convertsink import ConvertedSink
+            from .interpose import LibraryCapture
+            from . import parts  # noqa: F401 - the exit's merge (``_finish``), imported beside the program
 
         columnar.load_arrow()
         self._sink = ConvertedSink(self._live, str(self._parts), self._run, self._header)
         self._capture = LibraryCapture(self._logs, None)
 
     def _watch(self) -> None:
-        """While the program runs: once it recorded something, convert its records as they reach the disk, on
-        a core the program may not use (its exit then waits only for the last ones). At a low priority
-        (Linux schedules a thread as its own task): where no core is idle, the program goes first (WATCH_NICE),
-        and the records wait for the exit (benchmarks/speed/tracing_overhead.py: the C loops' own time)."""
+        """While the program runs: the trace's records file, then, once the program recorded something, convert
+        its records as they reach the disk, on a core the program may not use (its exit then waits only for the
+        last ones). At a low priority (Linux schedules a thread as its own task): where no core is idle, the
+        program goes first (WATCH_NICE), and the records wait for the exit (benchmarks/speed/tracing_overhead.py:
+        the C loops' own time)."""
         try:
             # never above the launcher's own priority (a run started with nice 19 stays there)
             tid = threading.get_native_id()
             os.setpriority(os.PRIO_PROCESS, tid, max(WATCH_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
         except (OSError, AttributeError):
             pass
-        while not self._stop.wait(FIRST_LOOK if self._sink is None else WATCH_INTERVAL):
+        self._started.wait()  # not before: the program's start would wait for this thread's imports (the GIL)
+        while not self._stop.is_set():
             try:
                 if self._sink is None:
-                    if not self._anything():
-                        continue
-                    self._open_sink()
-                self._capture.poll([self._sink], eager=True)
+                    self._begin()
+                    if self._anything():
+                        self._open_sink()
+                if self._sink is not None:
+                    self._capture.poll([self._sink], eager=True)
             except Exception as exc:  # noqa: BLE001 - the exit converts what is left, and says what failed
                 self._failed = f"{type(exc).__name__}: {exc}"
                 return
+            self._stop.wait(FIRST_LOOK if self._sink is None else WATCH_INTERVAL)
 
     def _finish(self, ended: int) -> None:
         """Convert the rest of the program's libhdf5 records and merge the followed processes' parts, as
         ``advisor.trace`` does at its exit (instrumentation/tracer.py)."""
+        from .parts import merge_parts
         from .tracefile import TraceError
 
         try:
@@ -218,6 +247,51 @@ class NativeRun:
             self._parts.rmdir()
         except (OSError, TraceError) as exc:
             self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")
+
+
+def _log_dir() -> Path:
+    """A new private directory for the interposer's logs, in the temporary directory (``tempfile.mkdtemp``'s
+    place, without its import on the program's way to start)."""
+    try:
+        path = Path(os.environ.get("TMPDIR") or "/tmp", f"ioadvisor-h5-{os.urandom(6).hex()}")
+        path.mkdir(mode=0o700)
+        return path
+    except OSError:
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
+
+
+def _remove(logs: Path) -> None:
+    """The log directory and its files (flat: the interposer's logs and marks), else ``shutil.rmtree``."""
+    try:
+        for entry in os.scandir(logs):
+            os.unlink(entry.path)
+        logs.rmdir()
+    except OSError:
+        import shutil
+
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+class _OneBlasThread:
+    """numpy imported with one BLAS thread, where this process did not import it yet and the user did not choose:
+    the launcher never multiplies matrices, and OpenBLAS starting a thread per core took about half of numpy's
+    import (benchmarks/speed/tracing_overhead.py, the 20,000-box C program). The program started earlier, with
+    its own environment; the variable is this process's only for the time of the import."""
+
+    VAR = "OPENBLAS_NUM_THREADS"
+
+    def __enter__(self):
+        self._set = "numpy" not in sys.modules and self.VAR not in os.environ
+        if self._set:
+            os.environ[self.VAR] = "1"
+        return self
+
+    def __exit__(self, *exc):
+        if self._set:
+            os.environ.pop(self.VAR, None)
+        return False
 
 
 __all__ = ["NativeRun"]

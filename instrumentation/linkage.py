@@ -15,7 +15,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 WRAPPED = ("H5Dread", "H5Dwrite", "H5Dread_multi", "H5Dwrite_multi", "H5Dcreate2", "H5Dset_extent",
@@ -32,13 +32,14 @@ _VERSION = re.compile(rb"HDF5 library version: (\d+\.\d+\.\d+)")
 _ELF = b"\x7fELF"
 
 
-@dataclass(frozen=True)
-class Linkage:
-    """What a program's file holds of libhdf5: the version linked into it (None: none is, it loads a shared
-    one or uses none) and whether the link-time wrapper is linked in too."""
+class Linkage(namedtuple("Linkage", "static_hdf5 wrapped")):
+    """What a program's file holds of libhdf5: the version linked into it (``static_hdf5``, str; None: none is,
+    it loads a shared one or uses none) and whether the link-time wrapper is linked in too (``wrapped``).
 
-    static_hdf5: str | None
-    wrapped: bool
+    Immutable; a named tuple, not a dataclass: ``ioadvisor run`` inspects a native program before starting it,
+    and the dataclasses module's import was a third of that start (benchmarks/speed/tracing_overhead.py)."""
+
+    __slots__ = ()
 
     def get_config(self) -> dict:
         return {"static_hdf5": self.static_hdf5, "wrapped": self.wrapped}

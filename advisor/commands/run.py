@@ -83,17 +83,25 @@ class Program(namedtuple("Program", "target args module unbuffered native code",
         native = not _is_python(path)
         return cls(path if native else target, tuple(cmd[1:]), native=native)
 
-    def execute(self) -> None:
+    def execute(self, started=None) -> None:
         """Run as ``__main__`` with python's sys.argv / sys.path[0]; restores both afterwards.
 
-        A native program runs as a child; its exit status comes back as SystemExit
-        (128 + N when signal N ended it, as shells report it).
+        A native program runs as a child (``started()`` is called once it runs); its exit status comes back as
+        SystemExit (128 + N when signal N ended it, as shells report it).
         """
         if self.native:
             import subprocess
 
-            # every descriptor, as a shell would pass them (an MPI launcher's PMI_FD among them)
-            status = subprocess.call([self.target, *self.args], close_fds=False)
+            # every descriptor, as a shell would pass them (an MPI launcher's PMI_FD among them); as
+            # subprocess.call, with word of the start
+            with subprocess.Popen([self.target, *self.args], close_fds=False) as child:
+                try:
+                    if started is not None:
+                        started()
+                    status = child.wait()
+                except BaseException:
+                    child.kill()
+                    raise
             if status:
                 raise SystemExit(128 - status if status < 0 else status)
             return
@@ -150,9 +158,7 @@ def _preload_and_restart(args) -> None:
     Only when this process is the command itself (not ``cli.main`` called from other code): the
     re-executed process is the same command, pid and MPI rank, with LD_PRELOAD set.
     """
-    argv = sys.argv[1:]
-    if (preload.library() is None or preload.preloaded() or "run" not in argv
-            or argv[len(argv) - len(args.program):] != args.program or not sys.orig_argv):
+    if preload.library() is None or preload.preloaded() or not _is_the_command(args) or not sys.orig_argv:
         return
     env = dict(os.environ)
     env["LD_PRELOAD"] = preload.child_environment("", env)["LD_PRELOAD"]
@@ -277,7 +283,7 @@ def run(args) -> int:
         with _tracer(args, program) as tracer:
             try:
                 reach_static_hdf5(program, tracer)
-                program.execute()
+                program.execute(getattr(tracer, "program_started", None))
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     raise
@@ -291,4 +297,24 @@ def run(args) -> int:
     status = exit_status(ending)
     if tracer.rank == 0:
         print(summary_line(tracer), file=sys.stderr)
+    if program.native and hasattr(tracer, "program_started") and _is_the_command(args):
+        _leave(status)
     return status
+
+
+def _is_the_command(args) -> bool:
+    """This process is ``ioadvisor run`` itself (not ``cli.main`` called from other code)."""
+    argv = sys.argv[1:]
+    return "run" in argv and argv[len(argv) - len(args.program):] == args.program
+
+
+def _leave(status: int) -> None:
+    """End the command once a native program's trace is whole: the program ran in its own process, so nothing of
+    it is in this interpreter, whose teardown (numpy's and Arrow's modules, where the program recorded something)
+    cost about as much as the run's exit itself (benchmarks/speed/tracing_overhead.py, the 20,000-box C program)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that left, a stream closed: as python's own exit would
+            pass
+    os._exit(status & 0xFF)  # what sys.exit(status) gives the parent

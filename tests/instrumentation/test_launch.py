@@ -2,6 +2,7 @@
 Arrow only when the program recorded something, and the trace is whole when the command returns."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,33 @@ def test_a_program_that_records_nothing_costs_no_numpy_nor_arrow(tmp_path, outpu
     assert trace.complete and not trace.accesses and not trace.datasets
     assert interpose.CAPTURE_LEVEL in trace.header.capture and "child processes" in trace.header.capture
     assert sorted(p.name for p in tmp_path.iterdir()) == [output]  # no parts directory left
+
+
+def test_the_program_starts_before_the_launchers_heavy_imports(tmp_path):
+    """What a native program's start waits for is the launcher's light half: the trace's header (dataclasses),
+    numpy and Arrow are imported beside the program, once it runs."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(textwrap.dedent("""
+        import json, sys
+        import advisor.commands.run as run
+        HEAVY = ("dataclasses", "numpy", "pyarrow", "tempfile", "instrumentation.records", "instrumentation.parts")
+        seen = {}
+        execute = run.Program.execute
+        def probe(self, started=None):
+            seen["imported"] = [m for m in HEAVY if m in sys.modules]
+            return execute(self, started)
+        run.Program.execute = probe
+        from advisor.cli import main
+        status = main(["run", "-o", "t.parquet", "--", "/bin/sh", "-c", "exit 3"])
+        print(json.dumps({"status": status, **seen}))
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    res = subprocess.run([sys.executable, str(probe)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout.splitlines()[-1]) == {"status": 3, "imported": []}
+    assert load_trace(tmp_path / "t.parquet").complete
 
 
 @pytest.mark.parametrize("output", ["t.parquet", "t.jsonl"])
@@ -89,6 +117,7 @@ def test_the_watcher_converts_below_the_program_and_at_its_priority_once_it_ende
     run._anything = lambda: gate.wait() and False  # keeps the watcher busy until released
     own = os.getpriority(os.PRIO_PROCESS, 0)
     with run:
+        run.program_started()
         for _ in range(200):  # the watcher sets its own priority as it starts
             if _nice_of(run._watcher.native_id) == max(launch.WATCH_NICE, own):
                 break
