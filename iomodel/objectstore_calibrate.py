@@ -94,12 +94,13 @@ def measure_point(fs, path: str, object_bytes: int, n: int, size: int, inflight:
 
 
 class Scratch:
-    """A scratch prefix on the store with one object of ``nbytes`` random bytes; removed on exit."""
+    """A scratch prefix on the store with one object of ``nbytes`` random bytes (none when 0); removed on exit.
+    ``kind`` names it (``<prefix>/ioadvisor-<kind>-<random>``)."""
 
-    def __init__(self, target: StoreTarget, nbytes: int):
+    def __init__(self, target: StoreTarget, nbytes: int, kind: str = "calibrate"):
         self.fs = target.filesystem()
         base = target.url.split("://", 1)[1].rstrip("/")
-        self.prefix = f"{base}/ioadvisor-calibrate-{os.urandom(4).hex()}"
+        self.prefix = f"{base}/ioadvisor-{kind}-{os.urandom(4).hex()}"
         self.path = f"{self.prefix}/object"
         self.nbytes = nbytes
 
@@ -107,7 +108,8 @@ class Scratch:
         bucket = self.prefix.split("/", 1)[0]
         if not self.fs.exists(bucket):
             self.fs.mkdir(bucket)
-        self.fs.pipe_file(self.path, os.urandom(self.nbytes))
+        if self.nbytes:
+            self.fs.pipe_file(self.path, os.urandom(self.nbytes))
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,0 +1,291 @@
+"""``verify`` for arrays on an object store (issue #35): the finalists rebuilt on the same store, replayed there.
+
+For each traced array named by a URL (``s3://bucket/key``), the store advice (``advisor.objectstore``) gives the
+current layout and its top-K layouts with their predicted seconds. Each is written under a scratch prefix of the
+same store (``<parent>/ioadvisor-verify-<random>/``, same endpoint and storage options; ``parent`` is the data's
+bucket unless ``workdir`` names another URL), holding the user's data when it can be read from the store (else a
+smooth synthetic field), and the traced accesses are replayed on it: a new client for each replay (no fsspec
+cache, block cache or listing kept between replays), the array opened as the advice's code opens it, the
+accesses issued with the traced calls in flight (dask threads) when they only read, timed from the opening to the
+last access. Each layout is read once untimed after it is written (SeaweedFS serves the first reads after a write
+slower, and the traced program read data that was not just written); that read checks the values against the data.
+
+The scratch prefix is removed afterwards, also on an error, Ctrl-C or SIGTERM; a prefix left by a killed run
+(SIGKILL) carries a marker naming its host and process, and the next verify on the same parent removes it once
+that process is gone.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from advisor.objectstore import StoreAdvice, StoreLayout, advise_dataset
+from advisor.objectstore_build import (StoreArray, build_on_store, default_scratch_parent, read_store_array,
+                                       store_filesystem, strip_protocol)
+from advisor.verify_data import synthetic
+from advisor.verify_results import VerifyError, VerifyRow, dataset_name
+from instrumentation.records import READ
+from iomodel.replay import index_of
+
+MARKER = "ioadvisor-scratch.json"
+"""The object in a scratch prefix naming the host and process that made it."""
+SCRATCH_KIND = "verify"
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """One layout to rebuild on the store: its label, the advice's candidate and the filters it is built with."""
+
+    label: str
+    layout: StoreLayout
+    predicted_seconds: float
+    filters: tuple = ()
+
+    @property
+    def stored_as(self) -> tuple:
+        """Layouts differing only in how they are read (fsspec block size, cache type) share one stored copy."""
+        lay = self.layout
+        return (lay.library, lay.chunks, lay.shards, lay.paged, lay.page_size if lay.paged else 0, self.filters)
+
+
+def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, top: int) -> list[StoreChoice]:
+    """The current layout (with its recorded filters) and the top-``top`` ranked ones. A candidate in the current
+    library keeps its filters (the advice prices the stored bytes the traced requests show); one in the other
+    library is stored uncompressed, as the advice priced it."""
+    out = [StoreChoice("current", advice.current.layout, advice.current.seconds, tuple(filters))]
+    ranked = [c for c in advice.ranked if c.layout != advice.current.layout][:top]
+    for k, c in enumerate(ranked, 1):
+        lay = c.layout
+        how = ""
+        if lay.library == "hdf5":
+            how = " (paged)" if lay.paged else f" ({lay.cache_type} {lay.block_size >> 10} KiB)"
+        out.append(StoreChoice(f"#{k}{how}", lay, c.seconds,
+                               tuple(filters) if lay.library == current_library else ()))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- scratch
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_scratch(parent: str, storage_options: dict | None) -> list[str]:
+    """Remove the verify scratch prefixes under ``parent`` that a process of this host made and that is gone
+    (killed by SIGKILL before it could clean up); the prefixes removed."""
+    from iomodel.objectstore_calibrate import Scratch, StoreTarget
+
+    fs = store_filesystem(parent, storage_options)
+    try:
+        entries = fs.ls(strip_protocol(parent), detail=False)
+    except (FileNotFoundError, OSError):
+        return []
+    removed = []
+    host = socket.gethostname()
+    for e in entries:
+        if not e.rstrip("/").rsplit("/", 1)[-1].startswith(f"ioadvisor-{SCRATCH_KIND}-"):
+            continue
+        try:
+            mark = json.loads(fs.cat_file(f"{e.rstrip('/')}/{MARKER}"))
+        except (FileNotFoundError, OSError, ValueError):
+            continue
+        if mark.get("host") != host or _alive(int(mark.get("pid", 0))):
+            continue
+        proto = parent.split("://", 1)[0]
+        stale = Scratch(StoreTarget(f"{proto}://{e}", storage_options or {}), 0, SCRATCH_KIND)
+        stale.prefix = e.rstrip("/")
+        stale.__exit__(None, None, None)
+        removed.append(f"{proto}://{stale.prefix}")
+    return removed
+
+
+@contextlib.contextmanager
+def scratch_prefix(parent: str, storage_options: dict | None):
+    """A new scratch prefix under ``parent`` (its URL), removed on exit, also on SIGTERM (turned into
+    KeyboardInterrupt while it exists, in the main thread)."""
+    from iomodel.objectstore_calibrate import Scratch, StoreTarget
+
+    scratch = Scratch(StoreTarget(parent, storage_options or {}), 0, SCRATCH_KIND)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def interrupted(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        previous = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        with scratch:
+            scratch.fs.pipe_file(f"{scratch.prefix}/{MARKER}", json.dumps(
+                {"host": socket.gethostname(), "pid": os.getpid(), "created": time.time()}).encode())
+            yield f"{parent.split('://', 1)[0]}://{scratch.prefix}"
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+# ---------------------------------------------------------------------------------------------- replay
+
+def _accesses(trace, ds) -> list:
+    return sorted((a for a in trace.accesses if a.dataset == ds.id), key=lambda a: a.t_start)
+
+
+def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_options: dict | None, *,
+                    workers: int = 1, data: np.ndarray | None = None, keep: bool = False) -> tuple[float, list]:
+    """Seconds from opening the array to its last access, with a new (connected) client; the values read when
+    ``keep``. ``workers`` > 1: the accesses (reads only) issued by that many threads, in time order."""
+    opened = StoreArray(layout, url, storage_options)
+    client = opened.warm_client()
+    values: list = []
+
+    def one(a):
+        kind, key = index_of(a.selection)
+        arr = opened.array
+        if a.op == READ:
+            got = arr[key] if kind == "basic" else arr.oindex[key] if kind == "orthogonal" else arr.vindex[key]
+            return np.asarray(got) if keep else None
+        if layout.library != "zarr":
+            raise VerifyError(f"{url}: writes to HDF5 on an object store cannot be replayed (fsspec file objects "
+                              "do not update in place)")
+        idx = np.ix_(*key) if kind == "orthogonal" else key
+        vals = data[idx] if data is not None else 0
+        if kind == "basic":
+            arr[key] = vals
+        elif kind == "orthogonal":
+            arr.oindex[key] = vals
+        else:
+            arr.vindex[key] = vals
+        return None
+
+    t0 = time.perf_counter()
+    try:
+        opened.open(client)
+        if workers > 1 and all(a.op == READ for a in accesses):
+            with ThreadPoolExecutor(workers) as pool:
+                values = list(pool.map(one, accesses))
+        else:
+            values = [one(a) for a in accesses]
+        seconds = time.perf_counter() - t0
+    finally:
+        opened.close()
+    return seconds, values
+
+
+def max_read_error(accesses: list, values: list, data: np.ndarray) -> float | None:
+    worst = None
+    for a, v in zip(accesses, values):
+        if a.op != READ or v is None:
+            continue
+        kind, key = index_of(a.selection)
+        exp = data[np.ix_(*key) if kind == "orthogonal" else key]
+        diff = np.abs(np.asarray(v, np.float64).reshape(exp.shape) - exp.astype(np.float64)) if exp.size else \
+            np.zeros(0)
+        worst = max(worst or 0.0, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0)
+    return worst
+
+
+# ---------------------------------------------------------------------------------------------- the API
+
+def load_store_data(ds, shape, storage_options: dict | None, seed: int = 0) -> tuple[np.ndarray, str]:
+    """The user's array read from the store when it is readable and of the traced shape and dtype, else synthetic."""
+    try:
+        arr = read_store_array(ds.file, ds.path, ds.library, storage_options)
+    except Exception:  # noqa: BLE001 - any client or library failure: verify with synthetic data, as locally
+        return synthetic(shape, ds.dtype, seed), "synthetic"
+    if tuple(arr.shape) != tuple(shape) or np.dtype(arr.dtype) != np.dtype(ds.dtype):
+        return synthetic(shape, ds.dtype, seed), "synthetic"
+    return arr, "user"
+
+
+def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storage_options: dict | None, *,
+                            top: int = 3, repeat: int = 1, max_bytes: int = 2 << 30) -> list[VerifyRow]:
+    """Build the current and top-``top`` layouts of ``advice`` under ``scratch`` and replay ``ds``'s accesses."""
+    shape = tuple(int(s) for s in trace.extent(ds.id))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(ds.dtype).itemsize
+    if nbytes > max_bytes:
+        raise VerifyError(f"dataset {ds.label}: {nbytes / 2**30:.1f} GiB is more than verify rebuilds "
+                          f"({max_bytes / 2**30:.1f} GiB); pass a larger max_bytes or a smaller trace")
+    if any(r.dataset == ds.id for r in trace.resizes):
+        raise VerifyError(f"dataset {ds.label}: a trace that resizes an array on an object store is not replayed")
+    accesses = _accesses(trace, ds)
+    data, source = load_store_data(ds, shape, storage_options)
+    choices = store_choices(advice, ds.filters, ds.library, top)
+    workers = max(1, int(round(advice.calls_in_flight)))
+    stored: dict[tuple, tuple[str, int]] = {}
+    for c in choices:  # every layout written, then read once untimed (checking the values), before any timed replay
+        if c.stored_as not in stored:
+            url = f"{scratch}/l{len(stored)}" + (".zarr" if c.layout.library == "zarr" else ".h5")
+            stored[c.stored_as] = (url, build_on_store(c.layout, data, url, storage_options, filters=c.filters))
+    errors = {}
+    for c in choices:
+        _, values = replay_on_store(accesses, c.layout, stored[c.stored_as][0], storage_options, workers=workers,
+                                    data=data, keep=source == "user")
+        errors[c.label] = max_read_error(accesses, values, data) if source == "user" else None
+    times: dict[str, list[float]] = {c.label: [] for c in choices}
+    order = list(range(len(choices)))
+    rng = np.random.default_rng(0)
+    for k in range(max(1, repeat)):  # round robin, a new order each round (as the local verify)
+        if k:
+            order = [order[i] for i in rng.permutation(len(order))]
+        for i in order:
+            c = choices[i]
+            seconds, _ = replay_on_store(accesses, c.layout, stored[c.stored_as][0], storage_options,
+                                         workers=workers, data=data)
+            times[c.label].append(seconds)
+    rows = []
+    for c in choices:
+        lay = c.layout
+        names = [f.name for f in c.filters if f.name not in ("bytes", "sharding_indexed")]
+        rows.append(VerifyRow(
+            dataset=dataset_name(ds), label=c.label, library=lay.library, chunks=lay.chunks, shards=lay.shards,
+            cache_bytes=None, compressor="+".join(names) or None, error_bound=None,
+            predicted_seconds=c.predicted_seconds, measured_seconds=statistics.median(times[c.label]),
+            measured_all=tuple(times[c.label]), stored_bytes=stored[c.stored_as][1], data=source,
+            max_error=errors[c.label], parallel=workers > 1))
+    return rows
+
+
+def verify_on_store(trace, datasets: Sequence, *, top: int = 3, repeat: int = 1, profile=None,
+                    storage_options: dict | None = None, scratch_parent: str | None = None,
+                    max_bytes: int = 2 << 30) -> list[VerifyRow]:
+    """``verify`` of the traced arrays that live on an object store (``datasets``): their store advice, each
+    measured under one scratch prefix per store parent, removed afterwards."""
+    from instrumentation.storerequests import load_requests
+    from iomodel.objectstore import load_stores
+    from iomodel.profile import default_profile_path
+
+    path = profile if isinstance(profile, (str, os.PathLike)) else default_profile_path()
+    stores = load_stores(path)
+    req = load_requests(trace.source) if trace.source else {}
+    rows: list[VerifyRow] = []
+    for ds in datasets:
+        advice = advise_dataset(trace, ds, req, stores, top=max(top, 1))
+        parent = scratch_parent or default_scratch_parent(ds.file)
+        try:
+            remove_stale_scratch(parent, storage_options)
+            with scratch_prefix(parent, storage_options) as scratch:
+                rows += verify_dataset_on_store(trace, ds, advice, scratch, storage_options, top=top, repeat=repeat,
+                                                max_bytes=max_bytes)
+        except (OSError, PermissionError) as exc:
+            raise VerifyError(f"dataset {ds.label}: the store at {parent}: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    return rows
+
+
+__all__ = ["MARKER", "StoreChoice", "load_store_data", "max_read_error", "remove_stale_scratch", "replay_on_store",
+           "scratch_prefix", "store_choices", "verify_dataset_on_store", "verify_on_store"]
