@@ -12,6 +12,7 @@ from one replay to the next.
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -75,9 +76,12 @@ def build_on_store(layout: StoreLayout, data: np.ndarray, url: str, storage_opti
                    filters: Sequence[Filter] = (), create_kwargs: dict | None = None) -> int:
     """Write ``data`` at ``url`` in ``layout``; the stored bytes."""
     fs = store_filesystem(url, storage_options)
-    with tempfile.TemporaryDirectory(prefix="ioadvisor-store-build-") as tmp:
-        local = build_local(layout, data, Path(tmp), filters=filters, create_kwargs=create_kwargs)
-        return upload(local, url, fs)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ioadvisor-store-build-") as tmp:
+            local = build_local(layout, data, Path(tmp), filters=filters, create_kwargs=create_kwargs)
+            return upload(local, url, fs)
+    finally:
+        close_client(fs)
 
 
 class StoreArray:
@@ -89,6 +93,7 @@ class StoreArray:
         self.storage_options = dict(storage_options or {})
         self.array = None
         self._closers: list = []
+        self._client = None
 
     def warm_client(self):
         """A new client with a connection open (one HEAD of the object or of the Zarr metadata), not timed: the
@@ -101,10 +106,12 @@ class StoreArray:
             from zarr.core.sync import sync  # the async client runs on zarr's event loop
 
             sync(store.exists("zarr.json"))
+            self._client = store
             return store
         fs = store_filesystem(self.url, self.storage_options)
         fs.info(strip_protocol(self.url))
         fs.invalidate_cache()
+        self._client = fs
         return fs
 
     def open(self, client) -> "StoreArray":
@@ -129,26 +136,57 @@ class StoreArray:
         for c in self._closers:
             c.close()
         self._closers = []
+        if self._client is not None:
+            close_client(getattr(self._client, "fs", self._client))
+            self._client = None
 
 
-def read_store_array(url: str, path: str, library: str, storage_options: dict | None):
-    """The user's array at ``url`` (``path`` inside it), read whole from the store; raises OSError/ValueError/
-    KeyError when it cannot be read."""
+def close_client(fs) -> None:
+    """Close the HTTP session of an s3fs client made for one replay (else aiohttp warns of it at exit, and its
+    connections stay open until the garbage collector finds it)."""
+    creator = getattr(fs, "_s3creator", None)
+    if creator is None:
+        return
+    if getattr(fs, "asynchronous", False):
+        from zarr.core.sync import sync
+
+        sync(creator.__aexit__(None, None, None))
+    else:
+        fs.close_session(fs.loop, creator)
+    fs._s3creator = None
+
+
+@contextlib.contextmanager
+def user_array(url: str, path: str, library: str, storage_options: dict | None):
+    """The user's array at ``url`` (``path`` inside it), opened read-only on the store where it is (its own client,
+    closed on exit); OSError/ValueError/KeyError when it cannot be opened."""
     if library == "zarr":
         import zarr
 
         store = zarr.storage.FsspecStore.from_url(url, storage_options={**(storage_options or {}),
                                                                         "skip_instance_cache": True}, read_only=True)
-        arr = zarr.open_array(store=store, path=path or None, mode="r")
-        return np.asarray(arr[...])
+        try:
+            yield zarr.open_array(store=store, path=path or None, mode="r")
+        finally:
+            close_client(store.fs)
+        return
     import h5py
 
     fs = store_filesystem(url, storage_options)
-    with fs.open(strip_protocol(url), "rb", block_size=8 << 20) as fh, h5py.File(fh, "r") as f:
-        obj = f[path or "/"]
-        if not isinstance(obj, h5py.Dataset):
-            raise KeyError(f"{path}: not a dataset")
-        return np.asarray(obj[...])
+    try:
+        with fs.open(strip_protocol(url), "rb", block_size=8 << 20) as fh, h5py.File(fh, "r") as f:
+            obj = f[path or "/"]
+            if not isinstance(obj, h5py.Dataset):
+                raise KeyError(f"{path}: not a dataset")
+            yield obj
+    finally:
+        close_client(fs)
+
+
+def read_store_array(url: str, path: str, library: str, storage_options: dict | None) -> np.ndarray:
+    """The user's array at ``url`` (``path`` inside it), read whole from the store."""
+    with user_array(url, path, library, storage_options) as arr:
+        return np.asarray(arr[...])
 
 
 def default_scratch_parent(url: str) -> str:
@@ -157,4 +195,4 @@ def default_scratch_parent(url: str) -> str:
 
 
 __all__ = ["StoreArray", "build_local", "build_on_store", "default_scratch_parent", "protocol_of",
-           "read_store_array", "store_filesystem", "strip_protocol", "upload"]
+           "read_store_array", "store_filesystem", "strip_protocol", "upload", "user_array"]

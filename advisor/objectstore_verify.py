@@ -56,7 +56,28 @@ class StoreChoice:
     def stored_as(self) -> tuple:
         """Layouts differing only in how they are read (fsspec block size, cache type) share one stored copy."""
         lay = self.layout
-        return (lay.library, lay.chunks, lay.shards, lay.paged, lay.page_size if lay.paged else 0, self.filters)
+        return (lay.library, lay.chunks, lay.shards, lay.paged, lay.page_size if lay.paged else 0, self.filters,
+                lay.codec, lay.error_bound)
+
+    @property
+    def compressor(self) -> str | None:
+        if self.layout.codec:
+            return None if self.layout.codec == "none" else self.layout.codec
+        return "+".join(f.name for f in self.filters if f.name not in ("bytes", "sharding_indexed")) or None
+
+    def create_kwargs(self, data: np.ndarray) -> dict | None:
+        """zarr's codec arguments of a layout with a compressor of the codec search (a relative bound resolved
+        with the whole array's valid range); None: built with ``filters``."""
+        codec = self.layout.codec
+        if not codec:
+            return None
+        if codec == "none":
+            return {"compressors": None}
+        from compression_model.codecs import get_codec
+
+        finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
+        rng = float(finite.max() - finite.min()) if finite.size else 0.0
+        return get_codec(codec, self.layout.error_bound, rng).zarr_codecs()
 
 
 def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, top: int) -> list[StoreChoice]:
@@ -150,7 +171,6 @@ def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_optio
     """Seconds from opening the array to its last access, with a new (connected) client; the values read when
     ``keep``. ``workers`` > 1: the accesses (reads only) issued by that many threads, in time order."""
     opened = StoreArray(layout, url, storage_options)
-    client = opened.warm_client()
     values: list = []
 
     def one(a):
@@ -172,8 +192,9 @@ def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_optio
             arr.vindex[key] = vals
         return None
 
-    t0 = time.perf_counter()
     try:
+        client = opened.warm_client()
+        t0 = time.perf_counter()
         opened.open(client)
         if workers > 1 and all(a.op == READ for a in accesses):
             with ThreadPoolExecutor(workers) as pool:
@@ -230,7 +251,8 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
     for c in choices:  # every layout written, then read once untimed (checking the values), before any timed replay
         if c.stored_as not in stored:
             url = f"{scratch}/l{len(stored)}" + (".zarr" if c.layout.library == "zarr" else ".h5")
-            stored[c.stored_as] = (url, build_on_store(c.layout, data, url, storage_options, filters=c.filters))
+            stored[c.stored_as] = (url, build_on_store(c.layout, data, url, storage_options, filters=c.filters,
+                                                       create_kwargs=c.create_kwargs(data)))
     errors = {}
     for c in choices:
         _, values = replay_on_store(accesses, c.layout, stored[c.stored_as][0], storage_options, workers=workers,
@@ -250,10 +272,9 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
     rows = []
     for c in choices:
         lay = c.layout
-        names = [f.name for f in c.filters if f.name not in ("bytes", "sharding_indexed")]
         rows.append(VerifyRow(
             dataset=dataset_name(ds), label=c.label, library=lay.library, chunks=lay.chunks, shards=lay.shards,
-            cache_bytes=None, compressor="+".join(names) or None, error_bound=None,
+            cache_bytes=None, compressor=c.compressor, error_bound=lay.error_bound,
             predicted_seconds=c.predicted_seconds, measured_seconds=statistics.median(times[c.label]),
             measured_all=tuple(times[c.label]), stored_bytes=stored[c.stored_as][1], data=source,
             max_error=errors[c.label], parallel=workers > 1))
@@ -262,9 +283,11 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
 
 def verify_on_store(trace, datasets: Sequence, *, top: int = 3, repeat: int = 1, profile=None,
                     storage_options: dict | None = None, scratch_parent: str | None = None,
-                    max_bytes: int = 2 << 30) -> list[VerifyRow]:
-    """``verify`` of the traced arrays that live on an object store (``datasets``): their store advice, each
-    measured under one scratch prefix per store parent, removed afterwards."""
+                    max_bytes: int = 2 << 30, constraints=None) -> list[VerifyRow]:
+    """``verify`` of the traced arrays that live on an object store (``datasets``): their store advice (with the
+    codec search on a sample of the data unless ``constraints.read_data`` is False; ``max_error`` and
+    ``lossless_only`` from ``constraints``, an ``AdviseOptions``), each measured under a scratch prefix removed
+    afterwards."""
     from instrumentation.storerequests import load_requests
     from iomodel.objectstore import load_stores
     from iomodel.profile import default_profile_path
@@ -274,7 +297,14 @@ def verify_on_store(trace, datasets: Sequence, *, top: int = 3, repeat: int = 1,
     req = load_requests(trace.source) if trace.source else {}
     rows: list[VerifyRow] = []
     for ds in datasets:
-        advice = advise_dataset(trace, ds, req, stores, top=max(top, 1))
+        codecs = []
+        if constraints is None or constraints.read_data:
+            from advisor.objectstore_codecs import estimate_store_codecs
+
+            codecs, _ = estimate_store_codecs(ds, storage_options,
+                                              max_error=getattr(constraints, "max_error", None),
+                                              lossless_only=bool(getattr(constraints, "lossless_only", False)))
+        advice = advise_dataset(trace, ds, req, stores, top=max(top, 1), codecs=codecs)
         parent = scratch_parent or default_scratch_parent(ds.file)
         try:
             remove_stale_scratch(parent, storage_options)

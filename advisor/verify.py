@@ -253,6 +253,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
 
         store_rows = verify_on_store(trace, stored, top=o.top, repeat=o.repeat, profile=profile,
                                      storage_options=storage_options, max_bytes=o.max_bytes,
+                                     constraints=o.constraints,
                                      scratch_parent=str(o.workdir) if o.workdir and on_store(str(o.workdir)) else None)
         if not targets:
             return VerifyResult(trace.source or str(trace_or_path), tuple(store_rows), str(o.workdir or ""), o.repeat)

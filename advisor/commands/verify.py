@@ -73,6 +73,8 @@ def run(args) -> int:
         ErrorBound.parse(args.max_error)
     if args.deadline is not None and args.deadline <= 0:
         raise InputError(f"--deadline must be > 0, got {args.deadline}")
+    from .advise_store import store_options
+
     storage_options = store_options(args.storage_options, args.endpoint_url)
     load_profile(args.profile)  # readable; advise loads it again, rescaled to this machine (iomodel.probe)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
@@ -99,17 +101,3 @@ def run(args) -> int:
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
 
-
-def store_options(text: str | None, endpoint_url: str | None) -> dict | None:
-    """``--storage-options JSON`` (an object) with ``--endpoint-url`` put in its ``client_kwargs``."""
-    if not text and not endpoint_url:
-        return None
-    try:
-        options = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--storage-options: not JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(options, dict):
-        raise InputError("--storage-options: must be a JSON object")
-    if endpoint_url:
-        options.setdefault("client_kwargs", {})["endpoint_url"] = endpoint_url
-    return options
