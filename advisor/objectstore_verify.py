@@ -111,7 +111,7 @@ def _alive(pid: int) -> bool:
 def remove_stale_scratch(parent: str, storage_options: dict | None) -> list[str]:
     """Remove the verify scratch prefixes under ``parent`` that a process of this host made and that is gone
     (killed by SIGKILL before it could clean up); the prefixes removed."""
-    from iomodel.objectstore_calibrate import Scratch, StoreTarget
+    from iomodel.objectstore_calibrate import remove_prefix
 
     fs = store_filesystem(parent, storage_options)
     try:
@@ -129,11 +129,8 @@ def remove_stale_scratch(parent: str, storage_options: dict | None) -> list[str]
             continue
         if mark.get("host") != host or _alive(int(mark.get("pid", 0))):
             continue
-        proto = parent.split("://", 1)[0]
-        stale = Scratch(StoreTarget(f"{proto}://{e}", storage_options or {}), 0, SCRATCH_KIND)
-        stale.prefix = e.rstrip("/")
-        stale.__exit__(None, None, None)
-        removed.append(f"{proto}://{stale.prefix}")
+        remove_prefix(fs, e.rstrip("/"))
+        removed.append(f"{parent.split('://', 1)[0]}://{e.rstrip('/')}")
     return removed
 
 

@@ -113,23 +113,29 @@ class Scratch:
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
-            dirs = [p for p, info in self.fs.find(self.prefix, withdirs=True, detail=True).items()
-                    if info.get("type") == "directory"]
-        except (FileNotFoundError, OSError):
-            dirs = []
-        try:
-            self.fs.rm(self.prefix, recursive=True)
-        except FileNotFoundError:
-            pass
-        if hasattr(self.fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps each prefix as a directory entry
-            bucket = self.prefix.partition("/")[0]
-            for d in sorted(set(dirs) | {self.prefix}, key=len, reverse=True):  # deepest first
-                try:
-                    self.fs.call_s3("delete_object", Bucket=bucket, Key=d.partition("/")[2].rstrip("/") + "/")
-                except OSError:
-                    pass
-        self.fs.invalidate_cache()
+        remove_prefix(self.fs, self.prefix)
+
+
+def remove_prefix(fs, prefix: str) -> None:
+    """Remove every object under ``prefix`` (``bucket/key``), and the directory entries a filer-backed store
+    (SeaweedFS) keeps for each prefix, deepest first."""
+    try:
+        dirs = [p for p, info in fs.find(prefix, withdirs=True, detail=True).items()
+                if info.get("type") == "directory"]
+    except (FileNotFoundError, OSError):
+        dirs = []
+    try:
+        fs.rm(prefix, recursive=True)
+    except FileNotFoundError:
+        pass
+    if hasattr(fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps each prefix as a directory entry
+        bucket = prefix.partition("/")[0]
+        for d in sorted(set(dirs) | {prefix}, key=len, reverse=True):  # deepest first
+            try:
+                fs.call_s3("delete_object", Bucket=bucket, Key=d.partition("/")[2].rstrip("/") + "/")
+            except OSError:
+                pass
+    fs.invalidate_cache()
 
 
 def calibrate_store(target: StoreTarget, *, quick: bool = True, repeat: int = 1,
@@ -187,5 +193,5 @@ def median_abs_error(model: ObjectStoreModel, points) -> float:
     return math.nan if not m else (errs[m // 2] if m % 2 else (errs[m // 2 - 1] + errs[m // 2]) / 2)
 
 
-__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "StoreTarget", "calibrate_store", "connection_pool", "grid",
+__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "remove_prefix", "StoreTarget", "calibrate_store", "connection_pool", "grid",
            "measure_point", "measure_zarr_call", "median_abs_error"]
