@@ -175,7 +175,8 @@ def calls_in_flight(cols) -> float:
     the time covered by their union."""
     if cols.rows == 0:
         return 1.0
-    t0, t1 = cols.t0, cols.t0 + cols.dt
+    # a folded run (``rep`` calls ``t_step`` apart) covers its whole span, not its first call's alone
+    t0, t1 = cols.t0, cols.t0 + cols.dt + np.maximum(cols.rep - 1, 0) * cols.t_step
     order = np.argsort(t0)
     covered, end = 0.0, -np.inf
     for a, b in zip(t0[order], t1[order]):

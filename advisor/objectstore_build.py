@@ -87,8 +87,9 @@ def build_on_store(layout: StoreLayout, data: np.ndarray, url: str, storage_opti
 class StoreArray:
     """One layout opened on the store as the advice's code reads it; ``array`` is the h5py or zarr array."""
 
-    def __init__(self, layout: StoreLayout, url: str, storage_options: dict | None):
+    def __init__(self, layout: StoreLayout, url: str, storage_options: dict | None, writable: bool = False):
         self.layout = layout
+        self.writable = writable
         self.url = url
         self.storage_options = dict(storage_options or {})
         self.array = None
@@ -102,7 +103,8 @@ class StoreArray:
             import zarr
 
             store = zarr.storage.FsspecStore.from_url(
-                self.url, storage_options={**self.storage_options, "skip_instance_cache": True}, read_only=True)
+                self.url, storage_options={**self.storage_options, "skip_instance_cache": True},
+                read_only=not self.writable)
             from zarr.core.sync import sync  # the async client runs on zarr's event loop
 
             sync(store.exists("zarr.json"))
@@ -119,7 +121,7 @@ class StoreArray:
         if self.layout.library == "zarr":
             import zarr
 
-            self.array = zarr.open_array(store=client, mode="r")
+            self.array = zarr.open_array(store=client, mode="r+" if self.writable else "r")
             return self
         import h5py
 

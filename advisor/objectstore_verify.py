@@ -25,14 +25,14 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from advisor.objectstore import StoreAdvice, StoreLayout, advise_dataset
-from advisor.objectstore_build import (StoreArray, build_on_store, default_scratch_parent, read_store_array,
-                                       store_filesystem, strip_protocol)
+from advisor.objectstore_build import (StoreArray, build_on_store, close_client, default_scratch_parent,
+                                       read_store_array, store_filesystem, strip_protocol)
 from advisor.verify_data import synthetic
 from advisor.verify_results import VerifyError, VerifyRow, dataset_name
 from instrumentation.records import READ
@@ -85,7 +85,19 @@ def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, 
     library keeps its filters (the advice prices the stored bytes the traced requests show); one in the other
     library is stored uncompressed, as the advice priced it."""
     out = [StoreChoice("current", advice.current.layout, advice.current.seconds, tuple(filters))]
-    ranked = [c for c in advice.ranked if c.layout != advice.current.layout][:top]
+    recorded = {f.name for f in filters}
+
+    def as_built(lay):  # the codec search's own estimate of the recorded compressor builds what is recorded
+        return replace(lay, codec=None, error_bound=None) if lay.codec in recorded and \
+            lay.library == current_library else lay
+
+    seen = {advice.current.layout}
+    ranked = []
+    for c in advice.ranked:
+        if as_built(c.layout) not in seen:
+            seen.add(as_built(c.layout))
+            ranked.append(c)
+    ranked = ranked[:top]
     for k, c in enumerate(ranked, 1):
         lay = c.layout
         how = ""
@@ -111,9 +123,16 @@ def _alive(pid: int) -> bool:
 def remove_stale_scratch(parent: str, storage_options: dict | None) -> list[str]:
     """Remove the verify scratch prefixes under ``parent`` that a process of this host made and that is gone
     (killed by SIGKILL before it could clean up); the prefixes removed."""
+    fs = store_filesystem(parent, storage_options)
+    try:
+        return _remove_stale(fs, parent)
+    finally:
+        close_client(fs)
+
+
+def _remove_stale(fs, parent: str) -> list[str]:
     from iomodel.objectstore_calibrate import remove_prefix
 
-    fs = store_filesystem(parent, storage_options)
     try:
         entries = fs.ls(strip_protocol(parent), detail=False)
     except (FileNotFoundError, OSError):
@@ -153,6 +172,7 @@ def scratch_prefix(parent: str, storage_options: dict | None):
                 {"host": socket.gethostname(), "pid": os.getpid(), "created": time.time()}).encode())
             yield f"{parent.split('://', 1)[0]}://{scratch.prefix}"
     finally:
+        close_client(scratch.fs)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -167,7 +187,11 @@ def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_optio
                     workers: int = 1, data: np.ndarray | None = None, keep: bool = False) -> tuple[float, list]:
     """Seconds from opening the array to its last access, with a new (connected) client; the values read when
     ``keep``. ``workers`` > 1: the accesses (reads only) issued by that many threads, in time order."""
-    opened = StoreArray(layout, url, storage_options)
+    writes = any(a.op != READ for a in accesses)
+    if writes and layout.library != "zarr":
+        raise VerifyError(f"{url}: writes to HDF5 on an object store cannot be replayed (fsspec file objects do not "
+                          "update in place)")
+    opened = StoreArray(layout, url, storage_options, writable=writes)
     values: list = []
 
     def one(a):
@@ -176,9 +200,6 @@ def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_optio
         if a.op == READ:
             got = arr[key] if kind == "basic" else arr.oindex[key] if kind == "orthogonal" else arr.vindex[key]
             return np.asarray(got) if keep else None
-        if layout.library != "zarr":
-            raise VerifyError(f"{url}: writes to HDF5 on an object store cannot be replayed (fsspec file objects "
-                              "do not update in place)")
         idx = np.ix_(*key) if kind == "orthogonal" else key
         vals = data[idx] if data is not None else 0
         if kind == "basic":
@@ -230,6 +251,17 @@ def load_store_data(ds, shape, storage_options: dict | None, seed: int = 0) -> t
     return arr, "user"
 
 
+def _replay(choice: StoreChoice, ds, accesses, url: str, storage_options, **kw) -> tuple[float, list]:
+    """``replay_on_store``, a library's failure said in one line naming the dataset and layout."""
+    try:
+        return replay_on_store(accesses, choice.layout, url, storage_options, **kw)
+    except VerifyError:
+        raise
+    except (ValueError, KeyError, RuntimeError, OSError, TypeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise VerifyError(f"dataset {ds.label}, layout {choice.label} ({choice.layout.describe()}): {first}") from None
+
+
 def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storage_options: dict | None, *,
                             top: int = 3, repeat: int = 1, max_bytes: int = 2 << 30) -> list[VerifyRow]:
     """Build the current and top-``top`` layouts of ``advice`` under ``scratch`` and replay ``ds``'s accesses."""
@@ -252,8 +284,8 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
                                                        create_kwargs=c.create_kwargs(data)))
     errors = {}
     for c in choices:
-        _, values = replay_on_store(accesses, c.layout, stored[c.stored_as][0], storage_options, workers=workers,
-                                    data=data, keep=source == "user")
+        _, values = _replay(c, ds, accesses, stored[c.stored_as][0], storage_options, workers=workers, data=data,
+                            keep=source == "user")
         errors[c.label] = max_read_error(accesses, values, data) if source == "user" else None
     times: dict[str, list[float]] = {c.label: [] for c in choices}
     order = list(range(len(choices)))
@@ -263,8 +295,8 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
             order = [order[i] for i in rng.permutation(len(order))]
         for i in order:
             c = choices[i]
-            seconds, _ = replay_on_store(accesses, c.layout, stored[c.stored_as][0], storage_options,
-                                         workers=workers, data=data)
+            seconds, _ = _replay(c, ds, accesses, stored[c.stored_as][0], storage_options, workers=workers,
+                                 data=data)
             times[c.label].append(seconds)
     rows = []
     for c in choices:
@@ -301,7 +333,7 @@ def verify_on_store(trace, datasets: Sequence, *, top: int = 3, repeat: int = 1,
             codecs, _ = estimate_store_codecs(ds, storage_options,
                                               max_error=getattr(constraints, "max_error", None),
                                               lossless_only=bool(getattr(constraints, "lossless_only", False)))
-        advice = advise_dataset(trace, ds, req, stores, top=max(top, 1), codecs=codecs)
+        advice = advise_dataset(trace, ds, req, stores, top=2 * top + 2, codecs=codecs)  # room for duplicates
         parent = scratch_parent or default_scratch_parent(ds.file)
         try:
             remove_stale_scratch(parent, storage_options)

@@ -71,7 +71,15 @@ def test_compressors_estimated_on_the_store_enter_the_advice_and_verify(tmp_path
         found[ds.label], notes = estimate_store_codecs(ds, opts)
         return found[ds.label]
 
-    (adv,) = advise_store(trace, {}, top=40, codecs_of=codecs_of)
+    # a store whose bytes cost (20 MB/s a request): fewer bytes per GET must win there
+    from iomodel.objectstore import ObjectStoreModel, save_store, store_key
+    from instrumentation.storerequests import endpoint_host
+
+    slow = ObjectStoreModel(ttfb=0.02, request_bandwidth=2e7, aggregate_bandwidth=4e7)
+    profile = tmp_path / "profile.json"
+    save_store(profile, store_key(endpoint_host(s3_endpoint), url), slow)
+    stores = {store_key(endpoint_host(s3_endpoint), url): slow}
+    (adv,) = advise_store(trace, stores, top=40, codecs_of=codecs_of)
     (codecs,) = found.values()
     by = {k.name: k for k in codecs}
     assert by["none"].ratio == 1.0 and by["zstd"].ratio > 2  # rounded smooth data: zstd keeps under half
@@ -81,6 +89,6 @@ def test_compressors_estimated_on_the_store_enter_the_advice_and_verify(tmp_path
                      best.layout.shards and c.layout.codec == "none")
     assert best.bytes_moved * 1.5 < same_none.bytes_moved and "decode" in best.terms
     assert "zarr_codecs()" in best.layout.code(url)
-    rows = verify(path, top=1, storage_options=opts).rows
+    rows = verify(path, top=1, storage_options=opts, profile=profile).rows
     assert rows[0].compressor is None and rows[1].compressor == best.layout.codec
     assert rows[1].stored_bytes * 1.5 < rows[0].stored_bytes and rows[1].max_error == 0.0
