@@ -116,3 +116,49 @@ def test_a_killed_apply_is_invisible_and_resumes(tmp_path, s3_server, s3_proxy):
     g = _open(dest, opts)
     assert np.array_equal(g["x"][...], data) and g["x"].chunks == (20, 600)
     assert not fs.exists("apply2/out.zarr.ioadvisor-partial/header.json")
+
+
+def test_a_local_netcdf_file_applied_to_the_store_keeps_xarray_view(netcdf_case, s3_endpoint):
+    import xarray as xr
+    import zarr
+
+    src, trace, values = netcdf_case
+    opts = _opts(s3_endpoint)
+    fs = _fs(opts)
+    if not fs.exists("apply3"):
+        fs.mkdir("apply3")
+    res = subprocess.run([str(IOADVISOR), "apply", str(trace), "--out", "s3://apply3/nc.zarr", "--dataset", "tas",
+                          "--layout", "zarr:chunks=24x6x6", "--endpoint-url", s3_endpoint, "--storage-options",
+                          '{"key": "k", "secret": "s"}', "--json"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    tas = next(a for a in json.loads(res.stdout)["arrays"] if a["path"] == "/tas")
+    assert tas["max_error"] == 0.0 and tas["layout"].startswith("zarr 24x6x6")
+    store = zarr.storage.FsspecStore.from_url("s3://apply3/nc.zarr", storage_options=opts, read_only=True)
+    ds = xr.open_zarr(store, consolidated=True)
+    assert np.array_equal(ds["tas"].values, values, equal_nan=True) and ds["tas"].attrs["units"] == "K"
+    assert ds["tas"].dims == ("time", "lat", "lon") and ds.attrs["title"] == "apply test"
+
+
+def test_an_hdf5_file_on_the_store_applied_to_zarr_on_the_store(tmp_path, s3_endpoint):
+    import h5py
+    import zarr
+
+    from advisor.apply import ApplyOptions, apply
+
+    opts = _opts(s3_endpoint)
+    fs = _fs(opts)
+    if not fs.exists("apply4"):
+        fs.mkdir("apply4")
+    data = np.random.default_rng(1).random((500, 64), dtype=np.float32)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("v", data=data, chunks=(50, 64))
+    fs.put_file(str(tmp_path / "a.h5"), "apply4/a.h5")
+    trace = tmp_path / "t.parquet"
+    with advisor.trace(trace):
+        with _fs(opts).open("apply4/a.h5", "rb") as fh, h5py.File(fh, "r") as f:
+            for i in range(0, 500, 100):
+                f["v"][i:i + 10]
+    res = apply(trace, ApplyOptions(out="s3://apply4/a.zarr", layouts=("zarr:chunks=500x16",), storage_options=opts))
+    assert [a.path for a in res.arrays] == ["/v"] and res.arrays[0].max_error == 0.0
+    g = _open("s3://apply4/a.zarr", opts)
+    assert np.array_equal(g["v"][...], data) and g["v"].chunks == (500, 16)
