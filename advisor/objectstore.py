@@ -114,6 +114,8 @@ class StoreAdvice:
     model_source: str
     ratio: float
     calls_in_flight: float
+    follows: object = field(default=None, compare=False)
+    """The program's grid-following blocks (``objectstore_tiles.ChunkFollowing``), None when it has none."""
 
     @property
     def recommendation(self) -> StoreCandidate:
@@ -473,7 +475,8 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5, codecs=()) 
     priced = calibrated_on_trace(priced, now, cols, inflight)
     ranked = sorted(priced, key=lambda c: c.seconds)
     now = next(c for c in priced if c.layout == current)
-    return StoreAdvice(ds.label, ds.file, host, now, tuple(ranked[:max(top, 1)]), model, source, ratio, inflight)
+    return StoreAdvice(ds.label, ds.file, host, now, tuple(ranked[:max(top, 1)]), model, source, ratio, inflight,
+                       follow)
 
 
 def calibrated_on_trace(priced: list[StoreCandidate], now: StoreCandidate, cols, inflight: float) -> list:

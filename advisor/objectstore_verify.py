@@ -4,7 +4,8 @@ For each traced array named by a URL (``s3://bucket/key``), the store advice (``
 current layout and its top-K layouts with their predicted seconds. Each is written under a scratch prefix of the
 same store (``<parent>/ioadvisor-verify-<random>/``, same endpoint and storage options; ``parent`` is the data's
 bucket unless ``workdir`` names another URL), holding the user's data when it can be read from the store (else a
-smooth synthetic field), and the traced accesses are replayed on it: a new client for each replay (no fsspec
+smooth synthetic field), and the traced accesses are replayed on it (a program whose blocks follow the chunk grid,
+``dask.array.from_zarr``, replays the blocks it would take in each layout: ``advisor.objectstore_tiles``): a new client for each replay (no fsspec
 cache, block cache or listing kept between replays), the array opened as the advice's code opens it, the
 accesses issued with the traced calls in flight (dask threads) when they only read, timed from the opening to the
 last access. Each layout is read once untimed after it is written (SeaweedFS serves the first reads after a write
@@ -179,59 +180,84 @@ def scratch_prefix(parent: str, storage_options: dict | None):
 
 # ---------------------------------------------------------------------------------------------- replay
 
-def _accesses(trace, ds) -> list:
-    return sorted((a for a in trace.accesses if a.dataset == ds.id), key=lambda a: a.t_start)
+@dataclass(frozen=True)
+class Op:
+    """One access to replay: ``kind`` and ``key`` as ``iomodel.replay.index_of`` gives them, and whether it reads."""
+
+    kind: str
+    key: tuple
+    read: bool
+
+    @property
+    def index(self):
+        return np.ix_(*self.key) if self.kind == "orthogonal" else self.key
 
 
-def replay_on_store(accesses: list, layout: StoreLayout, url: str, storage_options: dict | None, *,
+def traced_ops(trace, ds) -> list[Op]:
+    """The traced accesses of ``ds`` in time order."""
+    out = []
+    for a in sorted((a for a in trace.accesses if a.dataset == ds.id), key=lambda a: a.t_start):
+        kind, key = index_of(a.selection)
+        out.append(Op(kind, key, a.op == READ))
+    return out
+
+
+def tile_ops(follow, chunks, shape) -> list[Op]:
+    """The blocks a grid-following program (``advisor.objectstore_tiles``) reads or writes in a layout of
+    ``chunks``: what it would do there, not the traced blocks of the current chunks."""
+    boxes, writes, _ = follow.tiles(tuple(chunks or shape), tuple(shape))
+    out = []
+    for dims, w in zip(boxes, writes):
+        contiguous = all(len(d) and int(d[-1]) - int(d[0]) + 1 == len(d) for d in dims)
+        if contiguous:
+            out.append(Op("basic", tuple(slice(int(d[0]), int(d[-1]) + 1) for d in dims), not w))
+        else:
+            out.append(Op("orthogonal", tuple(np.asarray(d, np.int64) for d in dims), not w))
+    return out
+
+
+def replay_on_store(ops: list[Op], layout: StoreLayout, url: str, storage_options: dict | None, *,
                     workers: int = 1, data: np.ndarray | None = None, keep: bool = False) -> tuple[float, list]:
     """Seconds from opening the array to its last access, with a new (connected) client; the values read when
-    ``keep``. ``workers`` > 1: the accesses (reads only) issued by that many threads, in time order."""
-    writes = any(a.op != READ for a in accesses)
+    ``keep``. ``workers`` > 1: the accesses (reads only) issued by that many threads, in order."""
+    writes = any(not op.read for op in ops)
     if writes and layout.library != "zarr":
         raise VerifyError(f"{url}: writes to HDF5 on an object store cannot be replayed (fsspec file objects do not "
                           "update in place)")
     opened = StoreArray(layout, url, storage_options, writable=writes)
     values: list = []
 
-    def one(a):
-        kind, key = index_of(a.selection)
+    def one(op: Op):
         arr = opened.array
-        if a.op == READ:
-            got = arr[key] if kind == "basic" else arr.oindex[key] if kind == "orthogonal" else arr.vindex[key]
+        target = arr if op.kind == "basic" else arr.oindex if op.kind == "orthogonal" else arr.vindex
+        if op.read:
+            got = target[op.key]
             return np.asarray(got) if keep else None
-        idx = np.ix_(*key) if kind == "orthogonal" else key
-        vals = data[idx] if data is not None else 0
-        if kind == "basic":
-            arr[key] = vals
-        elif kind == "orthogonal":
-            arr.oindex[key] = vals
-        else:
-            arr.vindex[key] = vals
+        target[op.key] = data[op.index] if data is not None else 0
         return None
 
     try:
         client = opened.warm_client()
         t0 = time.perf_counter()
         opened.open(client)
-        if workers > 1 and all(a.op == READ for a in accesses):
+        if workers > 1 and not writes:
             with ThreadPoolExecutor(workers) as pool:
-                values = list(pool.map(one, accesses))
+                values = list(pool.map(one, ops))
         else:
-            values = [one(a) for a in accesses]
+            values = [one(op) for op in ops]
         seconds = time.perf_counter() - t0
     finally:
         opened.close()
     return seconds, values
 
 
-def max_read_error(accesses: list, values: list, data: np.ndarray) -> float | None:
+def max_read_error(ops: list[Op], values: list, data: np.ndarray) -> float | None:
+    """Largest |read - data| over the reads (None when none was kept)."""
     worst = None
-    for a, v in zip(accesses, values):
-        if a.op != READ or v is None:
+    for op, v in zip(ops, values):
+        if not op.read or v is None:
             continue
-        kind, key = index_of(a.selection)
-        exp = data[np.ix_(*key) if kind == "orthogonal" else key]
+        exp = data[op.index]
         diff = np.abs(np.asarray(v, np.float64).reshape(exp.shape) - exp.astype(np.float64)) if exp.size else \
             np.zeros(0)
         worst = max(worst or 0.0, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0)
@@ -251,10 +277,10 @@ def load_store_data(ds, shape, storage_options: dict | None, seed: int = 0) -> t
     return arr, "user"
 
 
-def _replay(choice: StoreChoice, ds, accesses, url: str, storage_options, **kw) -> tuple[float, list]:
+def _replay(choice: StoreChoice, ds, ops: list[Op], url: str, storage_options, **kw) -> tuple[float, list]:
     """``replay_on_store``, a library's failure said in one line naming the dataset and layout."""
     try:
-        return replay_on_store(accesses, choice.layout, url, storage_options, **kw)
+        return replay_on_store(ops, choice.layout, url, storage_options, **kw)
     except VerifyError:
         raise
     except (ValueError, KeyError, RuntimeError, OSError, TypeError) as exc:
@@ -272,7 +298,12 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
                           f"({max_bytes / 2**30:.1f} GiB); pass a larger max_bytes or a smaller trace")
     if any(r.dataset == ds.id for r in trace.resizes):
         raise VerifyError(f"dataset {ds.label}: a trace that resizes an array on an object store is not replayed")
-    accesses = _accesses(trace, ds)
+    traced = traced_ops(trace, ds)
+    follow = getattr(advice, "follows", None)
+
+    def ops_of(c: StoreChoice) -> list[Op]:  # a program that takes its blocks from the layout takes them there
+        return traced if follow is None else tile_ops(follow, c.layout.chunks, shape)
+
     data, source = load_store_data(ds, shape, storage_options)
     choices = store_choices(advice, ds.filters, ds.library, top)
     workers = max(1, int(round(advice.calls_in_flight)))
@@ -284,9 +315,9 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
                                                        create_kwargs=c.create_kwargs(data)))
     errors = {}
     for c in choices:
-        _, values = _replay(c, ds, accesses, stored[c.stored_as][0], storage_options, workers=workers, data=data,
+        _, values = _replay(c, ds, ops_of(c), stored[c.stored_as][0], storage_options, workers=workers, data=data,
                             keep=source == "user")
-        errors[c.label] = max_read_error(accesses, values, data) if source == "user" else None
+        errors[c.label] = max_read_error(ops_of(c), values, data) if source == "user" else None
     times: dict[str, list[float]] = {c.label: [] for c in choices}
     order = list(range(len(choices)))
     rng = np.random.default_rng(0)
@@ -295,7 +326,7 @@ def verify_dataset_on_store(trace, ds, advice: StoreAdvice, scratch: str, storag
             order = [order[i] for i in rng.permutation(len(order))]
         for i in order:
             c = choices[i]
-            seconds, _ = _replay(c, ds, accesses, stored[c.stored_as][0], storage_options, workers=workers,
+            seconds, _ = _replay(c, ds, ops_of(c), stored[c.stored_as][0], storage_options, workers=workers,
                                  data=data)
             times[c.label].append(seconds)
     rows = []
@@ -346,5 +377,5 @@ def verify_on_store(trace, datasets: Sequence, *, top: int = 3, repeat: int = 1,
     return rows
 
 
-__all__ = ["MARKER", "StoreChoice", "load_store_data", "max_read_error", "remove_stale_scratch", "replay_on_store",
+__all__ = ["MARKER", "Op", "StoreChoice", "tile_ops", "traced_ops", "load_store_data", "max_read_error", "remove_stale_scratch", "replay_on_store",
            "scratch_prefix", "store_choices", "verify_dataset_on_store", "verify_on_store"]

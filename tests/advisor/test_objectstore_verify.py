@@ -116,3 +116,18 @@ def test_cli_verify_on_the_store(tmp_path, s3_endpoint):
     bad = subprocess.run([str(exe), "verify", str(path), "--storage-options", "{nope"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode != 0 and "--storage-options: not JSON" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_grid_following_program_replays_the_blocks_it_would_take_in_each_layout():
+    """dask.array.from_zarr reads blocks of its layout's chunks: verify replays 2x2-chunk blocks of each layout's
+    own chunks, not the traced 500x500 blocks (a 1000x1000 chunk read once per traced block)."""
+    from advisor.objectstore_tiles import follows_chunks
+    from advisor.objectstore_verify import tile_ops
+
+    shape = (2000, 1000)
+    boxes = [[np.arange(i, i + 500), np.arange(j, j + 500)] for i in range(0, 2000, 500) for j in range(0, 1000, 500)]
+    follow = follows_chunks(boxes, np.zeros(len(boxes), bool), np.ones(len(boxes)), (250, 250), shape)
+    now = tile_ops(follow, (250, 250), shape)
+    assert [op.key for op in now] == [tuple(slice(int(b[0]), int(b[-1]) + 1) for b in box) for box in boxes]
+    big = tile_ops(follow, (1000, 1000), shape)
+    assert [op.key for op in big] == [(slice(0, 2000), slice(0, 1000))] and all(op.read for op in big)
