@@ -11,7 +11,8 @@ the file). Another storage is priced only when the user names it (``--target``).
 The store's model comes from the profile (``ioadvisor calibrate --store``), else from the trace's own request
 log (``instrumentation.storerequests``): time to first byte and bandwidth of the requests the program sent.
 Stored bytes per chunk follow the compression the program's own requests show (bytes fetched per chunk key
-over its raw size): the data is not re-read to try other codecs here.
+over its raw size); other compressors come from a sample of the data read where it is
+(``advisor.objectstore_codecs``) and are priced with their estimated ratio.
 """
 from __future__ import annotations
 
@@ -57,11 +58,16 @@ class StoreLayout:
     cache_type: str = "readahead"
     paged: bool = False
     page_size: int = 256 * 1024
+    codec: str | None = None
+    """A compressor of the codec search on the store (``advisor.objectstore_codecs``; "none": uncompressed); None:
+    the stored bytes per chunk the traced requests show."""
+    error_bound: str | None = None
 
     def describe(self) -> str:
         ch = "contiguous" if self.chunks is None else "x".join(map(str, self.chunks))
         if self.library == "zarr":
-            return f"zarr chunks {ch}" + (f", shards {'x'.join(map(str, self.shards))}" if self.shards else "")
+            codec = f", {self.codec}" + (f"({self.error_bound})" if self.error_bound else "") if self.codec else ""
+            return f"zarr chunks {ch}" + (f", shards {'x'.join(map(str, self.shards))}" if self.shards else "") + codec
         out = f"hdf5 chunks {ch}, fsspec {self.cache_type} block {_size(self.block_size)}"
         return out + (f", paged {_size(self.page_size)} pages" if self.paged else "")
 
@@ -69,8 +75,10 @@ class StoreLayout:
         """How to write (Zarr) or open (HDF5) it on the store."""
         if self.library == "zarr":
             shards = f", shards={self.shards}" if self.shards else ""
+            codec = "" if not self.codec else ", compressors=None" if self.codec == "none" else \
+                f", **get_codec({self.codec!r}{', ' + repr(self.error_bound) if self.error_bound else ''}).zarr_codecs()"
             return (f'zarr.create_array(zarr.storage.FsspecStore.from_url("{url}", storage_options=opts), '
-                    f"shape=..., dtype=..., chunks={self.chunks}{shards}); zarr.consolidate_metadata(group)")
+                    f"shape=..., dtype=..., chunks={self.chunks}{shards}{codec}); zarr.consolidate_metadata(group)")
         paged = (f'h5py.File(tmp, "w", fs_strategy="page", fs_page_size={self.page_size}) (then upload); '
                  f'read with page_buf_size={4 * self.page_size}; ' if self.paged else "")
         return (f"{paged}h5py.File(fs.open(\"{url}\", block_size={self.block_size}, "
@@ -78,7 +86,8 @@ class StoreLayout:
 
     def get_config(self) -> dict:
         return {"library": self.library, "chunks": self.chunks, "shards": self.shards, "block_size": self.block_size,
-                "cache_type": self.cache_type, "paged": self.paged, "page_size": self.page_size}
+                "cache_type": self.cache_type, "paged": self.paged, "page_size": self.page_size, "codec": self.codec,
+                "error_bound": self.error_bound}
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,8 @@ class StoreAdvice:
     model_source: str
     ratio: float
     calls_in_flight: float
+    follows: object = field(default=None, compare=False)
+    """The program's grid-following blocks (``objectstore_tiles.ChunkFollowing``), None when it has none."""
 
     @property
     def recommendation(self) -> StoreCandidate:
@@ -166,7 +177,8 @@ def calls_in_flight(cols) -> float:
     the time covered by their union."""
     if cols.rows == 0:
         return 1.0
-    t0, t1 = cols.t0, cols.t0 + cols.dt
+    # a folded run (``rep`` calls ``t_step`` apart) covers its whole span, not its first call's alone
+    t0, t1 = cols.t0, cols.t0 + cols.dt + np.maximum(cols.rep - 1, 0) * cols.t_step
     order = np.argsort(t0)
     covered, end = 0.0, -np.inf
     for a, b in zip(t0[order], t1[order]):
@@ -417,8 +429,10 @@ def observed_ratio(ds, req: dict) -> float:
     return float(min(1.0, np.median(req["nbytes"][hit]) / raw)) if raw else 1.0
 
 
-def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdvice:
-    """Rank the layouts on ``ds``'s store for its traced accesses."""
+def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5, codecs=()) -> StoreAdvice:
+    """Rank the layouts on ``ds``'s store for its traced accesses. ``codecs``: compressors estimated on a sample of
+    the data (``advisor.objectstore_codecs.StoreCodec``: name, error bound, ratio, decode speed); each Zarr
+    candidate is also priced with each of them (its stored bytes, and its decoding of the raw bytes read)."""
     from iomodel.objectstore import model_for
 
     cols = trace.columns_of(ds.id)
@@ -441,18 +455,28 @@ def advise_dataset(trace, ds, req: dict, stores: dict, top: int = 5) -> StoreAdv
     head_first = heads_before_gets(req, ds.file)
     follow = follows_chunks(boxes, writes, weights, current.chunks, shape)
     priced = []
-    for c in candidates(current, boxes, shape, itemsize):
+    layouts = candidates(current, boxes, shape, itemsize)
+    by_name = {(k.name, k.error_bound): k for k in codecs}
+    layouts += [replace(c, codec=k.name, error_bound=k.error_bound) for c in layouts if c.library == "zarr"
+                for k in codecs]
+    for c in layouts:
+        k = by_name.get((c.codec, c.error_bound))
+        r = ratio if k is None else 1.0 / k.ratio
         if follow is None:
-            priced.append(price(c, boxes, writes, weights, shape, itemsize, ratio, model, inflight, head_first))
+            p = price(c, boxes, writes, weights, shape, itemsize, r, model, inflight, head_first)
         else:  # the program's blocks are so many of each layout's chunks (dask.array.from_zarr)
             b, w, wt = follow.tiles(c.chunks or shape, shape)
-            priced.append(price(c, b, w, wt, shape, itemsize, ratio, model, min(inflight, float(wt.sum())),
-                                head_first))
+            p = price(c, b, w, wt, shape, itemsize, r, model, min(inflight, float(wt.sum())), head_first)
+        if k is not None and k.decode_bps > 0:  # the raw bytes of the chunks fetched, decoded
+            decode = p.bytes_moved * k.ratio / k.decode_bps
+            p = replace(p, seconds=p.seconds + decode, terms={**p.terms, "decode": decode})
+        priced.append(p)
     now = next(c for c in priced if c.layout == current)
     priced = calibrated_on_trace(priced, now, cols, inflight)
     ranked = sorted(priced, key=lambda c: c.seconds)
     now = next(c for c in priced if c.layout == current)
-    return StoreAdvice(ds.label, ds.file, host, now, tuple(ranked[:max(top, 1)]), model, source, ratio, inflight)
+    return StoreAdvice(ds.label, ds.file, host, now, tuple(ranked[:max(top, 1)]), model, source, ratio, inflight,
+                       follow)
 
 
 def calibrated_on_trace(priced: list[StoreCandidate], now: StoreCandidate, cols, inflight: float) -> list:
@@ -468,15 +492,16 @@ def calibrated_on_trace(priced: list[StoreCandidate], now: StoreCandidate, cols,
                     terms={**c.terms, "per request (traced)": extra * c.requests}) for c in priced]
 
 
-def advise_store(trace, stores: dict | None = None, top: int = 5) -> list[StoreAdvice]:
-    """Advice on the store for every accessed array of ``trace`` that lives on an object store."""
+def advise_store(trace, stores: dict | None = None, top: int = 5, codecs_of=None) -> list[StoreAdvice]:
+    """Advice on the store for every accessed array of ``trace`` that lives on an object store; ``codecs_of(ds)``:
+    the compressors estimated on its data (``advisor.objectstore_codecs``), none when not given."""
     from instrumentation.storerequests import load_requests
 
     req = load_requests(trace.source) if trace.source else {}
     out = []
     for ds in trace.datasets.values():
         if on_store(ds.file) and trace.columns_of(ds.id).rows:
-            out.append(advise_dataset(trace, ds, req, stores or {}, top))
+            out.append(advise_dataset(trace, ds, req, stores or {}, top, codecs_of(ds) if codecs_of else ()))
     return out
 
 

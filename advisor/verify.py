@@ -205,7 +205,7 @@ def _filters_name(filters: Sequence[Filter]) -> str | None:
 
 
 def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | int | None = None, *, profile=None,
-           advice=None, **kwargs) -> VerifyResult:
+           advice=None, storage_options: dict | None = None, **kwargs) -> VerifyResult:
     """Rebuild each traced dataset in its current and top-``top`` recommended layouts and replay it for real.
 
     ``advice``: an ``advisor.advise`` result to verify (default: advise the trace
@@ -221,6 +221,10 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
     The options come as ``options`` (``VerifyOptions``) or as keyword arguments of the same names (any other
     keyword is an ``advise`` option: ``max_error``, ``libraries``, ...), not both; an int in place of
     ``options`` is ``top``, as the second positional argument was before ``VerifyOptions``.
+
+    Arrays on an object store (``s3://...``) are verified on that store (``advisor.objectstore_verify``): their
+    layouts rebuilt under a scratch prefix of the data's bucket (or of ``workdir`` when it is such a URL),
+    reached with ``storage_options`` (fsspec's; never kept in the options or the result).
     """
     if isinstance(options, int) and not isinstance(options, bool):
         kwargs = {"top": options, **kwargs}
@@ -239,6 +243,20 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
         targets = trace.accessed()
     if not targets:
         raise VerifyError(f"{trace.source or 'trace'}: no accesses recorded, nothing to verify")
+    from advisor.objectstore import on_store
+
+    stored = [ds for ds in targets if on_store(ds.file)]
+    targets = [ds for ds in targets if not on_store(ds.file)]
+    store_rows = []
+    if stored:
+        from advisor.objectstore_verify import verify_on_store
+
+        store_rows = verify_on_store(trace, stored, top=o.top, repeat=o.repeat, profile=profile,
+                                     storage_options=storage_options, max_bytes=o.max_bytes,
+                                     constraints=o.constraints,
+                                     scratch_parent=str(o.workdir) if o.workdir and on_store(str(o.workdir)) else None)
+        if not targets:
+            return VerifyResult(trace.source or str(trace_or_path), tuple(store_rows), str(o.workdir or ""), o.repeat)
     bar = progress.current()
     if advice is None and (o.top > 0 or o.defaults):
         from advisor.api import advise
@@ -251,7 +269,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
         if not targets:
             raise VerifyError(advice.nothing_line() if not advice.datasets else
                               f"{trace.source or 'trace'}: the advice covers none of the datasets to verify")
-    workdir, tmp = o.workdir, None
+    workdir, tmp = (None if o.workdir is not None and on_store(str(o.workdir)) else o.workdir), None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="ioadvisor-verify-")
         workdir = tmp.name
@@ -269,7 +287,7 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
     finally:
         if tmp is not None:
             tmp.cleanup()
-    return VerifyResult(trace.source or str(trace_or_path), tuple(rows), str(workdir), o.repeat)
+    return VerifyResult(trace.source or str(trace_or_path), tuple(store_rows + rows), str(workdir), o.repeat)
 
 
 __all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyOptions", "VerifyResult",

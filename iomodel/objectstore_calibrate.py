@@ -94,12 +94,13 @@ def measure_point(fs, path: str, object_bytes: int, n: int, size: int, inflight:
 
 
 class Scratch:
-    """A scratch prefix on the store with one object of ``nbytes`` random bytes; removed on exit."""
+    """A scratch prefix on the store with one object of ``nbytes`` random bytes (none when 0); removed on exit.
+    ``kind`` names it (``<prefix>/ioadvisor-<kind>-<random>``)."""
 
-    def __init__(self, target: StoreTarget, nbytes: int):
+    def __init__(self, target: StoreTarget, nbytes: int, kind: str = "calibrate"):
         self.fs = target.filesystem()
         base = target.url.split("://", 1)[1].rstrip("/")
-        self.prefix = f"{base}/ioadvisor-calibrate-{os.urandom(4).hex()}"
+        self.prefix = f"{base}/ioadvisor-{kind}-{os.urandom(4).hex()}"
         self.path = f"{self.prefix}/object"
         self.nbytes = nbytes
 
@@ -107,27 +108,34 @@ class Scratch:
         bucket = self.prefix.split("/", 1)[0]
         if not self.fs.exists(bucket):
             self.fs.mkdir(bucket)
-        self.fs.pipe_file(self.path, os.urandom(self.nbytes))
+        if self.nbytes:
+            self.fs.pipe_file(self.path, os.urandom(self.nbytes))
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
-            dirs = [p for p, info in self.fs.find(self.prefix, withdirs=True, detail=True).items()
-                    if info.get("type") == "directory"]
-        except (FileNotFoundError, OSError):
-            dirs = []
-        try:
-            self.fs.rm(self.prefix, recursive=True)
-        except FileNotFoundError:
-            pass
-        if hasattr(self.fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps each prefix as a directory entry
-            bucket = self.prefix.partition("/")[0]
-            for d in sorted(set(dirs) | {self.prefix}, key=len, reverse=True):  # deepest first
-                try:
-                    self.fs.call_s3("delete_object", Bucket=bucket, Key=d.partition("/")[2].rstrip("/") + "/")
-                except OSError:
-                    pass
-        self.fs.invalidate_cache()
+        remove_prefix(self.fs, self.prefix)
+
+
+def remove_prefix(fs, prefix: str) -> None:
+    """Remove every object under ``prefix`` (``bucket/key``), and the directory entries a filer-backed store
+    (SeaweedFS) keeps for each prefix, deepest first."""
+    try:
+        dirs = [p for p, info in fs.find(prefix, withdirs=True, detail=True).items()
+                if info.get("type") == "directory"]
+    except (FileNotFoundError, OSError):
+        dirs = []
+    try:
+        fs.rm(prefix, recursive=True)
+    except FileNotFoundError:
+        pass
+    if hasattr(fs, "call_s3"):  # a filer-backed store (SeaweedFS) keeps each prefix as a directory entry
+        bucket = prefix.partition("/")[0]
+        for d in sorted(set(dirs) | {prefix}, key=len, reverse=True):  # deepest first
+            try:
+                fs.call_s3("delete_object", Bucket=bucket, Key=d.partition("/")[2].rstrip("/") + "/")
+            except OSError:
+                pass
+    fs.invalidate_cache()
 
 
 def calibrate_store(target: StoreTarget, *, quick: bool = True, repeat: int = 1,
@@ -185,5 +193,5 @@ def median_abs_error(model: ObjectStoreModel, points) -> float:
     return math.nan if not m else (errs[m // 2] if m % 2 else (errs[m // 2 - 1] + errs[m // 2]) / 2)
 
 
-__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "StoreTarget", "calibrate_store", "connection_pool", "grid",
+__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "remove_prefix", "StoreTarget", "calibrate_store", "connection_pool", "grid",
            "measure_point", "measure_zarr_call", "median_abs_error"]

@@ -54,6 +54,8 @@ class ApplyOptions:
     in_place: bool = False
     backup: bool = True
     advise_kwargs: dict = field(default_factory=dict, compare=False)
+    storage_options: dict | None = field(default=None, compare=False, repr=False)
+    """fsspec's options to reach an object store (``--out s3://...``, or traced data on one): never recorded."""
 
     def block_budget(self, copies: int = BLOCK_COPIES) -> int:
         overhead = min(OVERHEAD_BYTES, self.max_memory // 2)
@@ -207,6 +209,13 @@ def apply(trace_or_path, options: ApplyOptions, progress: Callable[[str, int], N
 
     t0 = time.perf_counter()
     trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(trace_or_path)
+    if options.out is not None and "://" in options.out:  # an object store: no rename there (apply.store)
+        from advisor.objectstore import on_store
+
+        if on_store(options.out):
+            from .store import apply_to_store
+
+            return apply_to_store(trace, options, options.storage_options, progress, on_start)
     if options.in_place == (options.out is not None):
         raise ApplyError("give --out DEST or --in-place (one of them)")
     if options.max_memory < 1 << 20:

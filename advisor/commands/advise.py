@@ -38,6 +38,10 @@ def register(sub) -> None:
     p.add_argument("--target", metavar="PATH|URL",
                    help="data on an object store is advised on that store; with --target, layouts on this other "
                         "storage are ranked instead (the local model for a path)")
+    p.add_argument("--storage-options", metavar="JSON",
+                   help="data on an object store: fsspec storage options to read it there (credentials, "
+                        "client_kwargs), so compressors are estimated on a sample of it")
+    p.add_argument("--endpoint-url", metavar="URL", help="data on an object store: the S3 endpoint")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML report: table, access map, cost chart, glossary")

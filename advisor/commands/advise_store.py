@@ -22,7 +22,21 @@ def advise_on_stores(trace, args):
     if not on:
         return trace
     stores = load_stores(args.profile or default_profile_path())
-    advice = advise_store(trace, stores, args.top)
+    storage_options = store_options(getattr(args, "storage_options", None), getattr(args, "endpoint_url", None))
+    codec_notes: list[str] = []
+    estimated: dict = {}
+
+    def codecs_of(ds):
+        from advisor.objectstore_codecs import estimate_store_codecs
+
+        found, notes = estimate_store_codecs(ds, storage_options, max_error=getattr(args, "max_error", None),
+                                             lossless_only=bool(getattr(args, "lossless_only", False)))
+        codec_notes.extend(notes)
+        estimated[ds.label] = found
+        return found
+
+    no_data = getattr(args, "no_data", False)
+    advice = advise_store(trace, stores, args.top, None if no_data else codecs_of)
     savings = metadata_savings(load_requests(trace.source)) if trace.source else []
 
     def group_of(url):
@@ -33,10 +47,17 @@ def advise_on_stores(trace, args):
                            "current": {**a.current.layout.get_config(), "seconds": a.current.seconds},
                            "ranked": [{**c.layout.get_config(), "seconds": c.seconds, "terms": c.terms,
                                        "requests": c.requests} for c in a.ranked],
-                           "consolidated_metadata": group_of(a.url)} for a in advice]))
+                           "consolidated_metadata": group_of(a.url),
+                           "codecs": [k.get_config() for k in estimated.get(a.label, ())]} for a in advice]))
     else:
         for a in advice:
             print(a.render(args.top))
+            found = [k for k in estimated.get(a.label, ()) if k.name != "none"]
+            if found:
+                print("  compressors estimated on a sample read from the store: " + ", ".join(
+                    f"{k.name}{'(' + k.error_bound + ')' if k.error_bound else ''} {k.ratio:.2f}x" for k in found))
+        for note in dict.fromkeys(codec_notes):
+            print(f"  note: {note}")
         for s in savings:
             print(s.render())
         print()
@@ -48,3 +69,21 @@ def advise_on_stores(trace, args):
     keep = ~np.isin(cols.ds, sorted(on))
     return Trace(trace.headers, rest, cols.take(keep), [r for r in trace.resizes if r.dataset in rest],
                  trace.complete, trace.source)
+
+
+def store_options(text: str | None, endpoint_url: str | None) -> dict | None:
+    """``--storage-options JSON`` (an object) with ``--endpoint-url`` put in its ``client_kwargs``; None when
+    neither is given (the client's own configuration: environment, ~/.aws)."""
+    from instrumentation.errors import InputError
+
+    if not text and not endpoint_url:
+        return None
+    try:
+        options = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--storage-options: not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(options, dict):
+        raise InputError("--storage-options: must be a JSON object")
+    if endpoint_url:
+        options.setdefault("client_kwargs", {})["endpoint_url"] = endpoint_url
+    return options

@@ -30,6 +30,9 @@ def register(sub) -> None:
                    help="run on dask.distributed: a scheduler address, or 'local' for a local cluster")
     p.add_argument("--max-error", metavar="abs:X|rel:Y", help="advice: allow lossy compressors with this bound")
     p.add_argument("--lossless-only", action="store_true", help="advice: never a lossy compressor")
+    p.add_argument("--storage-options", metavar="JSON",
+                   help="--out s3://bucket/new.zarr (or traced data on a store): fsspec storage options to reach it")
+    p.add_argument("--endpoint-url", metavar="URL", help="the S3 endpoint of --out s3://...")
     add_profile_option(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
@@ -86,10 +89,13 @@ def run(args) -> int:
         advise_kwargs["max_error"] = args.max_error
     if args.lossless_only:
         advise_kwargs["lossless_only"] = True
+    from .advise_store import store_options
+
     options = ApplyOptions(out=args.out, datasets=tuple(args.dataset), layouts=tuple(args.layout),
                            max_memory=parse_bytes(args.max_memory, "--max-memory"), jobs=args.jobs,
                            scheduler=args.scheduler, in_place=args.in_place, backup=not args.no_backup,
-                           advise_kwargs=advise_kwargs)
+                           advise_kwargs=advise_kwargs,
+                           storage_options=store_options(args.storage_options, args.endpoint_url))
     bar = _Bar(sys.stderr.isatty() and not args.json)
     # SIGTERM as SIGINT: the partial copy and journal stay for a rerun, the final name stays untouched
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -33,6 +33,10 @@ def register(sub) -> None:
     p.add_argument("--layout", action="append", metavar="SPEC", default=[],
                    help="also measure this layout, repeatable: current | hdf5:chunks=65536x8[,cache=64MiB,slots=N] "
                         "| zarr:chunks=4096x64[,shards=65536x64] | hdf5:contiguous (as `ioadvisor predict --layout`)")
+    p.add_argument("--storage-options", metavar="JSON",
+                   help="data on an object store: fsspec storage options to reach it (credentials, client_kwargs); "
+                        "its layouts are rebuilt under a scratch prefix of its bucket (or of --workdir s3://...)")
+    p.add_argument("--endpoint-url", metavar="URL", help="data on an object store: the S3 endpoint")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--html", metavar="FILE",
                    help="also write the HTML report of the advice with the measured times marked on its charts")
@@ -69,6 +73,9 @@ def run(args) -> int:
         ErrorBound.parse(args.max_error)
     if args.deadline is not None and args.deadline <= 0:
         raise InputError(f"--deadline must be > 0, got {args.deadline}")
+    from .advise_store import store_options
+
+    storage_options = store_options(args.storage_options, args.endpoint_url)
     load_profile(args.profile)  # readable; advise loads it again, rescaled to this machine (iomodel.probe)
     print(f"ioadvisor verify: rebuilding and replaying {args.trace} (current + top {args.top}) ...",
           file=sys.stderr)
@@ -82,7 +89,7 @@ def run(args) -> int:
                 advice = advise(trace, profile=args.profile, dataset=args.dataset, top=args.top, **constraints)
         result = verify(trace, top=args.top, profile=args.profile, dataset=args.dataset, workdir=args.workdir,
                         repeat=args.repeat, deadline=args.deadline, advice=advice, layouts=args.layout,
-                        **constraints)
+                        storage_options=storage_options, **constraints)
     if args.html and advice is None:
         print(f"ioadvisor verify: {args.html} not written: --top 0 measures the current layout only, no advice",
               file=sys.stderr)
@@ -93,3 +100,4 @@ def run(args) -> int:
         print(f"report: {args.html}", file=sys.stderr)
     print(json.dumps(result.get_config()) if args.json else result.table())
     return 0
+

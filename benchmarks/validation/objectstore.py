@@ -9,7 +9,9 @@ sizes 64 KiB-64 MiB and 1-32 requests in flight (points holding over 512 MiB in 
 latencies are interleaved point by point (the machine is shared); each measured time is the median of
 ``--repeat`` runs. Target: median |error| <= 25% across the grid.
 
-``workloads``: regret and claims of the object-store advice (``advisor.objectstore``) on four workloads.
+``workloads``: regret and claims of the object-store advice (``advisor.objectstore``) on four workloads, and beside
+them ``verify`` on the store (``advisor.objectstore_verify``: the traced accesses replayed on the layouts rebuilt
+under a scratch prefix), measured vs predicted.
 
     .venv/bin/python -m benchmarks.validation.objectstore validate [--repeat 3] [--json out.json]
     .venv/bin/python -m benchmarks.validation.objectstore workloads [--json out.json]
@@ -88,6 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="workload data size factor")
     ap.add_argument("--only", default=None, help="workloads whose name contains this (run the four in pieces)")
+    ap.add_argument("--no-verify", action="store_true", help="workloads: without `verify` on the store beside them")
     args = ap.parse_args(argv)
     server = SeaweedServer(tempfile.mkdtemp(prefix="objstore-bench-"))
     proxy = DelayProxy(("127.0.0.1", server.port))
@@ -98,7 +101,8 @@ def main(argv=None) -> int:
         else:
             from benchmarks.validation.objectstore_workloads import run_workloads, workload_table
 
-            result = run_workloads(server, proxy, DELAYS, scale=args.scale, repeat=args.repeat, only=args.only)
+            result = run_workloads(server, proxy, DELAYS, scale=args.scale, repeat=args.repeat, only=args.only,
+                                   verify=not args.no_verify)
             print(workload_table(result))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))

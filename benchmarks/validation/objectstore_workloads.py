@@ -175,7 +175,8 @@ def run_once(fn, layout, url, opts) -> float:
 
 
 def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict):
-    """Trace one run of the workload in its current layout and rank the layouts on its store."""
+    """Trace one run of the workload in its current layout and rank the layouts on its store: the advice, the
+    trace and its array."""
     import advisor
     from advisor.objectstore import advise_dataset
     from instrumentation.storerequests import load_requests
@@ -186,10 +187,28 @@ def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict):
         run_once(fn, layout, url, opts)
     trace = load_trace(path)
     ds = max(trace.datasets.values(), key=lambda d: trace.columns_of(d.id).rows)
-    return advise_dataset(trace, ds, load_requests(path), stores, top=3)
+    return advise_dataset(trace, ds, load_requests(path), stores, top=3), trace, ds
 
 
-def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3, only: str | None = None) -> dict:
+def verify_figures(trace, ds, advice, opts: dict, repeat: int) -> dict:
+    """``ioadvisor verify`` on the store (``advisor.objectstore_verify``) for one traced run: the current layout and
+    the top three rebuilt under a scratch prefix of the same store and the traced accesses replayed there."""
+    from advisor.objectstore_verify import scratch_prefix, verify_dataset_on_store
+
+    with scratch_prefix("s3://bench-wl", opts) as scratch:
+        rows = verify_dataset_on_store(trace, ds, advice, scratch, opts, top=3, repeat=repeat)
+    # the first-ranked is the current layout when the advice keeps it; else verify's "#1"
+    keeps = advice.ranked[0].layout == advice.current.layout
+    cur, best = rows[0], rows[0] if keeps or len(rows) < 2 else rows[1]
+    return dict(verify_current=cur.measured_seconds, verify_recommended=best.measured_seconds,
+                verify_regret=best.measured_seconds / min(r.measured_seconds for r in rows),
+                verify_ratio_current=cur.measured_seconds / cur.predicted_seconds,
+                verify_ratio_recommended=best.measured_seconds / best.predicted_seconds,
+                verify_rows=[r.get_config() for r in rows])
+
+
+def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3, only: str | None = None,
+                  verify: bool = True) -> dict:
     from iomodel.objectstore_calibrate import StoreTarget, calibrate_store
 
     workdir = Path(tempfile.mkdtemp(prefix="objstore-wl-"))
@@ -224,12 +243,12 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3,
             return built[layout]
 
         print(f"{name}: {data.nbytes / MiB:.0f} MiB", file=sys.stderr, flush=True)
-        advice = {}
+        advice, traced = {}, {}
         for delay in delays:
             proxy.delay = delay
             key = f"{server.port}"
             stores = {f"127.0.0.1:{proxy.port}/bench-wl": models[delay], key: models[delay]}
-            advice[delay] = trace_and_advise(fn, start, url_of(start), opts, workdir, stores)
+            advice[delay], *traced[delay] = trace_and_advise(fn, start, url_of(start), opts, workdir, stores)
         tried = {d: [advice[d].current] + list(advice[d].ranked[:3]) for d in delays}
         for delay in delays:  # every layout built (and read once) before any is timed
             proxy.delay = delay
@@ -241,6 +260,10 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3,
                 proxy.delay = delay
                 for c in tried[delay]:
                     times.setdefault((delay, c.layout), []).append(run_once(fn, c.layout, url_of(c.layout), opts))
+        checked = {}
+        for delay in delays:  # verify on the store, at each latency (after the program's own runs)
+            proxy.delay = delay
+            checked[delay] = verify_figures(*traced[delay], advice[delay], opts, repeat) if verify else {}
         for delay in delays:
             meas = {c.layout: statistics.median(times[(delay, c.layout)]) for c in tried[delay]}
             best = advice[delay].ranked[0]
@@ -253,7 +276,7 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3,
                              predicted_current=cur.seconds, predicted_recommended=best.seconds,
                              regret=meas[best.layout] / min(meas.values()), claimed=claimed, measured_gain=measured,
                              claim_ratio=claimed / measured, tried=len(meas),
-                             stays_on_store=advice[delay].url.startswith("s3://")))
+                             stays_on_store=advice[delay].url.startswith("s3://"), **checked[delay]))
             print(rows[-1], file=sys.stderr, flush=True)
     return dict(rows=rows, models={f"{d * 1e3:.0f} ms": m.get_config() for d, m in models.items()})
 
@@ -272,4 +295,15 @@ def workload_table(result: dict) -> str:
     out.append(f"\nworst regret {max(regrets):.2f}; claims within 1.5x: "
                f"{sum(1 / 1.5 <= x <= 1.5 for x in ratios)} of {len(ratios)}; "
                f"median claimed/measured {statistics.median(ratios):.2f}")
+    if any("verify_current" in r for r in result["rows"]):
+        out += ["", "`ioadvisor verify` on the store (the traced accesses replayed on layouts rebuilt under a scratch "
+                "prefix; the program's own runs above):", "",
+                "| workload | added latency | verify now / recommended (s) | program now / recommended (s) |"
+                " verify measured/predicted now, recommended | verify regret |", "|---|---|---|---|---|---|"]
+        for r in result["rows"]:
+            if "verify_current" in r:
+                out.append(f"| {r['workload']} | {r['delay_ms']:.0f} ms | {r['verify_current']:.2f} / "
+                           f"{r['verify_recommended']:.2f} | {r['measured_current']:.2f} / "
+                           f"{r['measured_recommended']:.2f} | {r['verify_ratio_current']:.2f}, "
+                           f"{r['verify_ratio_recommended']:.2f} | {r['verify_regret']:.2f} |")
     return "\n".join(out)
