@@ -242,11 +242,16 @@ def _names_of(raw: RawLog, mod: str, *, dataset: bool = False) -> set[str]:
 
 
 def _interface(m: RawModule, prefix: str, rows: np.ndarray) -> InterfaceIO:
+    # the integer counters summed over the rows in one reduction (integer sums: the same whatever the order);
+    # one reduction per counter was most of a triage worker's judging (benchmarks/speed/triage.py)
+    int_sums = dict(zip(m.counter_names, m.counters[rows].sum(axis=0).tolist()))
+
     def total(name: str) -> float:
         return float(m.column(f"{prefix}_{name}")[rows].sum())
 
     def i(name: str) -> int:
-        return int(total(name))
+        key = f"{prefix}_{name}"
+        return int(float(int_sums[key])) if key in int_sums else int(total(name))
 
     ranks = m.ranks[rows]
     shared = bool((ranks < 0).any())

@@ -3,8 +3,9 @@
 pydarshan hands a log to libdarshan-util (C). On a truncated or corrupt log it raises, but the half-read
 report can then segfault or abort (``darshan_log_close: Assertion 'state' failed``, "double free or
 corruption") while the interpreter exits (field notes, "Real Darshan logs"). So the log is read by
-``python -m instrumentation.darshan_raw``: it copies every module's records into plain arrays, pickles them
-to a file it was given, and leaves with ``os._exit`` (no destructor runs). Core dumps are off in the child.
+a child forked by ``python -m instrumentation.darshan_raw``: it copies every module's records into plain arrays,
+appends them, pickled, to the batch's result stream, frees each report under a mark, and leaves with
+``os._exit``. Core dumps are off in the child.
 The parent turns any failure -- an exception, an exit status, a signal -- into one ``DarshanError`` line
 naming the file.
 """
@@ -16,6 +17,7 @@ import os
 import pickle
 import select
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -121,8 +123,9 @@ class RawLog:
 
 class _ReaderServer:
     """``python -m instrumentation.darshan_raw``: a single-threaded process that imported pydarshan once and
-    forks one child per log (cheap; fork is safe there, unlike in a threaded caller). This process never loads
-    libdarshan-util. Protocol: one JSON request a line on its stdin, one JSON exit status a line back."""
+    forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process never
+    loads libdarshan-util. Protocol: one JSON request a line on its stdin (the logs and the result stream's path),
+    one JSON reply a line back (the logs a child died on)."""
 
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,11 +133,6 @@ class _ReaderServer:
         self.proc = subprocess.Popen([sys.executable, "-m", "instrumentation.darshan_raw"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                      start_new_session=True)
-
-    def read(self, request: dict, timeout: float) -> int | None:
-        """The child's exit status (negative: the signal that ended it); None when it took over ``timeout``."""
-        reply = self.ask(request, timeout)
-        return None if reply is None else int(reply["exitcode"])
 
     def ask(self, request: dict, timeout: float) -> dict | None:
         """The server's JSON reply to one request; None when it took over ``timeout``."""
@@ -167,51 +165,79 @@ def _serve() -> None:
         pass  # the child says so, in one line
     gc.freeze()  # what the imports made is never collected: a batch child's per-log gc.collect() stays cheap
     for line in sys.stdin:
-        req = json.loads(line)
-        if "paths" in req:
-            sys.stdout.write(json.dumps({"crashed": _serve_many(req)}) + "\n")
-            sys.stdout.flush()
-            continue
-        pid = os.fork()
-        if pid == 0:
-            _child(req["path"], req["out"], tuple(req["modules"]), req["dxt"])
-        _, status = os.waitpid(pid, 0)
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        sys.stdout.write(json.dumps({"exitcode": code}) + "\n")
+        sys.stdout.write(json.dumps({"crashed": _serve_many(json.loads(line))}) + "\n")
         sys.stdout.flush()
 
 
 BATCH_ERROR = 3
-"""Exit status of a batch child that stopped after a log it could not read (said so in that log's .msg)."""
+"""Exit status of a batch child that stopped after a log it could not read (said so in that log's message)."""
+
+RESULT, MESSAGE, FREEING, FREED = b"R", b"M", b"G", b"F"
+"""Record kinds of a batch's result stream: a log's pickled RawLog, the one line saying why it could not be read,
+and the marks around freeing its report (a crash between them is that log's, after its result)."""
+_HEAD = struct.Struct("<cII")  # kind, log index in the batch, payload bytes
+
+
+def _record(fd: int, kind: bytes, index: int, payload: bytes = b"") -> None:
+    """Append one record to a batch's result stream (one write: a child that dies leaves whole records, or a
+    torn last one that ``scan_stream`` drops)."""
+    os.write(fd, _HEAD.pack(kind, index, len(payload)) + payload)
+
+
+def scan_stream(path: str, *, truncate: bool = False) -> tuple[dict[int, tuple[bytes, bytes]], int | None]:
+    """A batch's result stream: {log index: (RESULT or MESSAGE, payload)}, and the index whose report was being
+    freed when its child died (None). ``truncate`` cuts a torn last record, so the next child appends after
+    whole ones."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return {}, None
+    got: dict[int, tuple[bytes, bytes]] = {}
+    freeing = None
+    pos = 0
+    while pos + _HEAD.size <= len(data):
+        kind, index, n = _HEAD.unpack_from(data, pos)
+        if pos + _HEAD.size + n > len(data):
+            break
+        if kind in (RESULT, MESSAGE):
+            got[index] = (kind, data[pos + _HEAD.size:pos + _HEAD.size + n])
+        freeing = index if kind == FREEING else None if kind == FREED else freeing
+        pos += _HEAD.size + n
+    if truncate and pos < len(data):
+        os.truncate(path, pos)
+    return got, freeing
 
 
 def _serve_many(req: dict) -> dict[int, int]:
-    """Read a batch of logs in one forked child, in order; a child that dies on a log (signal, abort) is
-    replaced by a new one from the next log. Returns {index: exit status} of the logs a child died on."""
-    paths, outs = req["paths"], req["outs"]
+    """Read a batch of logs in one forked child, in order, into one result stream (``req["stream"]``: no file
+    per log, whose creation costs more than small logs' reading: benchmarks/speed/triage.py); a child that dies
+    on a log (signal, abort) is replaced by a new one from the next log. Returns {index: exit status} of the
+    logs a child died on."""
+    paths, stream = req["paths"], req["stream"]
     crashed: dict[int, int] = {}
     start = 0
-    while start < len(paths):
+
+    def run(first: int, last: int) -> int:
         pid = os.fork()
         if pid == 0:
-            _child_many(paths[start:], outs[start:], tuple(req["modules"]), req["dxt"])
+            _child_many(paths, first, last, stream, tuple(req["modules"]), req["dxt"])
         _, status = os.waitpid(pid, 0)
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        k = next((i for i in range(start, len(paths))
-                  if not os.path.exists(outs[i]) and not os.path.exists(outs[i] + ".msg")), None)
+        return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+    while start < len(paths):
+        code = run(start, len(paths))
+        got, freeing = scan_stream(stream, truncate=True)
+        k = next((i for i in range(start, len(paths)) if i not in got), None)
         if k is None:
             break
-        if k > start and ((code == BATCH_ERROR and os.path.exists(outs[k - 1] + ".msg"))
-                          or os.path.exists(outs[k - 1] + ".gc")):
+        if k > start and ((code == BATCH_ERROR and got[k - 1][0] == MESSAGE) or freeing == k - 1):
             start = k  # stopped on purpose after a bad log, or crashed freeing the last (read) one: go on
             continue
         if k > start:  # a damaged log read before may have left libdarshan-util broken: k alone decides
-            pid = os.fork()
-            if pid == 0:
-                _child_many(paths[k:k + 1], outs[k:k + 1], tuple(req["modules"]), req["dxt"])
-            _, status = os.waitpid(pid, 0)
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            if os.path.exists(outs[k]) or os.path.exists(outs[k] + ".msg") or os.path.exists(outs[k] + ".gc"):
+            code = run(k, k + 1)
+            got, freeing = scan_stream(stream, truncate=True)
+            if k in got or freeing == k:
                 start = k + 1
                 continue
         crashed[k] = code or 1
@@ -219,37 +245,38 @@ def _serve_many(req: dict) -> dict[int, int]:
     return crashed
 
 
-def _child_many(paths: list[str], outs: list[str], wanted: tuple[str, ...], dxt: bool) -> None:
-    """A batch child: each log's result pickled to its ``out``; after a log that fails it writes that log's
-    .msg and leaves (a half-read report's destructor may crash: never while reading the next log)."""
+def _child_many(paths: list[str], first: int, last: int, stream: str, wanted: tuple[str, ...], dxt: bool) -> None:
+    """A batch child: logs ``first`` to ``last`` (exclusive), each log's result appended to the stream; after a
+    log that fails it records that log's message and leaves (a half-read report's destructor may crash: never
+    while reading the next log)."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     code = 2
     try:
-        sink = os.open(os.path.join(os.path.dirname(outs[0]), "child.stderr"),
+        sink = os.open(os.path.join(os.path.dirname(stream), "child.stderr"),
                        os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(sink, 1)
         os.dup2(sink, 2)
-        for path, out in zip(paths, outs):
+        fd = os.open(stream, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for i in range(first, last):
             try:
-                raw = _read_in_child(path, wanted, dxt)
+                raw = _read_in_child(paths[i], wanted, dxt)
             except DarshanError as exc:
-                _say(out, str(exc))
+                _record(fd, MESSAGE, i, str(exc).encode())
                 code = BATCH_ERROR
                 return
             except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
-                _say(out, f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})")
+                _record(fd, MESSAGE, i, f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})".encode())
                 code = BATCH_ERROR
                 return
-            with open(out + ".tmp", "wb") as fh:
-                pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(out + ".tmp", out)
+            _record(fd, RESULT, i, pickle.dumps(raw, protocol=pickle.HIGHEST_PROTOCOL))
             # A report of a damaged log can read "fine" and crash when its cycles are freed; the one-log reader
             # never frees it (os._exit). Free it now, marked, so such a crash is this log's, after its result.
-            open(out + ".gc", "w").close()
+            del raw
+            _record(fd, FREEING, i)
             gc.collect()
-            os.unlink(out + ".gc")
+            _record(fd, FREED, i)
         code = 0
     finally:
         os._exit(code)
@@ -280,31 +307,36 @@ def read_raw_many(paths: list[str], *, modules: tuple[str, ...] | None = None, d
             results[i] = DarshanError(f"{p}: no such file")
     while todo:
         with tempfile.TemporaryDirectory(prefix="ioadvisor-darshan-") as tmp:
-            outs = [os.path.join(tmp, f"{i}.pickle") for i in todo]
-            request = {"paths": [os.path.abspath(paths[i]) for i in todo], "outs": outs,
+            stream = os.path.join(tmp, "results")
+            request = {"paths": [os.path.abspath(paths[i]) for i in todo], "stream": stream,
                        "modules": list(modules or COUNTER_MODULES), "dxt": dxt}
             with _LOCK:
-                if _SERVER is None or _SERVER.proc.poll() is not None:
-                    _SERVER = _ReaderServer()
-                try:
-                    reply = _SERVER.ask(request, timeout * len(todo))
-                except (BrokenPipeError, ValueError, OSError):
-                    reply = None
-                if reply is None:  # stopped (too slow) or the server died: what was read stands
+                for attempt in (0, 1):  # a server that died (killed from outside) is restarted once
+                    if _SERVER is None or _SERVER.proc.poll() is not None:
+                        _SERVER = _ReaderServer()
+                    try:
+                        reply = _SERVER.ask(request, timeout * len(todo))
+                        break
+                    except (BrokenPipeError, ValueError, OSError):
+                        reply = None
+                        _SERVER.stop()
+                        _SERVER = None
+                        scan_stream(stream, truncate=True)  # the retry appends after whole records
+                if reply is None and _SERVER is not None:  # stopped (too slow): what was read stands
                     _SERVER.stop()
                     _SERVER = None
             crashed = {} if reply is None else {int(k): int(v) for k, v in reply["crashed"].items()}
+            got, _ = scan_stream(stream)
             rest = []
-            for j, (i, out) in enumerate(zip(todo, outs)):
+            for j, i in enumerate(todo):
                 p = paths[i]
-                if os.path.exists(out):
+                if j in got and got[j][0] == RESULT:
                     try:
-                        with open(out, "rb") as fh:
-                            results[i] = pickle.load(fh)
-                    except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                        results[i] = pickle.loads(got[j][1])
+                    except (EOFError, pickle.UnpicklingError) as exc:
                         results[i] = DarshanError(f"{p}: the log reader left no result ({exc})")
-                elif os.path.exists(out + ".msg"):
-                    results[i] = DarshanError(f"{p}: {_failure(1, out)}")
+                elif j in got:
+                    results[i] = DarshanError(f"{p}: {_failure(1, said=got[j][1].decode('utf-8', 'replace'))}")
                 elif j in crashed:
                     results[i] = DarshanError(f"{p}: {_failure(crashed[j], os.path.join(tmp, 'child'))}")
                 elif reply is None and not rest and all(results[t] is None for t in todo[j:]):
@@ -318,37 +350,10 @@ def read_raw_many(paths: list[str], *, modules: tuple[str, ...] | None = None, d
 def read_raw(path: str | os.PathLike, *, modules: tuple[str, ...] | None = None, dxt: bool = True,
              timeout: float = READ_TIMEOUT) -> RawLog:
     """The log's records, read in a child process. ``modules``: counter modules to read (default: all known)."""
-    global _SERVER
-    path = str(path)
-    if not os.path.isfile(path):
-        raise DarshanError(f"{path}: no such file")
-    with tempfile.TemporaryDirectory(prefix="ioadvisor-darshan-") as tmp:
-        out = os.path.join(tmp, "log.pickle")
-        request = {"path": os.path.abspath(path), "out": out, "modules": list(modules or COUNTER_MODULES),
-                   "dxt": dxt}
-        with _LOCK:
-            for attempt in (0, 1):  # a server that died (killed from outside) is restarted once
-                if _SERVER is None or _SERVER.proc.poll() is not None:
-                    _SERVER = _ReaderServer()
-                try:
-                    exitcode = _SERVER.read(request, timeout)
-                    break
-                except (BrokenPipeError, ValueError, OSError):
-                    _SERVER.stop()
-                    _SERVER = None
-                    if attempt:
-                        raise DarshanError(f"{path}: the log reader process could not be started") from None
-            if exitcode is None:
-                _SERVER.stop()
-                _SERVER = None
-                raise DarshanError(f"{path}: reading the log took over {timeout:.0f} s: stopped")
-        if exitcode != 0:
-            raise DarshanError(f"{path}: {_failure(exitcode, out)}")
-        try:
-            with open(out, "rb") as fh:
-                return pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            raise DarshanError(f"{path}: the log reader left no result ({exc})") from None
+    raw = read_raw_many([path], modules=modules, dxt=dxt, timeout=timeout)[0]
+    if isinstance(raw, DarshanError):
+        raise raw
+    return raw
 
 
 def _read_text(path: str) -> str:
@@ -359,12 +364,13 @@ def _read_text(path: str) -> str:
         return ""
 
 
-def _failure(exitcode: int, out: str) -> str:
-    """One line: the child's own message, else libdarshan-util's (its stderr), else the signal that ended it."""
-    said = [ln.strip() for ln in _read_text(out + ".msg").splitlines() if ln.strip()]
+def _failure(exitcode: int, out: str = "", said: str = "") -> str:
+    """One line: the child's own message (``said``), else libdarshan-util's (OUT.stderr), else the signal that
+    ended it."""
+    said = [ln.strip() for ln in said.splitlines() if ln.strip()]
     if said:
         return said[-1]
-    errs = [ln.strip() for ln in _read_text(out + ".stderr").splitlines() if ln.strip()]
+    errs = [ln.strip() for ln in (_read_text(out + ".stderr") if out else "").splitlines() if ln.strip()]
     lib = next((e for e in errs if e.lower().startswith("error")), errs[-1] if errs else "")
     if exitcode < 0:
         try:
@@ -542,36 +548,6 @@ def _counter_module(report, mod: str) -> RawModule:
 def _short(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:200]
-
-
-def _child(path: str, out: str, wanted: tuple[str, ...], dxt: bool) -> None:
-    """In the forked reader: no core file; fds 1 and 2 into files (libdarshan-util prints there); the result
-    pickled to ``out``, or one line to ``out.msg``. Never returns: ``os._exit`` skips the destructors that
-    crash on bad logs."""
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    code = 2
-    try:
-        sink = os.open(out + ".stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(sink, 1)
-        os.dup2(sink, 2)
-        try:
-            raw = _read_in_child(path, wanted, dxt)
-            with open(out, "wb") as fh:
-                pickle.dump(raw, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            code = 0
-        except DarshanError as exc:
-            _say(out, str(exc))
-        except Exception as exc:  # noqa: BLE001 - any fault reading: one line, the parent names the file
-            _say(out, f"not a readable Darshan log ({type(exc).__name__}: {_short(exc)})")
-    finally:
-        os._exit(code)
-
-
-def _say(out: str, line: str) -> None:
-    with open(out + ".msg", "w", encoding="utf-8") as fh:
-        fh.write(line + "\n")
 
 
 if __name__ == "__main__":

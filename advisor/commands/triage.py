@@ -67,7 +67,8 @@ def run(args) -> int:
         print(f"  ... {len(res.bad) - 20:,} more (status == 'bad' in {args.out})")
     import pyarrow.parquet as pq
 
-    apps = pq.read_table(res.apps, columns=["recoverable_low", "recoverable", "jobs", "exe", "top_code", "next_step"])
+    apps = pq.ParquetFile(res.apps).read(columns=["recoverable_low", "recoverable", "jobs", "exe", "top_code",
+                                                  "next_step"])  # read_table would import pandas (a rerun needs none)
     print(f"top applications by recoverable seconds ({apps.num_rows:,} in {res.apps}):")
     for a in apps.slice(0, 10).to_pylist():
         print(f"  {a['recoverable_low']:9.3g} - {a['recoverable']:<9.3g} s  {a['jobs']:5d} job(s)  {a['exe']}  "

@@ -112,7 +112,7 @@ class Catalog:
     def __init__(self, out: str) -> None:
         self.out = out
         self.covers: list[str] = []
-        self.table = CATALOG_SCHEMA.empty_table()
+        self.table = pa.Table.from_batches([], schema=CATALOG_SCHEMA)  # empty_table() would import pandas
         self.changed = False
         now = [relative(out, f) for f in parts(out)]
         try:
