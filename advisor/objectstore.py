@@ -260,7 +260,8 @@ def _price_zarr(boxes, writes, weights, layout, shape, itemsize, ratio, model, i
             moved += weight * n * size
     meta = model.terms(OPEN_ROUNDS["zarr"], 4096, 1)
     terms = {"first byte": first + meta["first byte"], "transfer": transfer + meta["transfer"],
-             "client": client + meta["client"], "zarr calls": float(weights.sum()) * model.zarr_call}
+             "client": client + meta["client"], "zarr calls": float(weights.sum()) * (
+                 model.reference_call if layout.library == reference.REFERENCE else model.zarr_call)}
     return terms, int(n_req), int(moved)
 
 

@@ -52,3 +52,19 @@ def test_build_and_read_through_the_reference_on_the_real_server(tmp_path, s3_se
     assert refs == "s3://refbucket/f.h5.refs.json" and fs.exists(refs)
     a = open_reference(refs, opts)["x"]
     assert a.chunks == (50, 64) and np.array_equal(a[120:260], data[120:260])  # same chunks, codec, values
+
+
+def test_reference_calls_pay_the_calibrated_time_per_call_zarr_calls_their_own():
+    """``calibrate --store`` measures a call through ``reference://`` beyond its GET (fsspec's reference filesystem,
+    an asynchronous client, zarr's v2 path): the reference pays it per call, a Zarr layout pays ``zarr_call``."""
+    from dataclasses import replace
+
+    shape, chunks = (5000, 256), (100, 256)
+    cols, _ = _minibatches(shape)
+    boxes, writes, weights = _boxes(cols)
+    slow = replace(MODEL, reference_call=0.005)
+    assert ObjectStoreModel.from_config(slow.get_config()) == slow
+    ref, plain = StoreLayout(REFERENCE, chunks, cache_type="none"), StoreLayout("zarr", chunks)
+    for layout, extra in ((ref, 12 * 0.005), (plain, 0.0)):
+        base = price(layout, boxes, writes, weights, shape, 4, 1.0, MODEL)
+        assert abs(price(layout, boxes, writes, weights, shape, 4, 1.0, slow).seconds - base.seconds - extra) < 1e-12
