@@ -34,6 +34,7 @@ import numpy as np
 from advisor.objectstore import StoreAdvice, StoreLayout, advise_dataset
 from advisor.objectstore_build import (StoreArray, build_on_store, close_client, default_scratch_parent,
                                        read_store_array, store_filesystem, strip_protocol)
+from advisor.objectstore_reference import REFERENCE
 from advisor.verify_data import synthetic
 from advisor.verify_results import VerifyError, VerifyRow, dataset_name
 from instrumentation.records import READ
@@ -84,7 +85,7 @@ class StoreChoice:
 def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, top: int) -> list[StoreChoice]:
     """The current layout (with its recorded filters) and the top-``top`` ranked ones. A candidate in the current
     library keeps its filters (the advice prices the stored bytes the traced requests show); one in the other
-    library is stored uncompressed, as the advice priced it."""
+    library is stored uncompressed, as the advice priced it. A virtual Zarr reference is left out (not rebuilt)."""
     out = [StoreChoice("current", advice.current.layout, advice.current.seconds, tuple(filters))]
     recorded = {f.name for f in filters}
 
@@ -95,6 +96,8 @@ def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, 
     seen = {advice.current.layout}
     ranked = []
     for c in advice.ranked:
+        if c.layout.library == REFERENCE:  # a virtual reference to the file is not rebuilt under a scratch prefix
+            continue
         if as_built(c.layout) not in seen:
             seen.add(as_built(c.layout))
             ranked.append(c)

@@ -42,12 +42,33 @@ def store_location(store) -> str:
     return str(store)
 
 
+_URL_NAME = re.compile(r"(?:^|/)((?:https?|s3|s3a|gs|gcs|az|abfs)://[^/\s]+.*)$", re.IGNORECASE)
+"""A URL given to libhdf5 as a file name: h5py's ros3 driver, netCDF-C's ``#mode=bytes`` (its HTTP driver); the
+libhdf5 interposer prepends the working directory to it as to any relative name."""
+
+
+def url_location(name: str) -> str | None:
+    """The URL a file name holds (``http://host:port/bucket/key``), without what may carry credentials or is no
+    part of the object's name: user and password, query (a presigned URL's signature), fragment (``#mode=bytes``);
+    None when the name is no URL."""
+    from urllib.parse import urlsplit
+
+    m = _URL_NAME.search(name)
+    if m is None:
+        return None
+    u = urlsplit(m.group(1))
+    host = u.netloc.rsplit("@", 1)[-1]
+    return f"{u.scheme.lower()}://{host}{u.path}"
+
+
 def hdf5_location(filename: str, driver: str | None) -> str:
-    """An HDF5 file's location from h5py's ``File.filename`` and ``driver``: an absolute path, or for a file
-    object (``driver == "fileobj"``, whose filename is the object's ``repr``) its fsspec URL when fsspec made it,
+    """An HDF5 file's location from h5py's ``File.filename`` and ``driver``: an absolute path, a URL (``url_location``)
+    for a file libhdf5 reads from a server (ros3, netCDF-C's ``#mode=bytes``), or for a file object
+    (``driver == "fileobj"``, whose filename is the object's ``repr``) its fsspec URL when fsspec made it,
     else that text as it is (``<_io.BytesIO object ...>``: no path to resolve against the working directory)."""
     if driver != "fileobj":
-        return os.path.abspath(filename) if filename else ""
+        url = url_location(filename) if filename and "://" in filename else None
+        return url or (os.path.abspath(filename) if filename else "")
     m = _FSSPEC_FILE.fullmatch(filename)
     fsspec = sys.modules.get("fsspec")
     if m is None or fsspec is None:
@@ -64,4 +85,4 @@ def hdf5_location(filename: str, driver: str | None) -> str:
     return filename
 
 
-__all__ = ["fsspec_url", "hdf5_location", "store_location"]
+__all__ = ["fsspec_url", "hdf5_location", "store_location", "url_location"]

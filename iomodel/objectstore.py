@@ -58,6 +58,9 @@ class ObjectStoreModel:
     zarr_call: float = 0.0
     """Seconds zarr spends per read call through its FsspecStore beyond the requests (its event-loop hand-over,
     codec pipeline, Python per chunk); 0: not measured."""
+    reference_call: float = 0.0
+    """Seconds a read call through a virtual Zarr reference (fsspec's ``reference://`` filesystem under zarr) takes
+    beyond the model's price of its ranged GET; 0: not measured."""
     max_inflight: int = 10
     """Requests in flight beyond which throughput no longer grows (the client's connection pool: botocore's
     ``max_pool_connections`` is 10 unless configured)."""
@@ -65,7 +68,7 @@ class ObjectStoreModel:
     """How it was fitted: endpoint host, grid, median |error| on the fitting points."""
 
     def __post_init__(self) -> None:
-        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call"):
+        for name in ("ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call", "reference_call"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise StoreProfileError(f"field '{name}' must be a finite number >= 0, got {v!r}")
@@ -106,7 +109,8 @@ class ObjectStoreModel:
     def from_config(cls, config: dict) -> "ObjectStoreModel":
         if not isinstance(config, dict):
             raise StoreProfileError("an object-store model must be a JSON object")
-        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call", "max_inflight",
+        known = {"ttfb", "request_bandwidth", "aggregate_bandwidth", "request_cpu", "zarr_call", "reference_call",
+                 "max_inflight",
                  "fitted"}
         missing = {"ttfb", "request_bandwidth", "aggregate_bandwidth"} - set(config)
         if missing:

@@ -156,8 +156,10 @@ def calibrate_store(target: StoreTarget, *, quick: bool = True, repeat: int = 1,
         pool = connection_pool(target.url, target.storage_options)
         pools = (pool,) if pool else (2, 4, 8, 10, 16, 32, 64)
         zarr_call = measure_zarr_call(target, scratch, fit(measured, pools))
+        reference_call = measure_reference_call(target, scratch, fit(measured, pools))
     model = fit(measured, pools)
-    model = ObjectStoreModel(**{**model.get_config(), "zarr_call": zarr_call, "fitted": {
+    model = ObjectStoreModel(**{**model.get_config(), "zarr_call": zarr_call, "reference_call": reference_call,
+                                "fitted": {
         **model.fitted, "host": target.host, "grid": "quick" if quick else "full",
         "sizes": sorted({s for _, s, _ in points}), "inflight": sorted({k for _, _, k in points}),
         "pool": "client configuration" if pool else "fitted"}})
@@ -186,6 +188,35 @@ def measure_zarr_call(target: StoreTarget, scratch: Scratch, model: ObjectStoreM
     return max(0.0, times[len(times) // 2] - model.seconds(2, 8192 / 2, 1))
 
 
+def measure_reference_call(target: StoreTarget, scratch: Scratch, model: ObjectStoreModel, calls: int = 16) -> float:
+    """Seconds a zarr read call of one chunk through a virtual Zarr reference (``reference://``: each chunk a byte
+    range of one object, as kerchunk maps an HDF5 file's chunks) takes beyond the model's price of its ranged GET,
+    median of ``calls``; 0 without zarr. The ranges are the scratch object's (no HDF5 file nor kerchunk needed)."""
+    try:
+        import json
+
+        import zarr
+    except ImportError:
+        return 0.0
+    protocol = target.url.split("://", 1)[0]
+    chunk = 8192
+    refs = {".zgroup": json.dumps({"zarr_format": 2}), "x/.zattrs": "{}",
+            "x/.zarray": json.dumps({"shape": [calls * 1024], "chunks": [1024], "dtype": "<f8", "compressor": None,
+                                     "filters": None, "fill_value": None, "order": "C", "zarr_format": 2})}
+    refs.update({f"x/{i}": [f"{protocol}://{scratch.path}", i * chunk, chunk] for i in range(calls)})
+    opts = dict(fo=refs, remote_protocol=protocol, remote_options={**target.storage_options, "asynchronous": True})
+    a = zarr.open_group(zarr.storage.FsspecStore.from_url("reference://", storage_options=opts, read_only=True),
+                        mode="r", zarr_format=2)["x"]
+    a[:1024]  # the client and its connections exist before timing
+    times = []
+    for i in range(calls):
+        t = time.perf_counter()
+        a[i * 1024:(i + 1) * 1024]
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return max(0.0, times[len(times) // 2] - model.seconds(1, chunk, 1))
+
+
 def median_abs_error(model: ObjectStoreModel, points) -> float:
     """Median |predicted / measured - 1| over ``(n, size, inflight, seconds)`` points."""
     errs = sorted(abs(model.seconds(n, s, k) / t - 1) for n, s, k, t in points)
@@ -193,5 +224,5 @@ def median_abs_error(model: ObjectStoreModel, points) -> float:
     return math.nan if not m else (errs[m // 2] if m % 2 else (errs[m // 2 - 1] + errs[m // 2]) / 2)
 
 
-__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "remove_prefix", "StoreTarget", "calibrate_store", "connection_pool", "grid",
-           "measure_point", "measure_zarr_call", "median_abs_error"]
+__all__ = ["FULL_INFLIGHT", "FULL_SIZES", "Scratch", "StoreTarget", "calibrate_store", "connection_pool", "grid",
+           "measure_point", "measure_reference_call", "measure_zarr_call", "median_abs_error", "remove_prefix"]

@@ -12,9 +12,11 @@ latencies are interleaved point by point (the machine is shared); each measured 
 ``workloads``: regret and claims of the object-store advice (``advisor.objectstore``) on four workloads, and beside
 them ``verify`` on the store (``advisor.objectstore_verify``: the traced accesses replayed on the layouts rebuilt
 under a scratch prefix), measured vs predicted.
+``reference``: a virtual Zarr reference (kerchunk) to the h5py minibatch workload's file against h5py through fsspec.
 
     .venv/bin/python -m benchmarks.validation.objectstore validate [--repeat 3] [--json out.json]
     .venv/bin/python -m benchmarks.validation.objectstore workloads [--json out.json]
+    .venv/bin/python -m benchmarks.validation.objectstore reference [--json out.json]
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ def validation_table(result: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["validate", "workloads"])
+    ap.add_argument("what", choices=["validate", "workloads", "reference"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="workload data size factor")
@@ -98,6 +100,11 @@ def main(argv=None) -> int:
         if args.what == "validate":
             result = validate(server, proxy, args.repeat)
             print(validation_table(result))
+        elif args.what == "reference":
+            from benchmarks.validation.objectstore_reference import reference_table, run_reference
+
+            result = run_reference(server, proxy, DELAYS, scale=args.scale, repeat=args.repeat)
+            print(reference_table(result))
         else:
             from benchmarks.validation.objectstore_workloads import run_workloads, workload_table
 

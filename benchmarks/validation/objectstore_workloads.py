@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.objectstore_reference import REFERENCE, SUFFIX, build_reference, open_reference
+
 MiB = 2**20
 
 
@@ -36,6 +38,12 @@ def build(layout, data: np.ndarray, url: str, opts: dict, name: str = "x", dims=
     fs = _fs(opts)
     if fs.exists(url):
         fs.rm(url, recursive=True)
+    if layout.library == REFERENCE:  # the HDF5 file in the same chunks, and the reference beside it
+        from dataclasses import replace
+
+        build(replace(layout, library="hdf5"), data, url, opts, name, dims)
+        build_reference(url, opts)
+        return
     if layout.library == "zarr":
         import zarr
 
@@ -69,6 +77,8 @@ def build(layout, data: np.ndarray, url: str, opts: dict, name: str = "x", dims=
 
 def open_array(layout, url: str, opts: dict, name: str = "x"):
     """The array as the workload reads it in ``layout`` (and what to close afterwards)."""
+    if layout.library == REFERENCE:
+        return open_reference(url + SUFFIX, opts)[name], []
     if layout.library == "zarr":
         import zarr
 
@@ -109,7 +119,9 @@ def time_series(layout, url, opts, rng_seed=0):
     import zarr
 
     fh = None
-    if layout.library == "zarr":
+    if layout.library == REFERENCE:
+        ds = xr.open_zarr(open_reference(url + SUFFIX, opts).store, consolidated=False, zarr_format=2)
+    elif layout.library == "zarr":
         ds = xr.open_zarr(zarr.storage.FsspecStore.from_url(url, storage_options=opts), consolidated=True)
     else:
         fh = fsspec.filesystem("s3", **opts).open(url, "rb", block_size=layout.block_size,
@@ -174,7 +186,7 @@ def run_once(fn, layout, url, opts) -> float:
     return time.perf_counter() - t
 
 
-def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict):
+def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict, top: int = 3):
     """Trace one run of the workload in its current layout and rank the layouts on its store: the advice, the
     trace and its array."""
     import advisor
@@ -187,7 +199,7 @@ def trace_and_advise(fn, layout, url, opts, workdir: Path, stores: dict):
         run_once(fn, layout, url, opts)
     trace = load_trace(path)
     ds = max(trace.datasets.values(), key=lambda d: trace.columns_of(d.id).rows)
-    return advise_dataset(trace, ds, load_requests(path), stores, top=3), trace, ds
+    return advise_dataset(trace, ds, load_requests(path), stores, top=top), trace, ds
 
 
 def verify_figures(trace, ds, advice, opts: dict, repeat: int) -> dict:
@@ -274,6 +286,7 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3,
                              current=cur.layout.describe(), recommended=best.layout.describe(),
                              measured_current=meas[cur.layout], measured_recommended=meas[best.layout],
                              predicted_current=cur.seconds, predicted_recommended=best.seconds,
+                             traced_current=advice[delay].traced_seconds,
                              regret=meas[best.layout] / min(meas.values()), claimed=claimed, measured_gain=measured,
                              claim_ratio=claimed / measured, tried=len(meas),
                              stays_on_store=advice[delay].url.startswith("s3://"), **checked[delay]))
@@ -283,12 +296,13 @@ def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3,
 
 def workload_table(result: dict) -> str:
     out = ["| workload | added latency | data | now | recommended | measured now / recommended (s) |"
-           " predicted now / recommended (s) | regret | claimed / measured speed-up |",
+           " predicted now (traced) / recommended (s) | regret | claimed / measured speed-up |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         out.append(f"| {r['workload']} | {r['delay_ms']:.0f} ms | {r['mib']:.0f} MiB | {r['current']} | "
                    f"{r['recommended']} | {r['measured_current']:.2f} / {r['measured_recommended']:.2f} | "
-                   f"{r['predicted_current']:.2f} / {r['predicted_recommended']:.2f} | {r['regret']:.2f} | "
+                   f"{r['predicted_current']:.2f} ({r.get('traced_current', float('nan')):.2f}) / "
+                   f"{r['predicted_recommended']:.2f} | {r['regret']:.2f} | "
                    f"{r['claimed']:.1f}x / {r['measured_gain']:.1f}x ({r['claim_ratio']:.2f}) |")
     regrets = [r["regret"] for r in result["rows"]]
     ratios = [r["claim_ratio"] for r in result["rows"]]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.objectstore import StoreLayout, _boxes, calibrated_on_trace, price
+from advisor.objectstore import StoreLayout, _boxes, calls_in_flight, price, traced_wall
 from advisor.objectstore_tiles import follows_chunks
-from instrumentation.columns import AccessColumns
+from instrumentation.columns import AccessColumns, compact_runs
 from instrumentation.records import AccessRecord, Selection
 from iomodel.objectstore import ObjectStoreModel
 
@@ -74,12 +74,24 @@ def test_reads_here_and_there_do_not_follow_the_grid():
     assert follows_chunks(*few, (100, 100), shape) is None  # aligned, but two of 400 blocks: not a pass
 
 
-def test_calibration_on_the_trace_gives_back_the_traced_wall_time_with_calls_in_flight():
-    """Four calls at once, 1 s each: the current layout is priced at the traced 1 s of wall time, not 1/4 s."""
-    shape = (2000, 1000)
-    blocks = _dask_blocks(shape)[:4]
+def test_traced_wall_time_of_calls_in_flight_counts_overlaps_once():
+    """Four calls at once, 1 s each: the traced calls took 1 s of wall time with 4 in flight, not 1/4 s nor 4 s."""
+    blocks = _dask_blocks((2000, 1000))[:4]
     cols = _cols(blocks, t_starts=[0.0] * 4, duration=1.0)
+    assert calls_in_flight(cols) == 4.0 and abs(traced_wall(cols, calls_in_flight(cols)) - 1.0) < 1e-9
+
+
+def test_dask_threads_alike_reads_folded_into_a_run_are_not_counted_rep_times():
+    """Four dask threads read four blocks down a column at the same moment, 1 s each: the trace folds them into one
+    run (``compact_runs``: constant step, ``dt`` the run's total 4 s). Its span is 1 s with 4 calls in flight; the
+    run's total taken as its span (and multiplied by ``rep`` again) made it 4 s wall, 16 in flight."""
+    shape = (2000, 500)
+    blocks = [((i, 0), (500, 500)) for i in range(0, 2000, 500)]
+    cols = compact_runs(_cols(blocks, t_starts=[0.0, 0.001, 0.002, 0.003], duration=1.0))
+    assert cols.rows == 1 and cols.rep[0] == 4  # folded into one run, as the tracer writes dask's reads
+    inflight = calls_in_flight(cols)
+    assert abs(inflight - 4.0) < 0.05 and abs(traced_wall(cols, inflight) - 1.003) < 1e-6
     boxes, writes, weights = _boxes(cols)
-    now = price(StoreLayout("zarr", (250, 250)), boxes, writes, weights, shape, 4, 1.0, MODEL, inflight=4.0)
-    (cal,) = calibrated_on_trace([now], now, cols, 4.0)
-    assert abs(cal.seconds - 1.0) < 1e-9
+    assert weights.sum() == 4  # and the pricing still sees four reads
+    now = price(StoreLayout("zarr", (250, 250)), boxes, writes, weights, shape, 4, 1.0, MODEL, inflight)
+    assert now.requests == 4 * 4
