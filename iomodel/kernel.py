@@ -432,13 +432,13 @@ def simulate(visits, calls, spec, grids, fspec, state, chunk_cache, lru, maps):
                             wr_end = os_write(out, pc, wkey, run, off + roff, wr_end,
                                               _piece_lands_on(pc, key, allocated))
                             if r2 > r + 1:
-                                wr_end = os_write_repeat(out, pc, wkey, run, off + roff + step, step, r2 - r - 1,
+                                wr_end = os_write_repeat(out, pc, wkey, run, (off + roff + step, step, r2 - r - 1),
                                                          wr_end, _piece_lands_on(pc, key, allocated))
                         else:
                             rd_end = os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0, ra)
                             if r2 > r + 1:
-                                rd_end = os_read_repeat(out, pc, wkey, run, off + roff + step, step, r2 - r - 1,
-                                                        rd_end, curve_b, curve_s, 1.0, ra)
+                                rd_end = os_read_repeat(out, pc, wkey, run, (off + roff + step, step, r2 - r - 1),
+                                                        rd_end, (curve_b, curve_s), 1.0, ra)
                         r = r2
                 else:
                     # contiguous storage goes through the sieve buffer (``_sieve_plan``): its refills,

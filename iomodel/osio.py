@@ -273,14 +273,17 @@ def os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight,
 
 
 @numba.njit(cache=True)
-def os_read_repeat(out, pc, key, nbytes, offset, step, count, dev_end, curve_b, curve_s, dev_weight, ra):
-    """``count`` requests of ``nbytes`` at ``offset``, ``offset + step``, ... under the same page-cache ``key``, right
+def os_read_repeat(out, pc, key, nbytes, span, dev_end, curve, dev_weight, ra):
+    """``span`` = (offset, step, count): ``count`` requests of ``nbytes`` at ``offset``, ``offset + step``, ... under
+    the same page-cache ``key`` (``curve``: the page-cache curve's sizes and seconds), right
     after a request under that key: exactly ``os_read`` per request, counted at once when every one is a plain hit
     (the key cached and most recent, no readahead marker or window waited for in their pages). HDF5 reads a chunk
     larger than its cache piecewise, one request per run: a column of a (1000000, 4) float32 chunk is a million
     requests of 4 bytes, 4,096 per 64 KiB window (benchmarks/validation/realsize.py's r05 spent 22 of its 24 s of
     replay on them, one by one)."""
     nodes, free, st, index = pc
+    offset, step, count = span
+    curve_b, curve_s = curve
     first = offset // PAGE
     last = (offset + (count - 1) * step + nbytes + PAGE - 1) // PAGE
     marker = ra[RA_START] + ra[RA_SIZE] - ra[RA_ASYNC]
@@ -336,10 +339,11 @@ def os_write(out, pc, key, nbytes, offset, last_end, lands_on):
 
 
 @numba.njit(cache=True)
-def os_write_repeat(out, pc, key, nbytes, offset, step, count, last_end, lands_on):
-    """``count`` write requests as ``os_read_repeat``'s reads: exactly ``os_write`` per request, counted at once when
-    the key is cached (each one a hit then)."""
+def os_write_repeat(out, pc, key, nbytes, span, last_end, lands_on):
+    """``span`` = (offset, step, count) write requests as ``os_read_repeat``'s reads: exactly ``os_write`` per request,
+    counted at once when the key is cached (each one a hit then)."""
     nodes, free, st, index = pc
+    offset, step, count = span
     if not pc_cached(st, index, key):
         for r in range(count):
             last_end = os_write(out, pc, key, nbytes, offset + r * step, last_end, lands_on)

@@ -49,7 +49,7 @@ def test_repeated_reads_count_as_one_by_one(seed):
     for r in range(count + 1):
         d1 = os_read(out1, pc1, key, run, lo + r * step, d1, CURVE_B, CURVE_S, 1.0, ra1)
     d2 = os_read(out2, pc2, key, run, lo, d2, CURVE_B, CURVE_S, 1.0, ra2)
-    d2 = os_read_repeat(out2, pc2, key, run, lo + step, step, count, d2, CURVE_B, CURVE_S, 1.0, ra2)
+    d2 = os_read_repeat(out2, pc2, key, run, (lo + step, step, count), d2, (CURVE_B, CURVE_S), 1.0, ra2)
     assert d1 == d2
     np.testing.assert_allclose(out2, out1, rtol=1e-12)
     np.testing.assert_array_equal(ra2, ra1)
@@ -69,7 +69,7 @@ def test_repeated_writes_count_as_one_by_one(seed):
     for r in range(count + 1):
         e1 = os_write(out1, pc1, key, run, lo + r * step, e1, lands_on)
     e2 = os_write(out2, pc2, key, run, lo, e2, lands_on)
-    e2 = os_write_repeat(out2, pc2, key, run, lo + step, step, count, e2, lands_on)
+    e2 = os_write_repeat(out2, pc2, key, run, (lo + step, step, count), e2, lands_on)
     assert e1 == e2
     np.testing.assert_allclose(out2, out1, rtol=1e-12)
     assert dict(pc2[3]) == dict(pc1[3])
