@@ -32,7 +32,8 @@ from numba.typed import List
 from .cache import cc_access, cc_hit, cc_insert, hash_slot, pc_access, pc_cached
 from .features import (N_CALLS, N_CHUNKS, N_MEMCPY, N_RINDEX, N_WCALLS, N_WDISK, N_WINDEX, N_WSEEK, N_ZOPEN,
                        N_CACHE, N_RSEEK, S_ALLOC, S_DECODE, S_ENCODE, S_MEMCPY, S_MTOUCH, S_WDISK)
-from .osio import WRITE_NEW_FILE, WRITE_NEW_SPACE, WRITE_OVER_CACHED, WRITE_OVER_DATA, os_read, os_write
+from .osio import (WRITE_NEW_FILE, WRITE_NEW_SPACE, WRITE_OVER_CACHED, WRITE_OVER_DATA, os_read, os_read_repeat,
+                   os_write, os_write_repeat)
 
 (S_ZARR, S_ITEMSIZE, S_CSIZE, S_STORED, S_RDCC_NBYTES, S_NSLOTS, S_FILTERED, S_CHUNKED, S_IBC, S_SIEVE, S_N_INNER,
  S_INDEX_BYTES, S_PREALLOC, S_NCHUNKS, S_PARALLEL, S_FILL_ALLOC, S_KMUL, S_NODE_BYTES, SPEC_WORDS) = range(19)
@@ -421,14 +422,24 @@ def simulate(visits, calls, spec, grids, fspec, state, chunk_cache, lru, maps):
                     nreq = nrun_a[j]
                     run = nbytes // nreq
                     step = (hi - lo - run) // max(1, nreq - 1)
-                    for r in range(nreq):
+                    r = 0
+                    while r < nreq:  # the requests in one sieve-sized window (page-cache key) at a time
                         roff = lo + r * step
                         wkey = key + 1 + roff // sieve
+                        wend = (roff // sieve + 1) * sieve  # the window's end
+                        r2 = nreq if step <= 0 else min(nreq, r + 1 + (wend - 1 - roff) // step)
                         if write:
                             wr_end = os_write(out, pc, wkey, run, off + roff, wr_end,
-                                               _piece_lands_on(pc, key, allocated))
+                                              _piece_lands_on(pc, key, allocated))
+                            if r2 > r + 1:
+                                wr_end = os_write_repeat(out, pc, wkey, run, (off + roff + step, step, r2 - r - 1),
+                                                         wr_end, _piece_lands_on(pc, key, allocated))
                         else:
                             rd_end = os_read(out, pc, wkey, run, off + roff, rd_end, curve_b, curve_s, 1.0, ra)
+                            if r2 > r + 1:
+                                rd_end = os_read_repeat(out, pc, wkey, run, (off + roff + step, step, r2 - r - 1),
+                                                        rd_end, (curve_b, curve_s), 1.0, ra)
+                        r = r2
                 else:
                     # contiguous storage goes through the sieve buffer (``_sieve_plan``): its refills,
                     # spread over the selected span (each starts past the previous one's end but for a

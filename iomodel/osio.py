@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .cache import PC_CAP, PC_INSERTED, pc_access
+from .cache import PC_CAP, PC_INSERTED, pc_access, pc_cached
 from .features import N_CACHE, N_RDISK, N_RSEEK, N_WDISK, N_WSEEK, S_CACHE, S_RDISK, S_RSEEK, S_WDISK, S_WNEW, X_CACHE
 
 # inlined (numba IR) rather than called: it runs once per page-cache hit (benchmarks/speed/scale.py)
@@ -272,6 +272,35 @@ def os_read(out, pc, key, nbytes, offset, dev_end, curve_b, curve_s, dev_weight,
 
 
 
+@numba.njit(cache=True)
+def os_read_repeat(out, pc, key, nbytes, span, dev_end, curve, dev_weight, ra):
+    """``span`` = (offset, step, count): ``count`` requests of ``nbytes`` at ``offset``, ``offset + step``, ... under
+    the same page-cache ``key`` (``curve``: the page-cache curve's sizes and seconds), right
+    after a request under that key: exactly ``os_read`` per request, counted at once when every one is a plain hit
+    (the key cached and most recent, no readahead marker or window waited for in their pages). HDF5 reads a chunk
+    larger than its cache piecewise, one request per run: a column of a (1000000, 4) float32 chunk is a million
+    requests of 4 bytes, 4,096 per 64 KiB window (benchmarks/validation/realsize.py's r05 spent 22 of its 24 s of
+    replay on them, one by one)."""
+    nodes, free, st, index = pc
+    offset, step, count = span
+    curve_b, curve_s = curve
+    first = offset // PAGE
+    last = (offset + (count - 1) * step + nbytes + PAGE - 1) // PAGE
+    marker = ra[RA_START] + ra[RA_SIZE] - ra[RA_ASYNC]
+    plain = pc_cached(st, index, key) and not (ra[RA_SIZE] > 0 and first <= marker < last) and not (
+        ra[RA_PEND] > 0 and first < ra[RA_PEND_HI] and last > ra[RA_PEND_LO])
+    if not plain:
+        for r in range(count):
+            dev_end = os_read(out, pc, key, nbytes, offset + r * step, dev_end, curve_b, curve_s, dev_weight, ra)
+        return dev_end
+    pc_access(nodes, free, st, index, key, nbytes)
+    out[N_CACHE] += count
+    out[S_CACHE] += count * nbytes
+    out[X_CACHE] += count * _curve_seconds(curve_b, curve_s, nbytes)
+    ra[RA_PREV] = (offset + (count - 1) * step + nbytes) // PAGE
+    return dev_end
+
+
 WRITE_NEW_SPACE, WRITE_OVER_DATA, WRITE_OVER_CACHED, WRITE_NEW_FILE = 0, 1, 2, 3
 """What a write request lands on (``os_write``): file space allocated by this write, space that held data
 already, a piece of a chunk whose pages are cached whole (read or written whole before: the piece's own key
@@ -309,6 +338,28 @@ def os_write(out, pc, key, nbytes, offset, last_end, lands_on):
     return offset + nbytes
 
 
+@numba.njit(cache=True)
+def os_write_repeat(out, pc, key, nbytes, span, last_end, lands_on):
+    """``span`` = (offset, step, count) write requests as ``os_read_repeat``'s reads: exactly ``os_write`` per request,
+    counted at once when the key is cached (each one a hit then)."""
+    nodes, free, st, index = pc
+    offset, step, count = span
+    if not pc_cached(st, index, key):
+        for r in range(count):
+            last_end = os_write(out, pc, key, nbytes, offset + r * step, last_end, lands_on)
+        return last_end
+    pc_access(nodes, free, st, index, key, nbytes)
+    out[N_WDISK] += count
+    out[S_WDISK] += count * nbytes
+    if offset != last_end:
+        out[N_WSEEK] += 1
+    if step != nbytes:
+        out[N_WSEEK] += count - 1
+    if lands_on == WRITE_NEW_FILE:
+        out[S_WNEW] += count * nbytes
+    return offset + (count - 1) * step + nbytes
 
-__all__ = ["PAGE", "WRITE_NEW_FILE", "WRITE_NEW_SPACE", "WRITE_OVER_CACHED", "WRITE_OVER_DATA", "os_read", "os_write",
-           "readahead_state"]
+
+
+__all__ = ["PAGE", "WRITE_NEW_FILE", "WRITE_NEW_SPACE", "WRITE_OVER_CACHED", "WRITE_OVER_DATA", "os_read", "os_read_repeat",
+           "os_write", "os_write_repeat", "readahead_state"]
