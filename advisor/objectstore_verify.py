@@ -37,6 +37,7 @@ from advisor.objectstore_build import (StoreArray, build_on_store, close_client,
 from advisor.objectstore_reference import REFERENCE
 from advisor.verify_data import synthetic
 from advisor.verify_results import VerifyError, VerifyRow, dataset_name
+from instrumentation.parts import process_alive
 from instrumentation.records import READ
 from iomodel.replay import index_of
 
@@ -114,16 +115,6 @@ def store_choices(advice: StoreAdvice, filters: Sequence, current_library: str, 
 
 # ---------------------------------------------------------------------------------------------- scratch
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_scratch(parent: str, storage_options: dict | None) -> list[str]:
     """Remove the verify scratch prefixes under ``parent`` that a process of this host made and that is gone
     (killed by SIGKILL before it could clean up); the prefixes removed."""
@@ -150,7 +141,7 @@ def _remove_stale(fs, parent: str) -> list[str]:
             mark = json.loads(fs.cat_file(f"{e.rstrip('/')}/{MARKER}"))
         except (FileNotFoundError, OSError, ValueError):
             continue
-        if mark.get("host") != host or _alive(int(mark.get("pid", 0))):
+        if mark.get("host") != host or process_alive(int(mark.get("pid", 0))):
             continue
         remove_prefix(fs, e.rstrip("/"))
         removed.append(f"{parent.split('://', 1)[0]}://{e.rstrip('/')}")

@@ -25,7 +25,8 @@ PART_WAIT = settings.part_wait()
 POLL = 0.02
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Is process ``pid`` of this host running (an exited child not yet reaped counts as gone)?"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -54,7 +55,7 @@ def _part_state(path: Path, since_ns: int) -> str | None:
         pid = int(path.stem)
     except ValueError:
         return "lost"
-    return None if _alive(pid) else "lost"
+    return None if process_alive(pid) else "lost"
 
 
 def wait_for_parts(parts_dir: Path, since_ns: int) -> dict[Path, str]:
@@ -279,4 +280,4 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
           records(header, {"n_access": total}))
 
 
-__all__ = ["MERGING", "PART_WAIT", "merge_parts", "part_calls", "wait_for_parts"]
+__all__ = ["process_alive", "MERGING", "PART_WAIT", "merge_parts", "part_calls", "wait_for_parts"]

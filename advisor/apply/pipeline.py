@@ -20,7 +20,8 @@ import numpy as np
 
 from compression_model.codecs.plugin import hdf5plugin
 
-from .copy import (NAN_UNSAFE_HDF5, BlockJob, array_at, copy_block, create_dest, data_range, fill_of, flush, grid_of,
+from .bounds import resolve_bounds
+from .copy import (NAN_UNSAFE_HDF5, BlockJob, array_at, copy_block, create_dest, fill_of, flush, grid_of,
                    is_root_array, open_array, open_dest, open_source, remote_copy_block, stored_bytes)
 from .journal import Journal
 from .plan import CopyPlan, Stage, plan_copy
@@ -126,25 +127,9 @@ class _Run:
         lossy = {p: lay for p, lay in self.targets.layouts.items() if lay.lossy and lay.abs_bound is None}
         if not lossy:
             return
-        from compression_model.error_bound import ErrorBound
-
         src_root = open_source(self.targets.source, self.src_lib)
         try:
-            for path, lay in lossy.items():
-                done = [e for e in journal.entries if e.get("kind") == "range" and e.get("array") == path]
-                bound = ErrorBound.parse(lay.error_bound)
-                if done:
-                    rng = done[0]["range"]
-                elif bound.mode == "abs":
-                    rng = 0.0
-                else:
-                    src = array_at(src_root, path)
-                    grid = grid_of(src, self.src_lib)
-                    stage = plan_copy(src.shape, src.dtype.itemsize, grid, grid, self.options.block_budget()).stages[0]
-                    rng = data_range(src, stage, fill_of(src, self.src_lib))
-                    journal.record({"kind": "range", "array": path, "range": rng})
-                self.targets.layouts[path] = replace(lay, abs_bound=bound.absolute(rng) if bound.mode == "rel"
-                                                     else bound.value)
+            resolve_bounds(self.targets, src_root, self.src_lib, journal, self.options.block_budget())
         finally:
             src_root.close() if hasattr(src_root, "close") else None
 

@@ -31,7 +31,8 @@ from zarr.storage import WrapperStore
 
 from iomodel.objectstore_calibrate import remove_prefix
 
-from .copy import BlockJob, array_at, copy_block, data_range, fill_of, grid_of, open_source, stored_bytes
+from .bounds import resolve_bounds
+from .copy import BlockJob, array_at, copy_block, fill_of, grid_of, open_source, stored_bytes
 from .journal import Journal
 from .plan import plan_copy
 from .result import ApplyResult, ArraySummary
@@ -305,7 +306,7 @@ def _apply(trace, options, storage_options, progress, on_start, fs) -> ApplyResu
         if entry is None:
             root_array = not hasattr(src_root, "keys")
             dst_root = held if root_array else zarr.open_group(held, mode="w-", zarr_format=3)
-            _resolve_bounds(targets, src_root, source.library, journal, options)
+            resolve_bounds(targets, src_root, source.library, journal, options.block_budget())
             entries, notes = create_structure(src_root, source.library, dst_root, "zarr", targets.layouts)
             arrays = [e.path for e in entries]
             journal.record({"kind": "structure", "arrays": arrays, "notes": notes,
@@ -313,7 +314,7 @@ def _apply(trace, options, storage_options, progress, on_start, fs) -> ApplyResu
         else:
             held.held = None if entry["root"] is None else entry["root"].encode()
             arrays, notes = entry["arrays"], entry["notes"]
-            _resolve_bounds(targets, src_root, source.library, journal, options)
+            resolve_bounds(targets, src_root, source.library, journal, options.block_budget())
         summaries = _copy(arrays, src_root, source.library, held, journal, targets, options, budget, progress,
                           on_start)
     finally:
@@ -332,28 +333,6 @@ def _apply(trace, options, storage_options, progress, on_start, fs) -> ApplyResu
     return ApplyResult(targets.source, dest, tuple(summaries), time.perf_counter() - t0, resumed,
                        notes=tuple(notes) + ("the root metadata (zarr.json, consolidated) was written last: "
                                              "the group was not visible before the copy was whole",))
-
-
-def _resolve_bounds(targets: Targets, src_root, src_lib: str, journal: Journal, options) -> None:
-    """Relative bounds made absolute with the valid range of the source's values (journaled)."""
-    from compression_model.error_bound import ErrorBound
-
-    for path, lay in list(targets.layouts.items()):
-        if not lay.lossy or lay.abs_bound is not None:
-            continue
-        bound = ErrorBound.parse(lay.error_bound)
-        done = [e for e in journal.entries if e.get("kind") == "range" and e.get("array") == path]
-        if done:
-            rng = done[0]["range"]
-        elif bound.mode == "abs":
-            rng = 0.0
-        else:
-            src = array_at(src_root, path)
-            grid = grid_of(src, src_lib)
-            stage = plan_copy(src.shape, src.dtype.itemsize, grid, grid, options.block_budget()).stages[0]
-            rng = data_range(src, stage, fill_of(src, src_lib))
-            journal.record({"kind": "range", "array": path, "range": rng})
-        targets.layouts[path] = replace(lay, abs_bound=bound.absolute(rng) if bound.mode == "rel" else bound.value)
 
 
 def _copy(arrays, src_root, src_lib: str, held: HeldRootStore, journal: StoreJournal, targets: Targets, options,
