@@ -358,16 +358,24 @@ class CostModel:
         if codec is not None and codec.compress_bps:
             terms["t_codec"] = 0.0
         cal = self.calibration.get(library) if self.calibration else None
-        return terms if cal is None else cal.scale(terms)
+        return terms if cal is None else cal.scale(terms, self.within(v, library))
 
-    def band(self, layout: Layout, terms: dict[str, float]) -> tuple[float, float]:
+    def within(self, v: Variables, library: str) -> dict[str, float]:
+        """Term -> multiplier of its calibrated factor for ``v``'s own mix of the term's variables
+        (``TraceCalibration.within_terms``; empty when the calibration split no term)."""
+        cal = self.calibration.get(library) if self.calibration else None
+        if cal is None or not cal.split:
+            return {}
+        return cal.within_terms(v.as_features(), lambda name: self.profile.coefficient(library, name))
+
+    def band(self, layout: Layout, terms: dict[str, float], within: dict | None = None) -> tuple[float, float]:
         """95% band of the I/O seconds made of ``terms`` (calibrated): what the in-trace calibration left
         unexplained, widened by the uncertainty of each term's factor (``TraceCalibration.interval``; all of
         a layout's own terms when its calls take another code path than the recorded layout's) when it covers
         the library, else the profile's own measured band."""
         cal = self.calibration.get(layout.library) if self.calibration else None
         if cal is not None and cal.covers:
-            return cal.interval(terms, storage_path(layout) == self.recorded_path)
+            return cal.interval(terms, storage_path(layout) == self.recorded_path, within)
         return self.profile.band(layout.library)
 
     def stored_bytes(self, layout: Layout, ratio: float) -> int:
@@ -427,7 +435,8 @@ class CostModel:
                 hi = sum(self.io_terms(scale_bytes(v, ratio / ratio_ci[0]), cand.library, codec).values())
             band = codec.time_band if codec is not None else (1.0, 1.0)
             io_lo, io_hi = self.band(layout, {k: t for k, t in terms.items()
-                                                    if k not in ("t_compress", "t_decompress")})
+                                                    if k not in ("t_compress", "t_decompress")},
+                                     self.within(v, cand.library))
             ci = (lo * io_lo + (t_c + t_d) * band[0], hi * io_hi + (t_c + t_d) * band[1])
             model = sum(t for k, t in self.work.terms(v, cand.library, self.profile).items()
                         if k != "t_codec" or not priced) + raw_codec

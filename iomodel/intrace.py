@@ -47,7 +47,7 @@ from instrumentation.columns import as_columns
 from instrumentation.records import DatasetRecord
 from instrumentation.tracefile import Trace
 
-from .cost import TERMS
+from .cost import PRICED, TERMS
 from .layout import Layout
 from .predict import Workload
 from .profile import SystemProfile
@@ -134,10 +134,28 @@ class TraceCalibration:
     prior: float = 0.0
     """Standard deviation of log(measured / predicted) of the profile itself (``SystemProfile.band``): the
     uncertainty of a term the trace did not exercise."""
+    split: dict = field(default_factory=dict, compare=False)
+    """Term -> {variable: multiplier of the term's factor}: how a term's departure from the common factor is
+    shared out among its variables (``split_term``); the recorded layouts' mix of them gets 1."""
 
-    def scale(self, terms: dict[str, float]) -> dict[str, float]:
-        """Calibrated seconds per term of a prediction for this library."""
-        return {k: t * self.factors.get(k, 1.0) for k, t in terms.items()}
+    def scale(self, terms: dict[str, float], within: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Calibrated seconds per term of a prediction for this library. ``within``: term -> multiplier of its
+        factor for the prediction's own mix of the term's variables (``within_terms``; default 1)."""
+        within = within or {}
+        return {k: t * self.factors.get(k, 1.0) * within.get(k, 1.0) for k, t in terms.items()}
+
+    def within_terms(self, features: Mapping[str, float], coefficient: Callable[[str], float]) -> dict[str, float]:
+        """Term -> multiplier of its fitted factor for a prediction whose counted variables are ``features``
+        (``coefficient``: the profile's seconds per unit of a variable for this library): its variables' seconds
+        weighted by their ``split`` multipliers. The recorded layouts' own mix gets 1; a layout whose mix
+        differs (reads of another size: per-request against per-byte seconds) moves off the term's factor."""
+        out = {}
+        for k, mult in self.split.items():
+            parts = {v: coefficient(v) * features.get(v, 0.0) for v in TERMS[k]}
+            total = sum(parts.values())
+            if total > 0:
+                out[k] = sum(t * mult.get(v, 1.0) for v, t in parts.items()) / total
+        return out
 
     @property
     def covers(self) -> bool:
@@ -191,17 +209,21 @@ class TraceCalibration:
                 own if mine else other, self.band if mine else (1.0, 1.0), self.traced_seconds,
                 self.predicted_seconds, self.n_groups, borrowed=not mine, common=self.common * f,
                 spread=self.spread if mine else {k: v for k, v in self.spread.items() if k in SHARED_TERMS},
-                mix=self.mix, prior=self.prior)
+                mix=self.mix, prior=self.prior,
+                split=self.split if mine else {k: v for k, v in self.split.items() if k in SHARED_TERMS})
         return out
 
-    def interval(self, terms: dict[str, float], same_path: bool = True) -> tuple[float, float]:
+    def interval(self, terms: dict[str, float], same_path: bool = True,
+                 within: Mapping[str, float] | None = None) -> tuple[float, float]:
         """95% band of a calibrated prediction made of ``terms`` (calibrated seconds per term): the fit's
         unexplained band, widened by how far the prediction's mix of terms departs from the recorded layouts'
         (``mix``), each term weighted by the uncertainty of its factor (``spread``; a term the trace did not
         exercise, or could not pin down, by the profile's own: ``prior``). The recorded layout keeps the band.
         ``same_path`` False: the layout's calls take another code path of the library than the recorded one
         (``advisor.choice.storage_path``), whose own terms the trace never timed: each of them (all but
-        SHARED_TERMS) adds its whole share at the prior, an error of its own on top of the factor's."""
+        SHARED_TERMS) adds its whole share at the prior, an error of its own on top of the factor's. ``within``
+        (``within_terms``): the share of each term moved by the split of its factor among its variables, which
+        the priors set, not the trace, counts whole as an error of its own."""
         total = sum(terms.values())
         lo, hi = self.band
         if total <= 0 or self.method == "none":
@@ -211,6 +233,7 @@ class TraceCalibration:
                      * min(self.spread.get(k, self.prior), self.prior)) ** 2 for k in set(terms) | set(self.mix))
         if not same_path:
             moved += sum((t / total * self.prior) ** 2 for k, t in terms.items() if k not in SHARED_TERMS)
+        moved += sum((terms.get(k, 0.0) / total * math.log(m)) ** 2 for k, m in (within or {}).items() if m > 0)
         moved = math.sqrt(moved)
         half = math.hypot(math.log(hi / lo) / 2, Z95 * moved)
         return math.exp(-half), math.exp(half)
@@ -226,7 +249,8 @@ class TraceCalibration:
         shared = {k: v for k, v in self.factors.items() if k in SHARED_TERMS}
         return TraceCalibration(library, f"{self.library}'s {self.method}" if shared else "none", shared,
                                 (1.0, 1.0), 0.0, 0.0, self.n_groups, borrowed=True, common=self.common,
-                                spread={k: v for k, v in self.spread.items() if k in SHARED_TERMS})
+                                spread={k: v for k, v in self.spread.items() if k in SHARED_TERMS},
+                                split={k: v for k, v in self.split.items() if k in SHARED_TERMS})
 
     @property
     def resolution(self) -> float:
@@ -242,16 +266,22 @@ class TraceCalibration:
             return (f"{self.library}: not traced; device and page-cache terms calibrated as {self.method} ({f}), "
                     "its own terms as profiled")
         f = ", ".join(f"{k[2:]} x{v:.2g}" for k, v in sorted(self.factors.items()) if v != 1.0)
+        split = ""
+        if self.split:
+            split = (f"; the factor of {', '.join(k[2:] for k in sorted(self.split))} shared out by its variables' "
+                     "seconds (the trace timed it in one mix of them, such as per request against per byte), so a "
+                     "layout with another mix moves off it, and its interval widens by as much")
         return (f"{self.library}: predictions calibrated on the trace ({self.method}, {self.n_groups} groups): "
                 f"{self.predicted_seconds:.3g} s predicted -> {self.traced_seconds:.3g} s traced ({f}); "
-                f"unexplained 95% band x{self.band[0]:.2f}-x{self.band[1]:.2f}")
+                f"unexplained 95% band x{self.band[0]:.2f}-x{self.band[1]:.2f}{split}")
 
     def get_config(self) -> dict:
         return {"library": self.library, "method": self.method, "factors": dict(self.factors),
                 "band": list(self.band), "traced_seconds": self.traced_seconds,
                 "predicted_seconds": self.predicted_seconds, "n_groups": self.n_groups, "borrowed": self.borrowed,
                 "dataset_seconds": {str(k): v for k, v in self.dataset_seconds.items()},
-                "common": self.common, "spread": dict(self.spread), "mix": dict(self.mix), "prior": self.prior}
+                "common": self.common, "spread": dict(self.spread), "mix": dict(self.mix), "prior": self.prior,
+                "split": {k: dict(v) for k, v in self.split.items()}}
 
     @classmethod
     def from_config(cls, c: dict) -> "TraceCalibration":
@@ -260,7 +290,8 @@ class TraceCalibration:
                    float(c["predicted_seconds"]), int(c["n_groups"]), bool(c.get("borrowed", False)),
                    {int(k): float(v) for k, v in (c.get("dataset_seconds") or {}).items()},
                    float(c.get("common", 1.0)), {k: float(v) for k, v in (c.get("spread") or {}).items()},
-                   {k: float(v) for k, v in (c.get("mix") or {}).items()}, float(c.get("prior", 0.0)))
+                   {k: float(v) for k, v in (c.get("mix") or {}).items()}, float(c.get("prior", 0.0)),
+                   {k: {v: float(x) for v, x in m.items()} for k, m in (c.get("split") or {}).items()})
 
 
 def _segments(accesses) -> list[int]:
@@ -375,6 +406,24 @@ def _by_prior(names: Sequence[str], shares: np.ndarray, scalar: float, prior: fl
     return {n: float(math.exp(lam * s2 * wk)) for n, s2, wk in zip(names, sd2, w)}
 
 
+def split_term(seconds: Mapping[str, float], deviation: float) -> dict[str, float]:
+    """Multipliers of a term's factor per variable, from the variables' ``seconds`` in the recorded layouts and
+    the term's fitted ``deviation`` (its factor: the profile's price is 1). The trace's groups time a term as a whole,
+    in one mix of its variables (a program that reads whole gzip'd chunks: every device read ~400 KB, per-byte
+    seconds 87% of t_rdisk); a candidate with another mix (reads of 32 KB: per-request seconds 68%) would take
+    the deviation of a cost it barely has. So the deviation goes to each variable by its share, as ``_by_prior``
+    shares a mix among terms (the log factors of least size, equal priors: x_v = lam * share_v), each then
+    divided by the deviation: the recorded mix keeps the fitted factor, a variable the trace did not exercise
+    keeps the profile's price (benchmarks/validation/realsize.py's r02)."""
+    names = [v for v, t in seconds.items() if t > 0]
+    total = sum(seconds[v] for v in names)
+    if len(seconds) < 2 or total <= 0 or deviation <= 0 or abs(math.log(deviation)) < 1e-9:
+        return {}
+    shares = np.array([seconds[v] / total for v in names])
+    factors = _by_prior(names, shares, deviation, 1.0)
+    return {v: factors.get(v, 1.0) / deviation for v in seconds}
+
+
 def _sd(band: tuple[float, float]) -> float:
     """Standard deviation of log(time) of a 95% band."""
     lo, hi = band
@@ -396,6 +445,7 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
     names = list(TERMS)
     rows: dict[str, tuple[list, list, list, list]] = {}
     whole: dict[str, dict[int, np.ndarray]] = {}
+    parts: dict[str, dict[str, float]] = {}  # library -> variable -> its seconds in the recorded layouts
     for ds_id in np.unique(trace.columns.ds).tolist():
         accs = trace.columns_of(ds_id)
         ds = trace.datasets[ds_id]
@@ -415,11 +465,12 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
             if work is None:
                 work = Workload(ds, accs, shape, procs)
             ends = _segments(accs)
+            last = None
             for end, p in zip(ends, work.predict_prefixes(layout, profile, ends)):
                 upto = np.array([p.terms.get(n, 0.0) for n in names])
                 seg_terms.append(np.maximum(upto - before, 0.0))
                 seg_traced.append(traced_seconds(accs.window(start, end)))
-                before, start = upto, end
+                before, start, last = upto, end, p
         except (ValueError, IndexError, TypeError):
             if settings.debug():
                 raise
@@ -430,6 +481,10 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
         w_terms.append(before)
         w_traced.append(traced_seconds(accs))
         whole.setdefault(ds.library, {})[ds_id] = before
+        if last is not None:
+            feats, mine = last.variables.as_features(), parts.setdefault(ds.library, {})
+            for v in PRICED:
+                mine[v] = mine.get(v, 0.0) + profile.coefficient(ds.library, v) * feats.get(v, 0.0)
     out = {}
     for lib, (g_terms, g_traced, w_terms, w_traced) in rows.items():
         spread = _sd(profile.band(lib))
@@ -439,7 +494,13 @@ def calibrate_in_trace(trace: Trace, profile: SystemProfile, procs: int | None =
                   for ds_id, t in whole[lib].items()}
         calibrated = np.array([cal.factors.get(n, 1.0) for n in names]) * np.sum(w_terms, axis=0)
         mix = {n: float(x / calibrated.sum()) for n, x in zip(names, calibrated) if x > 0}
-        out[lib] = replace(cal, dataset_seconds=per_ds, mix=mix, prior=spread)
+        split = {}
+        if len({round(f, 12) for f in cal.factors.values()}) > 1:  # else no term departs on its own
+            for k, f in cal.factors.items():
+                m = split_term({v: parts.get(lib, {}).get(v, 0.0) for v in TERMS[k]}, f)
+                if m:
+                    split[k] = m
+        out[lib] = replace(cal, dataset_seconds=per_ds, mix=mix, prior=spread, split=split)
     if out and library is None:
         # the other library borrows the device terms of the library with the most traced time
         donor = max(out.values(), key=lambda c: c.traced_seconds)

@@ -59,7 +59,9 @@ def _grounded(trace, ds, preds, profile, procs) -> tuple[list[dict] | None, str]
     out = []
     for p in preds:
         cal = cals.get(p.library)
-        seconds = sum(cal.scale(p.terms).values()) if cal is not None else p.seconds
+        within = cal.within_terms(p.variables.as_features(), lambda v, lib=p.library: profile.coefficient(lib, v)) \
+            if cal is not None else None
+        seconds = sum(cal.scale(p.terms, within).values()) if cal is not None else p.seconds
         out.append({"calibrated_seconds": seconds, "traced_seconds": traced,
                     "speedup_vs_traced": traced / seconds if seconds > 0 else float("inf")})
     text = f"traced calls of {ds.path or ds.label} on the recorded layout: {traced:.4g} s; " + (
