@@ -421,7 +421,7 @@ def split_term(seconds: Mapping[str, float], deviation: float) -> dict[str, floa
         return {}
     shares = np.array([seconds[v] / total for v in names])
     factors = _by_prior(names, shares, deviation, 1.0)
-    return {v: factors.get(v, 1.0) / deviation for v in seconds}
+    return {v: float(factors.get(v, 1.0) / deviation) for v in seconds}
 
 
 def _sd(band: tuple[float, float]) -> float:
