@@ -11,7 +11,10 @@ that. Per chunk size, one float32 column chunk (n, 1) of a zarr array whose file
 - ``zarr``: ``z[:, c]`` through zarr (one chunk per call: get, decode, copy into the result);
 - ``model``: the shipped profile's prediction of that read (``iomodel.predict``, warm page cache).
 
-    python -m benchmarks.investigations.zarr_fresh_buffers [--dir /tmp/zfb] [--repeat 9]
+    python -m benchmarks.investigations.zarr_fresh_buffers [--dir /tmp/zfb] [--repeat 9] [--strip K]
+
+``--strip K``: zarr reads K columns per call (``z[:, c:c + K]``, realsize r05's strips of 4), the model the same
+calls; the per-chunk figures are the call's time over K.
 """
 from __future__ import annotations
 
@@ -38,8 +41,9 @@ def _median_seconds(fn, repeat: int) -> float:
     return statistics.median(runs)
 
 
-def _predicted(rows: int, repeat_cols: int) -> float:
-    """The shipped profile's seconds for ``repeat_cols`` whole-column reads of the (rows, COLUMNS) zarr array."""
+def _predicted(rows: int, repeat_cols: int, strip: int = 1) -> float:
+    """The shipped profile's seconds for ``repeat_cols`` whole-column reads of the (rows, COLUMNS) zarr array,
+    ``strip`` columns per call."""
     from instrumentation.records import READ, AccessRecord, DatasetRecord, Selection
     from iomodel import load_profile, predict
     from iomodel.layout import Layout
@@ -48,8 +52,8 @@ def _predicted(rows: int, repeat_cols: int) -> float:
     ds = DatasetRecord(id=0, library="zarr", library_version="", file="zfb", path="/x", shape=shape, dtype="<f4",
                        maxshape=None, chunks=(rows, 1), shards=None, filters=(), cache=None, zarr_format=3,
                        created=False)
-    accs = [AccessRecord(0, READ, Selection((0, c % COLUMNS), (1, 1), (1, 1), (rows, 1)), rows, rows * 4, 0.0, 0.0)
-            for c in range(repeat_cols)]
+    accs = [AccessRecord(0, READ, Selection((0, c % COLUMNS), (1, 1), (1, 1), (rows, strip)), rows * strip,
+                         rows * strip * 4, 0.0, 0.0) for c in range(0, repeat_cols, strip)]
     return predict(accs, Layout("zarr", shape, 4, (rows, 1)), load_profile(), dataset=ds, warm=True).seconds
 
 
@@ -57,12 +61,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default="/tmp/ioadvisor-zfb", help="scratch directory (removed at the end)")
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--strip", type=int, default=1, choices=(1, 2, 4, 8), help="columns per zarr call")
     args = ap.parse_args(argv)
+    k = args.strip
     import zarr
 
     root = Path(args.dir)
     shutil.rmtree(root, ignore_errors=True)
-    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(f"load average {os.getloadavg()[0]:.1f}; {k} column(s) per zarr call")
     print("| chunk | preadv, reused buffer | read_bytes (zarr's store) | zarr z[:, c] | model (shipped profile) |")
     print("|---|---|---|---|---|")
     try:
@@ -88,11 +94,11 @@ def main(argv=None) -> int:
                     f.read_bytes()
 
             def through_zarr():
-                for c in range(COLUMNS):
-                    z[:, c]
+                for c in range(0, COLUMNS, k):
+                    z[:, c:c + k]
 
             per = [_median_seconds(fn, args.repeat) / COLUMNS for fn in (pread, read_bytes, through_zarr)]
-            model = _predicted(rows, COLUMNS) / COLUMNS
+            model = _predicted(rows, COLUMNS, k) / COLUMNS
             print(f"| {size >> 10} KiB | " + " | ".join(f"{s * 1e3:.3f} ms ({size / s / 1e9:.2f} GB/s)"
                                                       for s in per + [model]) + " |")
     finally:
