@@ -176,9 +176,10 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     entry = _by_obj.get(id(ds))
     if entry is not None and entry[0]() is ds:
         info = entry[1]
-    else:  # a first sight, the interposer's too: its description of the dataset is not the call's time
-        info = _info(ds)
-        dt = max(0.0, dt - described_within(t0, dt))
+    else:  # a first sight, the interposer's too: its description of the dataset, before the call's libhdf5 calls
+        info = _info(ds)  # (which stay inside the span: they are recorded once, as this call), is not the call's time
+        described = min(dt, described_within(t0, dt))
+        t0, dt = t0 + described, dt - described
     shape = info.shape
     if shape is None:
         return
