@@ -73,4 +73,27 @@ def recipe_reads(accesses: Sequence[AccessRecord], shape: Sequence[int], chunks:
     return sorted(out, key=lambda a: a.t_start)
 
 
-__all__ = ["dask_blocks", "recipe_reads"]
+def priced_as_recipe(rec, ds, accesses: Sequence[AccessRecord], shape: Sequence[int], blocking, profile, *,
+                     procs: int = 1, calibration=None, codec=None):
+    """``rec`` (a ``Recommendation``) priced on the reads the recipe's program makes in its layout: its seconds,
+    interval and terms times the model's price of those reads over its price of the traced ones in the same
+    layout (one model for both, so the trace's calibration carries over); ``rec`` itself when the reads are the
+    traced ones."""
+    from advisor.costmodel import CostModel
+
+    reads = recipe_reads(accesses, shape, rec.candidate.chunks, blocking)
+    if reads is None:
+        return rec
+    traced = CostModel(ds, list(accesses), shape, profile, procs=procs, calibration=calibration)
+    recipe = CostModel(ds, reads, shape, profile, procs=procs, calibration=calibration)
+    before, after = traced.evaluate(rec.candidate, codec), recipe.evaluate(rec.candidate, codec)
+    if before.seconds <= 0:
+        return rec
+    f, g = after.seconds / before.seconds, rec.seconds / before.seconds
+    return replace(rec, seconds=rec.seconds * f, seconds_ci=tuple(x * f for x in rec.seconds_ci),
+                   terms={k: t * g for k, t in after.terms.items()},
+                   notes=tuple(rec.notes) + (f"priced on the {len(reads)} reads the program makes with the recipe's "
+                                             "dask chunks", ))
+
+
+__all__ = ["dask_blocks", "priced_as_recipe", "recipe_reads"]

@@ -198,7 +198,8 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
 
 
 
-def recipe_groups(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], entry=None) -> list[tuple[Trace, list[int]]]:
+def recipe_groups(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice],
+                  entry=None) -> list[tuple[Trace, list[int]]]:
     """The choices grouped by the reads the program makes in each once the recipe is applied
     (``advisor.recipe_reads``: an xarray program reading in dask blocks gets the recipe's dask chunks), each group
     with its trace: the traced one for the current layout and every layout the recipe leaves the reads of.
