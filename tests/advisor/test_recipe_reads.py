@@ -75,3 +75,32 @@ def test_verify_replays_the_recipes_reads_in_each_recommended_layout(tmp_path):
     assert rows[0].max_error == 0.0 and rows[0].measured_seconds > 0
     # without an xarray + dask program every layout replays the traced reads
     assert recipe_groups(trace, ds, choices, SimpleNamespace(idiom=None)) == [(trace, [0, 1])]
+
+
+def test_the_recommendation_is_priced_on_the_recipes_reads():
+    """Without a chunk cache, each traced 12-step block of 96x2x2 chunks reads every chunk it touches whole, eight
+    times over; the recipe's four 96-step blocks read each once: priced on them, the layout costs less."""
+    from dataclasses import replace
+
+    from advisor.advice import Recommendation
+    from advisor.candidates import Candidate
+    from advisor.costmodel import CostModel
+    from advisor.recipe_reads import priced_as_recipe
+    from instrumentation.records import DatasetRecord
+    from test_search import profile
+
+    accesses = _blocks(probe=False)
+    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/v.h5", "/v", SHAPE, "float32", chunks=(1, 18, 36))
+    prof = profile()
+    cand = Candidate("hdf5", (96, 2, 2), None, 0, 1, None)
+    traced = CostModel(ds, accesses, SHAPE, prof).evaluate(cand)
+    rec = replace(traced, seconds=2 * traced.seconds, seconds_ci=(traced.seconds, 3 * traced.seconds))
+    got = priced_as_recipe(rec, ds, accesses, SHAPE, program_blocking(accesses, SHAPE), prof)
+    assert isinstance(got, Recommendation) and got.candidate == cand
+    assert 0 < got.seconds < rec.seconds
+    # the same factor on the whole prediction: the calibration of the traced seconds carries over
+    f = got.seconds / rec.seconds
+    assert np.allclose([got.seconds_ci[0] / rec.seconds_ci[0], got.seconds_ci[1] / rec.seconds_ci[1]], f)
+    same = Candidate("hdf5", (12, 18, 36), None, 0, 1, None)  # the recipe's blocks are the traced ones
+    kept = CostModel(ds, accesses, SHAPE, prof).evaluate(same)
+    assert priced_as_recipe(kept, ds, accesses, SHAPE, program_blocking(accesses, SHAPE), prof) is kept
