@@ -116,7 +116,8 @@ def rewrite(entry, rec, ds_record, arr, layout_dir: Path, base_open: dict, xr_so
             import xarray as xr
 
             code = entry.xarray_code(rec)
-            write = "\n".join(line for line in code.splitlines() if "to_netcdf" in line or "to_zarr" in line)
+            write = "\n".join(line for line in code.splitlines()
+                              if "to_netcdf" in line or "to_zarr" in line or line.startswith("import "))
             engine = "h5netcdf" if entry.idiom.engine == "h5netcdf" else "netcdf4"
             with xr.open_dataset(xr_source, engine=engine) as src:
                 scope = {"ds": src.load(), "xr": xr}
