@@ -448,9 +448,8 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
         if follows is not None:
             notes.append(f"advised within {follows[0]}, the library recommended for {follows[1]} (the file's dataset "
                          "with more traced time): one file, one library")
-        rewrite = None
+        rewrite = codec = None
         if judged.verdict == "change":
-            codec = None
             if best.candidate.compressor:
                 codec, _ = data.cost(CodecChoice(best.candidate.compressor, best.candidate.error_bound),
                                      best.candidate.chunks, best.candidate.library)
@@ -485,6 +484,11 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
     if not calibrated and other is not None and other.borrowed and other.library in libraries:
         notes.append(other.describe())
     idiom = detect_idiom(ds, trace_libs, dask=blocking is not None) if read_data else None
+    if idiom is not None and idiom.dask and judged.verdict == "change":  # the recipe gives the program dask chunks
+        from advisor.recipe_reads import priced_as_recipe
+
+        best = priced_as_recipe(best, ds, accesses.records(), shape, blocking, profile, procs=nprocs,
+                                calibration=scaled, codec=codec)
     run_seconds = context.run_seconds if context is not None and calibrated and traced > 0 else None
     switch = {}
     if run_seconds and context.program:

@@ -11,6 +11,7 @@ blocks).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -96,13 +97,23 @@ def dask_chunks(chunks: Sequence[int] | None, shape: Sequence[int], blocking: Se
     return tuple(min(s, math.ceil(b / c) * c) for b, c, s in zip(base, chunks, shape))
 
 
+def _as_entries(keywords: str) -> str:
+    """``create_dataset`` keyword source (``compression="gzip", compression_opts=4`` or ``**hdf5plugin.X(...)``)
+    as dict entries."""
+    if keywords.startswith("**"):
+        return keywords
+    return re.sub(r"(?:^|(?<=, ))(\w+)=", lambda m: f"{m.group(1)!r}: ", keywords)
+
+
 def xarray_code(idiom: Idiom, library: str, chunks: Sequence[int] | None, shards: Sequence[int] | None,
                 shape: Sequence[int], blocking: Sequence[int] | None, compressed: bool,
-                cache: tuple[int, int] | None = None, compressor: str | None = None) -> str:
+                cache: tuple[int, int] | None = None, compressor: str | None = None,
+                h5py_filter: str | None = None) -> str:
     """``ds.to_netcdf``/``ds.to_zarr`` with the recommended encoding, and the matching ``open_dataset`` in the
     program's own stack: its engine (netCDF4-python stays the default engine), the chunk cache set with that
     engine's API (``cache``: rdcc bytes and slots, None: the library's default), dask chunks only when the
-    program read in dask blocks (``idiom.dask``)."""
+    program read in dask blocks (``idiom.dask``). ``h5py_filter``: the compressor as ``create_dataset`` keywords
+    (``advisor.render.code.hdf5_codec_source``), which h5netcdf's encoding takes as they are."""
     v = idiom.variable
     dims = idiom.dims if len(idiom.dims) == len(shape) else tuple(f"dim_{i}" for i in range(len(shape)))
     dask = dict(zip(dims, dask_chunks(chunks, shape, blocking)))
@@ -123,7 +134,13 @@ def xarray_code(idiom: Idiom, library: str, chunks: Sequence[int] | None, shards
             lines.append(f"ds = xr.open_dataset(\"out.nc\"{chunk_kw})")
     elif library == "hdf5":
         enc = {"chunksizes": tuple(chunks)} if chunks is not None else {"contiguous": True}
-        lines.append(f"ds.to_netcdf(\"out.nc\", engine=\"h5netcdf\", encoding={{{v!r}: {enc!r}}})")
+        text = repr(enc)
+        if h5py_filter and chunks is not None:  # the filter in the encoding, as create_dataset takes it
+            text = text[:-1] + ", " + _as_entries(h5py_filter) + "}"
+            if "hdf5plugin." in h5py_filter:
+                lines.append("import hdf5plugin")
+            compressed = False
+        lines.append(f"ds.to_netcdf(\"out.nc\", engine=\"h5netcdf\", encoding={{{v!r}: {text}}})")
         cache_kw = ""
         if cache is not None and chunks is not None:
             cache_kw = f", driver_kwds={{'rdcc_nbytes': {cache[0]}, 'rdcc_nslots': {cache[1]}}}"

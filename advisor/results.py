@@ -340,8 +340,11 @@ class DatasetAdvice:
         c = (rec or self.recommendation).candidate
         cache = None if c.library != "hdf5" or c.chunks is None or c.cache_bytes is None else (
             c.cache_bytes, c.cache_slots or 8191)
+        h5py_filter = None
+        if c.library == "hdf5" and c.compressor and self.idiom.engine != "netcdf4":  # h5netcdf: h5py's keywords
+            h5py_filter = hdf5_codec_source(c, self)[0]
         return xarray_code(self.idiom, c.library, c.chunks, c.shards, self.shape, self.blocking,
-                           bool(c.compressor), cache, c.compressor)
+                           bool(c.compressor), cache, c.compressor, h5py_filter)
 
     def code(self, rec: Recommendation | None = None, target: str | None = None) -> str:
         """Copy-paste Python that creates this array in the recommended (or given) layout."""

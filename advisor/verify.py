@@ -198,6 +198,31 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
 
 
 
+def recipe_groups(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice],
+                  entry=None) -> list[tuple[Trace, list[int]]]:
+    """The choices grouped by the reads the program makes in each once the recipe is applied
+    (``advisor.recipe_reads``: an xarray program reading in dask blocks gets the recipe's dask chunks), each group
+    with its trace: the traced one for the current layout and every layout the recipe leaves the reads of.
+    ``entry``: the dataset's ``DatasetAdvice`` (None: every choice replays the traced reads)."""
+    if entry is None or entry.idiom is None or not entry.idiom.dask:
+        return [(trace, list(range(len(choices))))]
+    from advisor.choice import program_blocking
+    from advisor.recipe_reads import recipe_reads
+    from advisor.whatif import rewritten_trace
+
+    accesses = [a for a in trace.accesses if a.dataset == ds.id]
+    shape = trace.extent(ds.id)
+    blocking = program_blocking(accesses, shape)
+    groups: dict = {}
+    for i, c in enumerate(choices):
+        reads = None if c.label == "current" else recipe_reads(accesses, shape, c.layout.chunks, blocking)
+        key = None if reads is None else tuple((a.selection.start, a.selection.block) for a in reads)
+        if key not in groups:
+            groups[key] = (trace if reads is None else rewritten_trace(trace, ds.id, reads), [])
+        groups[key][1].append(i)
+    return list(groups.values())
+
+
 def _filters_name(filters: Sequence[Filter]) -> str | None:
     names = [f.name for f in filters if f.name not in ("bytes", "sharding_indexed")]
     return "+".join(names) or None
@@ -281,7 +306,11 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
                        else [current_choice(ds)])
             bar.describe(f"replaying {dataset_name(ds)}")
             choices += given_choices(trace, ds, o.layouts, profile)
-            rows += verify_choices(trace, ds, choices, workdir, **measure)
+            # each layout replays the reads the program makes there once the recipe is applied
+            measured = []
+            for replayed, picked in recipe_groups(trace, ds, choices, dataset_advice(advice, ds) if advice else None):
+                measured += zip(picked, verify_choices(replayed, ds, [choices[i] for i in picked], workdir, **measure))
+            rows += [row for _, row in sorted(measured, key=lambda m: m[0])]
             for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):
                 rows += verify_choices(rewritten, ds, [choice], workdir, **measure)
     finally:
@@ -292,5 +321,5 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
 
 __all__ = ["Choice", "MAX_BYTES", "ReplayPool", "ReplayTimeout", "VerifyError", "VerifyOptions", "VerifyResult",
            "VerifyRow", "build_choice", "choice_of", "choices_from_advice", "current_choice", "dataset_advice",
-           "dataset_name", "given_choices", "load_data", "measure_all", "synthetic", "verify", "verify_choices",
-           "whatif_choices"]
+           "dataset_name", "given_choices", "load_data", "measure_all", "recipe_groups", "synthetic", "verify",
+           "verify_choices", "whatif_choices"]

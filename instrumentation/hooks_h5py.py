@@ -29,6 +29,7 @@ from h5py._hl import selections as _selections
 
 from .jsonvalue import plain
 from .locations import hdf5_location
+from .nested import described_within
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
 from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo
@@ -173,7 +174,12 @@ def _collective(ds) -> bool:
 
 def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     entry = _by_obj.get(id(ds))
-    info = entry[1] if entry is not None and entry[0]() is ds else _info(ds)
+    if entry is not None and entry[0]() is ds:
+        info = entry[1]
+    else:  # a first sight, the interposer's too: its description of the dataset, before the call's libhdf5 calls
+        info = _info(ds)  # (which stay inside the span: they are recorded once, as this call), is not the call's time
+        described = min(dt, described_within(t0, dt))
+        t0, dt = t0 + described, dt - described
     shape = info.shape
     if shape is None:
         return
