@@ -47,7 +47,11 @@ _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
 
 if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
     _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
+    _changed = _hotpath.forget  # the C hook keeps the last dataset it recorded: told of every change to _by_obj
 else:
+    def _changed() -> None:
+        pass
+
     _tls = HUB.tls
 
     def _depth() -> int:
@@ -61,6 +65,7 @@ def reset() -> None:
     """Forget cached metadata (the last tracer exited: shapes may change untraced)."""
     _by_obj.clear()
     _by_dsid.clear()
+    _changed()
 
 
 def _filters(dcpl) -> tuple[Filter, ...]:
@@ -140,8 +145,10 @@ def _remember(ds, info: DatasetInfo) -> DatasetInfo:
         entry = _by_obj.get(key)
         if entry is not None and entry[0] is ref:
             del _by_obj[key]
+        _changed()  # this dataset is gone: another object may come at its address
 
     _by_obj[key] = (weakref.ref(ds, forget), info)
+    _changed()
     _by_dsid[ds.id] = info
     return info
 
@@ -307,7 +314,7 @@ def _traced_setitem(original):
 
 
 if _hotpath is not None:
-    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
+    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING, DatasetInfo.shape)
 
 
 def _direct_sel(position: int, name: str):
