@@ -47,7 +47,9 @@ _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
 
 if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
     _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
-    _changed = _hotpath.forget  # the C hook keeps the last dataset it recorded: told of every change to _by_obj
+    # the C hook keeps the last dataset it recorded: told of every change to _by_obj (an extension built from an
+    # older hotpath.c has no forget and looks every dataset up)
+    _changed = getattr(_hotpath, "forget", lambda: None)
 else:
     def _changed() -> None:
         pass
@@ -314,7 +316,10 @@ def _traced_setitem(original):
 
 
 if _hotpath is not None:
-    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING, DatasetInfo.shape)
+    try:  # DatasetInfo.shape: where the C hook finds a dataset's extent, to keep it between calls
+        _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING, DatasetInfo.shape)
+    except TypeError:  # an extension built from an older hotpath.c (rebuilt by `setup.py build_ext --inplace`)
+        _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
 
 
 def _direct_sel(position: int, name: str):
