@@ -48,7 +48,13 @@ _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
 
 if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
     _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
+    # the C hook keeps the last dataset it recorded: told of every change to _by_obj (an extension built from an
+    # older hotpath.c has no forget and looks every dataset up)
+    _changed = getattr(_hotpath, "forget", lambda: None)
 else:
+    def _changed() -> None:
+        pass
+
     _tls = HUB.tls
 
     def _depth() -> int:
@@ -62,6 +68,7 @@ def reset() -> None:
     """Forget cached metadata (the last tracer exited: shapes may change untraced)."""
     _by_obj.clear()
     _by_dsid.clear()
+    _changed()
 
 
 def _filters(dcpl) -> tuple[Filter, ...]:
@@ -141,8 +148,10 @@ def _remember(ds, info: DatasetInfo) -> DatasetInfo:
         entry = _by_obj.get(key)
         if entry is not None and entry[0] is ref:
             del _by_obj[key]
+        _changed()  # this dataset is gone: another object may come at its address
 
     _by_obj[key] = (weakref.ref(ds, forget), info)
+    _changed()
     _by_dsid[ds.id] = info
     return info
 
@@ -313,7 +322,10 @@ def _traced_setitem(original):
 
 
 if _hotpath is not None:
-    _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
+    try:  # DatasetInfo.shape: where the C hook finds a dataset's extent, to keep it between calls
+        _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING, DatasetInfo.shape)
+    except TypeError:  # an extension built from an older hotpath.c (rebuilt by `setup.py build_ext --inplace`)
+        _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
 
 
 def _direct_sel(position: int, name: str):

@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -32,6 +33,30 @@ static PyObject *simple_types; /* frozenset of the index types normalized here *
 static PyObject *overflow;     /* called when a Recorder holds more than max_pending accesses */
 static Py_ssize_t max_pending;
 static PyObject *s_shape, *s_itemsize, *s_mpio, *s_axis, *s_new_dtype;
+
+/* The dataset of the last fast record, with what a record needs of it as C values. A loop reads one dataset call
+ * after call, and finding it (a dict, a weak reference, three attributes, the extent's Python ints) cost as much as
+ * the record itself (benchmarks/speed/tracing_overhead.py, per call). It stands while hooks_h5py's table of known
+ * datasets is unchanged (hooks_h5py calls forget() at every change of it, a dataset's death included, so `self`
+ * cannot be another object at the same address) and the DatasetInfo's shape is the tuple `dims` were read from
+ * (every change of extent assigns a new tuple; `shape` holds the old one, so its address is not reused). */
+static struct {
+    PyObject *self;  /* compared only */
+    PyObject *info;  /* strong */
+    PyObject *shape; /* strong */
+    int ndim;
+    int64_t itemsize;
+    int64_t dims[MAX_RANK];
+} last;
+static Py_ssize_t shape_offset = -1; /* DatasetInfo.shape's slot (configure), -1: no cache */
+static PyTypeObject *info_type;      /* DatasetInfo (borrowed from the slot descriptor, which configure holds) */
+static PyObject *shape_slot;
+
+static void forget_last(void) {
+    last.self = NULL;
+    Py_CLEAR(last.info);
+    Py_CLEAR(last.shape);
+}
 
 static double now(void) {
     struct timespec ts;
@@ -250,11 +275,18 @@ static int as_int64(PyObject *v, int64_t *out) {
     return 0;
 }
 
-/* `vals` <- start, count, stride and block (ndim values each) of `index` on an array of `shape`; *n the
+/* Whether `x` is of an index type normalized here (int, slice, Ellipsis and numpy integers: simple_types). */
+static int simple_index(PyObject *x) {
+    PyTypeObject *t = Py_TYPE(x);
+    if (t == &PySlice_Type || t == &PyLong_Type || x == Py_Ellipsis) return 1;
+    return PySet_Contains(simple_types, (PyObject *)t) == 1;
+}
+
+/* `vals` <- start, count, stride and block (ndim values each) of `index` on an array of extent `dims`; *n the
  * elements selected. 0, or -1 when fast_hyperslab would give None (the Python hook decides then; an
  * exception may be set). */
-static int hyperslab(PyObject *index, PyObject *shape, int64_t *vals, int64_t *n) {
-    Py_ssize_t ndim = PyTuple_GET_SIZE(shape), nargs;
+static int hyperslab(PyObject *index, Py_ssize_t ndim, const int64_t *dims, int64_t *vals, int64_t *n) {
+    Py_ssize_t nargs;
     PyObject *one[1];
     PyObject *const *args;
     if (PyTuple_CheckExact(index)) {
@@ -268,7 +300,7 @@ static int hyperslab(PyObject *index, PyObject *shape, int64_t *vals, int64_t *n
     if (ndim > MAX_RANK) return -1;
     Py_ssize_t ellipsis = -1;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (PySet_Contains(simple_types, (PyObject *)Py_TYPE(args[i])) != 1) return -1;
+        if (!simple_index(args[i])) return -1;
         if (args[i] == Py_Ellipsis) {
             if (ellipsis >= 0) return -1;
             ellipsis = i;
@@ -281,8 +313,7 @@ static int hyperslab(PyObject *index, PyObject *shape, int64_t *vals, int64_t *n
     int64_t total = 1;
     Py_ssize_t a = 0;
     for (Py_ssize_t d = 0; d < ndim; d++) {
-        int64_t dim = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
-        if (dim == -1 && PyErr_Occurred()) return -1;
+        int64_t dim = dims[d];
         PyObject *x;
         if (d >= ellipsis && d < ellipsis + fill) {
             x = NULL; /* a whole dimension */
@@ -310,6 +341,43 @@ static int hyperslab(PyObject *index, PyObject *shape, int64_t *vals, int64_t *n
     }
     *n = total;
     return 0;
+}
+
+/* `last` <- the known dataset `self`, unless it is unknown, MPI (its transfers may be collective: the Python hook
+ * asks) or its extent or item size unusable here: then -1 (no exception set). */
+static int remember(PyObject *self) {
+    forget_last();
+    PyObject *info = info_of(self);
+    if (info == NULL) return -1;
+    PyObject *mpio = PyObject_GetAttr(info, s_mpio);
+    PyObject *shape = PyObject_GetAttr(info, s_shape);
+    PyObject *itemsize = PyObject_GetAttr(info, s_itemsize);
+    int ok = mpio == Py_False && shape != NULL && PyTuple_CheckExact(shape) && PyTuple_GET_SIZE(shape) <= MAX_RANK &&
+             itemsize != NULL && PyLong_Check(itemsize);
+    if (ok) {
+        last.ndim = (int)PyTuple_GET_SIZE(shape);
+        for (int d = 0; ok && d < last.ndim; d++) ok = as_int64(PyTuple_GET_ITEM(shape, d), &last.dims[d]) == 0;
+        last.itemsize = ok ? PyLong_AsLongLong(itemsize) : 0;
+        ok = ok && !PyErr_Occurred();
+    }
+    Py_XDECREF(mpio);
+    Py_XDECREF(itemsize);
+    PyErr_Clear();
+    if (!ok) {
+        Py_XDECREF(shape);
+        return -1;
+    }
+    Py_INCREF(info);
+    last.info = info;
+    last.shape = shape; /* the reference GetAttr gave */
+    last.self = self;
+    return 0;
+}
+
+/* Whether `last` holds `self` with its extent as it is now. */
+static inline int remembered(PyObject *self) {
+    return self == last.self && shape_offset >= 0 && Py_TYPE(last.info) == info_type &&
+           *(PyObject **)((char *)last.info + shape_offset) == last.shape;
 }
 
 /* ---- the hooks ---- */
@@ -340,29 +408,24 @@ static void full_queues(void) {
 /* Record a read or write of a known dataset by ints/slices in every Recorder; 0, or -1 for the Python hook
  * (nothing recorded then). No exception set on return. */
 static int record_fast(PyObject *self, PyObject *index, int op, double t0, double dt) {
-    PyObject *info = info_of(self);
-    if (info == NULL) return -1;
-    PyObject *mpio = PyObject_GetAttr(info, s_mpio);
-    PyObject *shape = PyObject_GetAttr(info, s_shape);
-    PyObject *itemsize = PyObject_GetAttr(info, s_itemsize);
+    if (!remembered(self) && remember(self) < 0) return -1;
     int64_t vals[4 * MAX_RANK], n = 0;
-    int rc = -1;
-    if (mpio == Py_False && shape != NULL && PyTuple_Check(shape) && itemsize != NULL && PyLong_Check(itemsize) &&
-        hyperslab(index, shape, vals, &n) == 0) {
-        int ndim = (int)PyTuple_GET_SIZE(shape);
-        int64_t nbytes = n * PyLong_AsLongLong(itemsize);
-        Py_ssize_t k = PyTuple_GET_SIZE(recorders);
-        rc = 0;
-        for (Py_ssize_t i = 0; i < k; i++)
-            if (add((Recorder *)PyTuple_GET_ITEM(recorders, i), info, op, ndim, t0, dt, n, nbytes, vals, 4 * ndim) < 0)
-                rc = -1; /* out of memory: the Python hook records it (twice in a Recorder that took it) */
+    if (hyperslab(index, last.ndim, last.dims, vals, &n) < 0) {
+        PyErr_Clear();
+        return -1;
     }
-    Py_XDECREF(mpio);
-    Py_XDECREF(shape);
-    Py_XDECREF(itemsize);
+    PyObject *info = last.info;
+    Py_INCREF(info); /* full_queues below runs Python code, which may forget `last` */
+    int ndim = last.ndim, rc = 0;
+    int64_t nbytes = n * last.itemsize;
+    Py_ssize_t k = PyTuple_GET_SIZE(recorders);
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (add((Recorder *)PyTuple_GET_ITEM(recorders, i), info, op, ndim, t0, dt, n, nbytes, vals, 4 * ndim) < 0)
+            rc = -1; /* out of memory: the Python hook records it (twice in a Recorder that took it) */
     PyErr_Clear();
     if (rc == 0) full_queues();
     PyErr_Clear();
+    Py_DECREF(info);
     return rc;
 }
 
@@ -556,13 +619,32 @@ static PyObject *set_recorders(PyObject *m, PyObject *arg) {
 }
 
 static PyObject *configure(PyObject *m, PyObject *a) {
-    PyObject *k, *t, *o;
+    PyObject *k, *t, *o, *slot = NULL;
     Py_ssize_t mp;
-    if (!PyArg_ParseTuple(a, "O!O!On:configure", &PyDict_Type, &k, &PyFrozenSet_Type, &t, &o, &mp)) return NULL;
+    if (!PyArg_ParseTuple(a, "O!O!On|O:configure", &PyDict_Type, &k, &PyFrozenSet_Type, &t, &o, &mp, &slot))
+        return NULL;
     Py_INCREF(k); Py_XSETREF(known, k);
     Py_INCREF(t); Py_XSETREF(simple_types, t);
     Py_INCREF(o); Py_XSETREF(overflow, o);
     max_pending = mp;
+    forget_last();
+    shape_offset = -1;
+    info_type = NULL;
+    Py_CLEAR(shape_slot);
+    if (slot != NULL && Py_IS_TYPE(slot, &PyMemberDescr_Type)) { /* a __slots__ member: an object's pointer */
+        PyMemberDef *def = ((PyMemberDescrObject *)slot)->d_member;
+        if (def->type == T_OBJECT_EX || def->type == T_OBJECT) {
+            Py_INCREF(slot);
+            shape_slot = slot;
+            shape_offset = def->offset;
+            info_type = ((PyMemberDescrObject *)slot)->d_common.d_type;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *forget(PyObject *m, PyObject *unused) {
+    forget_last();
     Py_RETURN_NONE;
 }
 
@@ -577,7 +659,10 @@ static PyObject *set_depth(PyObject *m, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(known, simple_types, overflow, max_pending): the hooks' shared state."},
+     "configure(known, simple_types, overflow, max_pending[, shape_slot]): the hooks' shared state; shape_slot, "
+     "DatasetInfo.shape (a __slots__ member), lets the hook keep the last dataset's extent as C values."},
+    {"forget", forget, METH_NOARGS, "forget(): the table of known datasets changed (the last dataset is looked up "
+     "again)."},
     {"set_recorders", set_recorders, METH_O, "set_recorders(recorders): the active tracers' Recorders; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},
