@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .deferred import defer
 from .errors import IoadvisorError
 
 READ_TIMEOUT = 600.0
@@ -159,6 +160,7 @@ def _serve() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # inherited by every child
+    defer("pandas")  # pydarshan imports it at module level, for outputs this reader never asks for
     try:
         import darshan  # noqa: F401 - imported once here, so each fork starts with it
     except ImportError:

@@ -25,6 +25,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import arrowrows
+
 FINDING = pa.struct([("code", pa.string()), ("title", pa.string()), ("seconds", pa.float64()),
                      ("modelled", pa.float64()), ("saves", pa.float64()), ("hdf5", pa.bool_()),
                      ("advice", pa.string())])
@@ -138,8 +140,7 @@ class Catalog:
     def add(self, rows: list[dict], written: list[str]) -> None:
         """This run's rows, in the parts ``written`` (relative to the summary)."""
         if rows:
-            self.table = pa.concat_tables(
-                [self.table, pa.table({n: [r[n] for r in rows] for n in CATALOG_COLUMNS}, schema=CATALOG_SCHEMA)])
+            self.table = pa.concat_tables([self.table, arrowrows.table(rows, CATALOG_SCHEMA)])
         if written:
             self.covers = sorted(set(self.covers) | set(written))
             self.changed = True
@@ -200,9 +201,7 @@ class Appender:
         for month, group in by_month.items():
             d = os.path.join(self.out, f"month={month}")
             os.makedirs(d, exist_ok=True)
-            cols = {name: [r.get(name) for r in group] for name in LOG_SCHEMA.names}
-            cols["start_time"] = [int(r["start_time"]) for r in group]
-            table = pa.table(cols, schema=LOG_SCHEMA)
+            table = arrowrows.table([{**r, "start_time": int(r["start_time"])} for r in group], LOG_SCHEMA)
             tmp = os.path.join(d, f".part-{self.run}-{self.n:05d}.parquet.tmp")
             pq.write_table(table, tmp, compression="zstd")
             os.replace(tmp, os.path.join(d, f"part-{self.run}-{self.n:05d}.parquet"))  # readers never see half
