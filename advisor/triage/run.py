@@ -145,7 +145,8 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
             progress(len(rows))
 
     if todo and not opts.scheduler and len(todo) <= opts.in_process:
-        for batch in batches(todo, 1):  # few new logs: read here, no cluster to start
+        for batch in batches(todo, 1, BATCH):  # few new logs: read here, no cluster to start; whole batches,
+            # as each costs a reader child's start (guided slices are for spreading work over workers)
             take(summarize_batch(batch, opts.rows))
     elif todo:
         _run(todo, opts, take)
