@@ -124,8 +124,8 @@ class RawLog:
 
 class _ReaderServer:
     """``python -m instrumentation.darshan_raw``: a single-threaded process that imported pydarshan once and
-    forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process never
-    loads libdarshan-util. Protocol: one JSON request a line on its stdin (the logs and the result stream's path),
+    forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process reads
+    no log but pydarshan's own example (a warm-up). Protocol: one JSON request a line on its stdin (the logs and the result stream's path),
     one JSON reply a line back (the logs a child died on)."""
 
     def __init__(self) -> None:

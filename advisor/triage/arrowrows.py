@@ -23,40 +23,45 @@ def table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 def column(values: list, type_: pa.DataType) -> pa.Array:
     """One Arrow array of ``type_`` from Python values (None: null)."""
     n = len(values)
-    valid = np.fromiter((v is not None for v in values), bool, count=n)
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    valid = None if None not in values else np.fromiter((v is not None for v in values), bool, count=n)
+    validity = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if valid is not None and pa.types.is_string(type_):
+        values = [v if v is not None else "" for v in values]
     if pa.types.is_string(type_):
-        encoded = [_utf8(v) if ok else b"" for v, ok in zip(values, valid)]
-        offsets = _offsets([len(b) for b in encoded])
-        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
-    if pa.types.is_boolean(type_):
-        bits = np.fromiter((bool(v) if ok else False for v, ok in zip(values, valid)), bool, count=n)
-        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(np.packbits(bits, bitorder="little"))])
+        return pa.Array.from_buffers(type_, n, [validity, *_utf8(values)])
     if pa.types.is_list(type_):
-        items = [v if ok else () for v, ok in zip(values, valid)]
+        items = values if valid is None else [v if v is not None else () for v in values]
         child = column([x for v in items for x in v], type_.value_type)
-        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(_offsets([len(v) for v in items]))],
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(_offsets(list(map(len, items))))],
                                      children=[child])
     if pa.types.is_struct(type_):
-        fields = [type_.field(i) for i in range(type_.num_fields)]
-        children = [column([v.get(f.name) if ok else None for v, ok in zip(values, valid)], f.type) for f in fields]
+        items = values if valid is None else [v if v is not None else {} for v in values]
+        children = [column([v.get(f.name) for v in items], f.type) for f in type_]
         return pa.Array.from_buffers(type_, n, [validity], children=children)
+    filled = values if valid is None else [v if v is not None else 0 for v in values]
+    if pa.types.is_boolean(type_):
+        bits = np.fromiter(map(bool, filled), bool, count=n)
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(np.packbits(bits, bitorder="little"))])
     if pa.types.is_floating(type_):
         dtype = np.dtype(f"f{type_.bit_width // 8}")
     elif pa.types.is_integer(type_) or pa.types.is_timestamp(type_):
         dtype = np.dtype(f"{'u' if pa.types.is_unsigned_integer(type_) else 'i'}{type_.bit_width // 8}")
     else:
         raise TypeError(f"no Arrow conversion here for {type_}")
-    data = np.array([v if ok else 0 for v, ok in zip(values, valid)])
-    if data.dtype.kind == "f" and dtype.kind != "f" and not np.array_equal(data, np.trunc(data)):
-        raise TypeError(f"a fractional number for the integer Arrow type {type_}")  # as pa.array refuses it
+    data = np.array(filled)
+    if data.dtype.kind not in "biuf" or (data.dtype.kind == "f" and dtype.kind != "f"
+                                         and not np.array_equal(data, np.trunc(data))):
+        raise TypeError(f"values of {type_} expected, got {data.dtype}")  # as pa.array refuses them
     return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(np.ascontiguousarray(data, dtype))])
 
 
-def _utf8(value) -> bytes:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a str for an Arrow string column, got {type(value).__name__}")
-    return value.encode("utf-8")
+def _utf8(values: list) -> tuple[pa.Buffer, pa.Buffer]:
+    """Offsets and bytes of a string column (str values only, as pa.array wants)."""
+    joined = "".join(values)  # a TypeError for any value not a str
+    if joined.isascii():  # one byte a character: the lengths are the strings'
+        return pa.py_buffer(_offsets(list(map(len, values)))), pa.py_buffer(joined.encode("ascii"))
+    encoded = [v.encode("utf-8") for v in values]
+    return pa.py_buffer(_offsets(list(map(len, encoded)))), pa.py_buffer(b"".join(encoded))
 
 
 def _offsets(lengths: list[int]) -> np.ndarray:
