@@ -125,8 +125,8 @@ class RawLog:
 class _ReaderServer:
     """``python -m instrumentation.darshan_raw``: a single-threaded process that imported pydarshan once and
     forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process reads
-    no log but pydarshan's own example (a warm-up). Protocol: one JSON request a line on its stdin (the logs and the result stream's path),
-    one JSON reply a line back (the logs a child died on)."""
+    no log but pydarshan's own example (a warm-up). Protocol: one JSON request a line on its stdin (the logs and
+    the result stream's path), one JSON reply a line back (the logs a child died on)."""
 
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -165,8 +165,10 @@ def _serve() -> None:
         import darshan  # noqa: F401 - imported once here, so each fork starts with it
     except ImportError:
         pass  # the child says so, in one line
-    else:  # cffi parses each C type on first use (~10 ms a child): parsed here once, reading pydarshan's own log
-        example = os.path.join(os.path.dirname(darshan.__file__), "examples", "example_logs", "ior_hdf5_example.darshan")
+    else:  # cffi parses each C type at its first use, a few ms in every batch child (benchmarks/speed/triage.py):
+        # parsed here once instead, reading pydarshan's own example log (every module this reader reads)
+        example = os.path.join(os.path.dirname(darshan.__file__), "examples", "example_logs",
+                               "ior_hdf5_example.darshan")
         try:
             _read_in_child(example, COUNTER_MODULES, True) if os.path.isfile(example) else None
         except Exception:  # noqa: BLE001 - a warm-up only: the children read as well without it
