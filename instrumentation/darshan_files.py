@@ -161,7 +161,7 @@ def characterize(raw: RawLog, *, reach_files: bool = True) -> LogFiles:
         m = raw.modules.get(mod)
         if m is None or not len(m.ids):
             continue
-        for rec_id in np.unique(m.ids):
+        for rec_id in sorted(set(m.ids.tolist())):  # np.unique's order; np.unique imports numpy.ma (a triage rerun)
             rows = np.flatnonzero(m.ids == rec_id)
             by_file.setdefault(int(rec_id), {})[mod] = _interface(m, prefix, rows)
     h5f = _names_of(raw, "H5F") | _names_of(raw, "H5D", dataset=True)

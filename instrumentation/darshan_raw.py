@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .deferred import defer
 from .errors import IoadvisorError
 
 READ_TIMEOUT = 600.0
@@ -123,9 +124,9 @@ class RawLog:
 
 class _ReaderServer:
     """``python -m instrumentation.darshan_raw``: a single-threaded process that imported pydarshan once and
-    forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process never
-    loads libdarshan-util. Protocol: one JSON request a line on its stdin (the logs and the result stream's path),
-    one JSON reply a line back (the logs a child died on)."""
+    forks one child per batch of logs (cheap; fork is safe there, unlike in a threaded caller). This process reads
+    no log but pydarshan's own example (a warm-up). Protocol: one JSON request a line on its stdin (the logs and
+    the result stream's path), one JSON reply a line back (the logs a child died on)."""
 
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,10 +160,20 @@ def _serve() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # inherited by every child
+    defer("pandas")  # pydarshan imports it at module level, for outputs this reader never asks for
     try:
         import darshan  # noqa: F401 - imported once here, so each fork starts with it
     except ImportError:
         pass  # the child says so, in one line
+    else:  # cffi parses each C type at its first use, a few ms in every batch child (benchmarks/speed/triage.py):
+        # parsed here once instead, reading pydarshan's own example log (every module this reader reads)
+        example = os.path.join(os.path.dirname(darshan.__file__), "examples", "example_logs",
+                               "ior_hdf5_example.darshan")
+        try:
+            _read_in_child(example, COUNTER_MODULES, True) if os.path.isfile(example) else None
+        except Exception:  # noqa: BLE001 - a warm-up only: the children read as well without it
+            pass
+        gc.collect()
     gc.freeze()  # what the imports made is never collected: a batch child's per-log gc.collect() stays cheap
     for line in sys.stdin:
         sys.stdout.write(json.dumps({"crashed": _serve_many(json.loads(line))}) + "\n")

@@ -19,6 +19,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import arrowrows
 from .logrow import next_step
 from .store import COVERS, parts, relative
 
@@ -122,7 +123,7 @@ class Applications:
 
     def write(self, dest: str, covers: list[str]) -> pa.Table:
         """Replace ``dest`` with the table (atomically), noting the summary parts it covers."""
-        table = pa.Table.from_pylist(self.rows(), schema=APP_SCHEMA)
+        table = arrowrows.table(self.rows(), APP_SCHEMA)
         table = table.replace_schema_metadata({COVERS: json.dumps(sorted(covers)).encode()})
         tmp = dest + ".tmp"
         pq.write_table(table, tmp)

@@ -11,10 +11,8 @@ retried log by log, so only the log that kills a worker is lost, and it is liste
 """
 from __future__ import annotations
 
-import importlib
 import math
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -101,13 +99,6 @@ def batches(todo: list, n_workers: int, batch: int = 0) -> list[list]:
     return out
 
 
-def _preload(module: str) -> None:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        pass  # pyarrow works without it
-
-
 def _client(opts: TriageOptions):
     from dask.distributed import Client, LocalCluster
 
@@ -154,10 +145,8 @@ def triage(archives: list[str], opts: TriageOptions, progress=None) -> TriageRes
             progress(len(rows))
 
     if todo and not opts.scheduler and len(todo) <= opts.in_process:
-        # pyarrow imports pandas when it first builds arrays from Python values (the new rows' part file): a
-        # few tenths of a second, loaded here while this thread waits for the log reader
-        threading.Thread(target=_preload, args=("pandas",), daemon=True).start()
-        for batch in batches(todo, 1):  # few new logs: read here, no cluster to start
+        for batch in batches(todo, 1, BATCH):  # few new logs: read here, no cluster to start; whole batches,
+            # as each costs a reader child's start (guided slices are for spreading work over workers)
             take(summarize_batch(batch, opts.rows))
     elif todo:
         _run(todo, opts, take)
