@@ -217,6 +217,7 @@ class NativeRun:
                         self._open_sink()
                 if self._sink is not None:
                     self._capture.poll([self._sink], eager=True)
+                    self._sink.stage()  # encoded now: the exit writes only the last records
             except Exception as exc:  # noqa: BLE001 - the exit converts what is left, and says what failed
                 self._failed = f"{type(exc).__name__}: {exc}"
                 return
