@@ -30,8 +30,9 @@ from .partsdir import RUN_FILE
 from .startup import release_startup_hook
 from .tracedir import META, live_path, prepare
 
-WATCH_INTERVAL = 0.05
-"""Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
+WATCH_INTERVAL = 0.02
+"""Seconds between the watcher's looks at the log directory (and conversions) while the program runs: what came
+after the last look is the exit's to convert (a look that finds nothing new costs a directory listing)."""
 FIRST_LOOK = 0.01
 """Seconds between its looks until the program recorded something (a listing of the log directory each): the
 imports then start sooner, so that they end before the program does (benchmarks/speed/tracing_overhead.py, the
