@@ -84,8 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     from advisor import progress
 
     progress.configure(getattr(args, "quiet", True))  # commands without --quiet draw nothing (run: the program's)
+    return guarded(args.command, lambda: args.func(args))
+
+
+def guarded(command: str, func) -> int:
+    """``func()``'s exit code, errors handled as the CLI handles them (also advisor/entry.py's, for ``run``)."""
     try:
-        return int(args.func(args) or 0)
+        return int(func() or 0)
     except BrokenPipeError:
         # `ioadvisor trace show T | head`: the reader left; not an error of ours
         sys.stderr.close()
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         # line; IOADVISOR_DEBUG=1 shows the traceback. Anything else is a bug and keeps its traceback.
         if settings.debug():
             raise
-        print(f"ioadvisor {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"ioadvisor {command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -118,15 +118,42 @@ def write_table(table: pa.Table, path: Path) -> None:
     a 10,000-row batch). Integer columns holding one value get Parquet statistics (min = max), which tell a
     reader that value without decoding the column (19 of a loader trace's 22 columns); the others get none (they
     would cost bytes, and a reader Python objects per column)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    schema = pa.schema([f.with_nullable(table.column(i).null_count > 0) for i, f in enumerate(table.schema)],
-                       metadata=table.schema.metadata)
-    table = pa.Table.from_arrays(table.columns, schema=schema)
-    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
-    constant = [name for name in ints if _one_value(table.column(name))]
-    pq.write_table(table, tmp, compression=CODEC, use_dictionary=False, write_statistics=constant or False,
-                   column_encoding={c: "DELTA_BINARY_PACKED" for c in ints}, row_group_size=READ_ROWS)
-    os.replace(tmp, path)
+    batch = StreamedBatch(path, table)
+    batch.close()
+
+
+class StreamedBatch:
+    """A batch written a row group at a time (``append``), under its hidden temporary name until ``close`` renames
+    it into place: a launcher encodes its program's records while the program runs, so that its exit writes only
+    the last ones (instrumentation/launch.py; benchmarks/speed/tracing_overhead.py, the 20,000-box C program).
+    The first table decides the schema and the statistics (``write_table``'s rules); a table that does not fit
+    them (``fits``) goes into another batch."""
+
+    def __init__(self, path: Path, table: pa.Table):
+        self.path = path
+        self._tmp = path.with_name(f".{path.name}.tmp")
+        self.schema = pa.schema([f.with_nullable(table.column(i).null_count > 0) for i, f in enumerate(table.schema)],
+                                metadata=table.schema.metadata)
+        ints = [f.name for f in self.schema if pa.types.is_integer(f.type)]
+        constant = [name for name in ints if _one_value(table.column(name))]
+        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression=CODEC, use_dictionary=False,
+                                        write_statistics=constant or False,
+                                        column_encoding={c: "DELTA_BINARY_PACKED" for c in ints})
+        self.rows = 0
+        self.append(table)
+
+    def fits(self, table: pa.Table) -> bool:
+        return table.schema.names == self.schema.names and all(
+            f.type == self.schema.field(i).type and (self.schema.field(i).nullable or not table.column(i).null_count)
+            for i, f in enumerate(table.schema))
+
+    def append(self, table: pa.Table) -> None:
+        self._writer.write_table(pa.Table.from_arrays(table.columns, schema=self.schema), row_group_size=READ_ROWS)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
+        os.replace(self._tmp, self.path)
 
 
 def _one_value(column: pa.ChunkedArray) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrowcodec import COMPACT_ROWS, FORMAT_KEY, FORMAT_VERSION, pa, pq, to_table, write_table
+from .arrowcodec import COMPACT_ROWS, FORMAT_KEY, FORMAT_VERSION, StreamedBatch, pa, pq, to_table, write_table
 from .columns import ORTHOGONAL, POINTS, AccessColumns, compact_runs
 from .jsonl import resize_lines
 from .rawparts import write_raw
@@ -22,6 +22,8 @@ from .tracemodel import dumps
 BATCH_ROWS = 1 << 16
 """Accesses buffered before a batch is written; also written at least every BATCH_SECONDS."""
 BATCH_SECONDS = 1.0
+STAGE_ROWS = 1 << 12
+"""``stage`` writes a row group once this many accesses are buffered (fewer wait for the next one)."""
 GATHER_BELOW = BATCH_ROWS // 2
 """Batches of fewer rows are gathered into one file at close (``compact_parts``); larger ones stay as written."""
 
@@ -52,6 +54,7 @@ class ColumnarTraceWriter:
         self._next_part = 0
         self._parts: list[Path] = []
         self.raw = False
+        self._open: StreamedBatch | None = None  # the batch ``stage`` writes into, not yet in place
         self.n_access = 0
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(dumps({"t": "h", **header.get_config()}) + "\n")
@@ -147,9 +150,16 @@ class ColumnarTraceWriter:
             pending = len(self._rows) + self._column_rows
             if self._meta.closed:
                 return
-            if not force and pending < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
+            staged = self._open.rows if self._open is not None else 0
+            if not force and pending + staged < BATCH_ROWS and time.perf_counter() - self._since < BATCH_SECONDS:
                 return
             self._meta.flush()  # a batch on disk finds the resizes before it there
+            if self._open is not None:  # the staged batch, with what is buffered, put in place
+                self._stage(pending)
+                self._open.close()
+                self._open = None
+                self._since = time.perf_counter()
+                return
             if not pending:
                 return
             parts = self._columns + ([self._take_rows()] if self._rows else [])
@@ -166,6 +176,35 @@ class ColumnarTraceWriter:
             part = self.path / f"{name}.parquet"
             write_table(to_table(compact_runs(cols)), part)
             self._parts.append(part)
+
+    def stage(self) -> None:
+        """Write what is buffered (STAGE_ROWS or more) as a row group of a batch that stays under its temporary
+        name until ``flush`` puts it in place, as a due or forced flush would have written it whole: a launcher
+        beside its program encodes the records as they come, and its exit only the last ones
+        (instrumentation/launch.py). A kill loses what a flush would have: the batch not yet in place."""
+        with self._lock:
+            pending = len(self._rows) + self._column_rows
+            if pending >= STAGE_ROWS and not self._meta.closed and not self.raw:
+                self._meta.flush()
+                self._stage(pending)
+
+    def _stage(self, pending: int) -> None:
+        """Buffered accesses into the staged batch (lock held)."""
+        if not pending:
+            return
+        parts = self._columns + ([self._take_rows()] if self._rows else [])
+        self._columns, self._column_rows = [], 0
+        table = to_table(compact_runs(AccessColumns.concat(parts)))
+        if self._open is not None and not self._open.fits(table):
+            self._open.close()
+            self._open = None
+        if self._open is None:
+            part = self.path / f"part-{self._next_part:06d}.parquet"
+            self._next_part += 1
+            self._open = StreamedBatch(part, table)
+            self._parts.append(part)
+        else:
+            self._open.append(table)
 
     def close(self, missed: tuple[str, ...] = (), libraries: tuple[str, ...] = (), *, gather: bool = True) -> None:
         """End the trace; ``missed`` says what is known not to be in it, ``libraries`` the libhdf5 copies hooked

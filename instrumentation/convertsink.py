@@ -69,6 +69,12 @@ class ConvertedSink:
             write_resizes(self._writer, record_resizes(resized, self.rank))
         self._writer.flush(force)
 
+    def stage(self) -> None:
+        """What was converted so far encoded now (``ColumnarTraceWriter.stage``), by a launcher whose program
+        runs beside it (instrumentation/launch.py)."""
+        self.drain(force=False)  # the resizes before them go first
+        self._writer.stage()
+
     def close(self, lost: tuple[str, ...], libraries: tuple[str, ...], gather: bool = False) -> None:
         """The trace's end: ``lost`` (what could not be converted) and the ``libraries`` calls went through
         (``gather``: the writer's, for a run's own trace)."""

@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 
 from . import mpi, preload
-from .errors import OutputExistsError
-from .partsdir import RUN_FILE, child_environment
-from .startup import ensure_startup_hook, release_startup_hook
+from .nativestart import NativeStart
+from .partsdir import RUN_FILE
+from .startup import release_startup_hook
 from .tracedir import META, live_path, prepare
 
-WATCH_INTERVAL = 0.05
-"""Seconds between the watcher's looks at the log directory (and conversions) while the program runs."""
+WATCH_INTERVAL = 0.02
+"""Seconds between the watcher's looks at the log directory (and conversions) while the program runs: what came
+after the last look is the exit's to convert (a look that finds nothing new costs a directory listing)."""
 FIRST_LOOK = 0.01
 """Seconds between its looks until the program recorded something (a listing of the log directory each): the
 imports then start sooner, so that they end before the program does (benchmarks/speed/tracing_overhead.py, the
@@ -54,7 +55,7 @@ class NativeRun:
         self.rank, self.size = 0, 1
         self.missed: list[str] = []
         self._overwrite = overwrite
-        self._environ: dict[str, str | None] = {}
+        self._start: NativeStart | None = None
         self._started = threading.Event()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -70,30 +71,30 @@ class NativeRun:
 
     def __enter__(self) -> "NativeRun":
         """What the program's start needs (its environment, the parts directory that its Python children find
-        the run in), checks that refuse the run before it starts; the rest waits for ``program_started``."""
-        if self.path.exists() and not self._overwrite:
-            raise OutputExistsError(f"{self.path} exists: not replacing an earlier trace "
-                                    "(choose another path, or overwrite=True / --force to replace it)")
-        self._live = live_path(self.path)  # a *.jsonl trace is exported from it at the end
-        if self._live != self.path and self._live.exists() and not self._overwrite:
-            raise OutputExistsError(f"{self._live} exists: not replacing an earlier trace's records "
-                                    "(choose another path, or overwrite=True / --force to replace it)")
-        t_origin_unix, origin = time.time(), time.perf_counter()
-        # runinfo.RunInfo's fields: built into a RunInfo once the program runs (dataclasses cost its start ms)
-        self._run_config = {"t_origin_unix": t_origin_unix, "origin": origin, "rank": self.rank, "size": self.size}
-        self._hook_why = ensure_startup_hook()
-        self._holds_hook = self._hook_why is None
-        prepare(self._live)
+        the run in), checks that refuse the run before it starts; the rest waits for ``program_started``. A run
+        ``started`` already is entered as it is."""
+        if self._start is not None:
+            return self
+        start = NativeStart(str(self.path), self._overwrite)
+        prepare(live_path(self.path))
+        start.open()
+        return self._started_from(start)
+
+    @classmethod
+    def started(cls, start: NativeStart) -> "NativeRun":
+        """The run of a program started already, ``start`` opened and its trace directory made
+        (``NativeStart.clear_trace_dir``): advisor/entry.py starts the program before importing this module."""
+        run = cls(start.path, overwrite=True)._started_from(start)
+        run.program_started()
+        return run
+
+    def _started_from(self, start: NativeStart) -> "NativeRun":
+        self._start = start
+        self._live = Path(start.live)  # a *.jsonl trace is exported from it at the end
+        self._run_config = start.run_config
+        self._hook_why, self._holds_hook = start.hook_why, start.holds_hook
         self._records = self._live / META
-        self._parts = self.path.with_name(f"{self.path.name}.parts-{os.urandom(4).hex()}")
-        self._parts.mkdir()
-        tmp = self._parts / f".{RUN_FILE}"
-        tmp.write_text(json.dumps(self._run_config))
-        os.replace(tmp, self._parts / RUN_FILE)  # as RunInfo.save: a child starting now reads all of it or nothing
-        self._logs = _log_dir()
-        env = {**child_environment([str(self._parts)]), **preload.child_environment(str(self._logs))}
-        self._environ = {name: os.environ.get(name) for name in env}
-        os.environ.update(env)
+        self._parts, self._logs = Path(start.parts), Path(start.logs)
         self._watcher = threading.Thread(target=self._watch, name="ioadvisor-watch", daemon=True)
         self._watcher.start()
         return self
@@ -128,11 +129,7 @@ class NativeRun:
         self._started.set()  # a watcher still waiting for the program: there is none any more
         self._hurry_watcher()
         self._watcher.join()
-        for name, value in self._environ.items():  # the program's own environment back
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        self._start.restore_environment()  # the program's own environment back
         try:
             self._begin()
             if self._sink is None and self._anything():
@@ -221,6 +218,7 @@ class NativeRun:
                         self._open_sink()
                 if self._sink is not None:
                     self._capture.poll([self._sink], eager=True)
+                    self._sink.stage()  # encoded now: the exit writes only the last records
             except Exception as exc:  # noqa: BLE001 - the exit converts what is left, and says what failed
                 self._failed = f"{type(exc).__name__}: {exc}"
                 return
@@ -247,19 +245,6 @@ class NativeRun:
             self._parts.rmdir()
         except (OSError, TraceError) as exc:
             self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")
-
-
-def _log_dir() -> Path:
-    """A new private directory for the interposer's logs, in the temporary directory (``tempfile.mkdtemp``'s
-    place, without its import on the program's way to start)."""
-    try:
-        path = Path(os.environ.get("TMPDIR") or "/tmp", f"ioadvisor-h5-{os.urandom(6).hex()}")
-        path.mkdir(mode=0o700)
-        return path
-    except OSError:
-        import tempfile
-
-        return Path(tempfile.mkdtemp(prefix="ioadvisor-h5-"))
 
 
 def _remove(logs: Path) -> None:

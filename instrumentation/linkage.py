@@ -18,6 +18,8 @@ import re
 from collections import namedtuple
 from pathlib import Path
 
+from .nativestart import HDF5_VERSION_MARK
+
 WRAPPED = ("H5Dread", "H5Dwrite", "H5Dread_multi", "H5Dwrite_multi", "H5Dcreate2", "H5Dset_extent",
            "H5Sselect_hyperslab", "H5Sselect_all", "H5Sselect_none", "H5Sselect_elements", "H5Sselect_adjust",
            "H5Sselect_copy", "H5Smodify_select", "H5Soffset_simple", "H5Sset_extent_simple",
@@ -28,7 +30,7 @@ WRAPPER_NAME = "ioadvisor_wrap.o"
 """The wrapper's object file, built at install time next to this module (setup.py)."""
 WRAP_MARKER = b"ioadvisor link-time wrapper v1"
 """The string the wrapper puts into every program it is linked into (h5wrap.c's ``wrap_marker``)."""
-_VERSION = re.compile(rb"HDF5 library version: (\d+\.\d+\.\d+)")
+_VERSION = re.compile(re.escape(HDF5_VERSION_MARK) + rb"(\d+\.\d+\.\d+)")
 _ELF = b"\x7fELF"
 
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 from . import settings
-from .tracedir import live_path
 
-# .tracefile (numpy) is imported where a merge needs it: a serial run's launcher imports this module to learn
-# that it is serial (instrumentation.launch)
+
+# .tracefile (numpy), pathlib and .tracedir (re) are imported where used: a serial run's launcher imports this
+# module to learn that it is serial before its program starts (instrumentation/nativestart.py)
 
 _LAUNCHER_ENV = (
     ("PMI_RANK", "PMI_SIZE"),  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
@@ -89,6 +88,8 @@ class FileSync:
 
 def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
     """This rank's own file: trace.jsonl -> trace.rank0003.jsonl when size > 1, else path."""
+    from pathlib import Path
+
     path = Path(path)
     if size <= 1:
         return path
@@ -99,6 +100,8 @@ def rank_path(path: str | os.PathLike, rank: int, size: int) -> Path:
 def rank_file(path: str | os.PathLike, rank: int, size: int) -> Path:
     """Where rank ``rank``'s trace is now: its ``rank_path``, or, for a ``*.jsonl`` one not yet exported (still
     running, or killed), its live columnar directory (``tracedir.live_path``)."""
+    from .tracedir import live_path
+
     path = rank_path(path, rank, size)
     live = live_path(path)
     return live if live != path and not path.exists() and live.is_dir() else path
@@ -188,6 +191,8 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     no warning, which a strict warnings filter would turn into an exception in the program. Columnar rank traces
     are merged batch by batch (``merge.merge_files``): rank 0 never holds all ranks' accesses.
     """
+    from pathlib import Path
+
     from .merge import merge_files, rank_sources
     from .tracemodel import TraceError
 
@@ -215,6 +220,8 @@ def finish(comm, path: str | os.PathLike, rank: int, size: int, *, failed: bool 
         failed = _failing()
     if failed and rank != 0:
         return
+    from pathlib import Path
+
     path = Path(path)
     comm = _communicator(comm)
     if rank != 0:

@@ -4,11 +4,12 @@ A leaf module: the tracer, the interposer's capture, the converter and the merge
 and none of them needs the others for it."""
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from . import settings
+
+# no pathlib, no json at import (``Path`` below is an annotation): a native run's launcher starts its program with
+# this module imported and the standard library's lightest modules only (instrumentation/nativestart.py)
 
 ENV = settings.FOLLOW
 """Parts directories of the active tracers (``os.pathsep``-separated): set in a process means "trace me"."""
@@ -29,6 +30,8 @@ def child_environment(parts_dirs: list[str]) -> dict[str, str]:
 
 def dataset_keys(registry: Path) -> dict[int, str]:
     """The run's dataset ids -> keys (``DatasetRecord.key``), from its registry."""
+    import json
+
     keys = {}
     try:
         lines = registry.read_bytes().split(b"\n")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
-from pathlib import Path
 
 from . import settings
 
@@ -20,10 +19,19 @@ CAPTURE_LEVEL = "libhdf5 calls (H5Dread/H5Dwrite, LD_PRELOAD interposer)"
 
 def library() -> Path | None:
     """The interposer built for this Python (next to this module), or None when it was not built."""
-    here = Path(__file__).parent
+    from pathlib import Path
+
+    path = library_file()
+    return None if path is None else Path(path)
+
+
+def library_file() -> str | None:
+    """``library()`` as a string, found with ``os`` alone: a native run's launcher starts its program before
+    pathlib's import (instrumentation/nativestart.py)."""
+    here = os.path.dirname(os.path.abspath(__file__))
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = here / f"{LIB_NAME}{suffix}"
-        if path.exists():
+        path = os.path.join(here, f"{LIB_NAME}{suffix}")
+        if os.path.exists(path):
             return path
     return None
 
@@ -31,7 +39,7 @@ def library() -> Path | None:
 def child_environment(log_dir: str, environ=None) -> dict[str, str]:
     """The variables that make a process started with this environment record into ``log_dir``."""
     environ = os.environ if environ is None else environ
-    lib = str(library())
+    lib = str(library_file())
     preload = [p for p in environ.get("LD_PRELOAD", "").replace(":", " ").split() if p and p != lib]
     return {"LD_PRELOAD": " ".join([lib, *preload]), LOG_DIR_VAR: log_dir}
 
@@ -39,4 +47,4 @@ def child_environment(log_dir: str, environ=None) -> dict[str, str]:
 def preloaded(environ=None) -> bool:
     """Was this process started with the interposer in LD_PRELOAD?"""
     environ = os.environ if environ is None else environ
-    return str(library()) in environ.get("LD_PRELOAD", "").replace(":", " ").split()
+    return str(library_file()) in environ.get("LD_PRELOAD", "").replace(":", " ").split()

@@ -12,7 +12,6 @@ The table in README.md ("Environment variables") lists the same variables; ``VAR
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 CACHE = "IOADVISOR_CACHE"
 CONVERT_WAIT = "IOADVISOR_CONVERT_WAIT"
@@ -74,6 +73,8 @@ accessor and that no other module spells an ``IOADVISOR_`` name."""
 
 
 def cache_root() -> Path:
+    from pathlib import Path  # here: a native run's launcher starts its program before pathlib's import
+
     return Path(os.environ.get(CACHE, Path.home() / ".cache" / "ioadvisor"))
 
 
@@ -112,6 +113,8 @@ def pending_bytes() -> int:
 
 
 def profile_path() -> Path:
+    from pathlib import Path
+
     return Path(os.environ.get(PROFILE) or Path.home() / ".config" / "ioadvisor" / "profile.json")
 
 

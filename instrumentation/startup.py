@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sysconfig
-from pathlib import Path
+import sys
 
 from .partsdir import ENV
+
+# os.path, not pathlib: a native run's launcher holds the hook before its program starts, with the standard
+# library's lightest modules only (instrumentation/nativestart.py)
 
 PTH_NAME = "ioadvisor-follow.pth"
 _PTH_CODE = """\
@@ -51,8 +53,8 @@ _held = {"pid": 0, "count": 0}  # this process's holds (nested tracers); a forke
 class _Locked:
     """The holders' directory, locked (``flock``) for the time of a change."""
 
-    def __init__(self, holders: Path):
-        holders.mkdir(exist_ok=True)
+    def __init__(self, holders: str):
+        os.makedirs(holders, exist_ok=True)
         self._fd = os.open(holders, os.O_RDONLY)
 
     def __enter__(self):
@@ -85,6 +87,33 @@ def _alive(holder: str) -> bool:
     return True
 
 
+def site_packages() -> str:
+    """This interpreter's site-packages (sysconfig's ``purelib``), where the hook goes. In a virtual environment
+    that is its scheme's ``{prefix}/lib/pythonX.Y/site-packages``, told without sysconfig: its first
+    ``get_paths()`` loads the build's configuration, about 10 ms of a native run's start. Elsewhere sysconfig
+    says (a Debian system Python patches its scheme)."""
+    if sys.prefix != sys.base_prefix and os.name == "posix":
+        return os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    import sysconfig
+
+    return sysconfig.get_paths()["purelib"]
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def ensure_startup_hook() -> str | None:
     """Hold the .pth start-up hook in this interpreter's site-packages (written if it is not there) until
     ``release_startup_hook``.
@@ -95,14 +124,15 @@ def ensure_startup_hook() -> str | None:
         return _hook_state["result"]
     if _held["pid"] != os.getpid():
         _held.update(pid=os.getpid(), count=0)
-    site = Path(sysconfig.get_paths()["purelib"])
-    target = site / PTH_NAME
+    site = site_packages()
+    target = os.path.join(site, PTH_NAME)
     try:
-        with _Locked(site / HOLDERS):
-            (site / HOLDERS / _me()).touch()
-            if not target.exists() or target.read_text() != PTH_LINE:
-                tmp = target.with_name(f".{PTH_NAME}.{os.getpid()}")
-                tmp.write_text(PTH_LINE)
+        with _Locked(os.path.join(site, HOLDERS)):
+            os.close(os.open(os.path.join(site, HOLDERS, _me()), os.O_WRONLY | os.O_CREAT, 0o666))  # touch
+            if _read(target) != PTH_LINE:
+                tmp = os.path.join(site, f".{PTH_NAME}.{os.getpid()}")
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    fh.write(PTH_LINE)
                 os.replace(tmp, target)  # all-or-nothing for a process starting now
     except OSError as exc:
         _hook_state["result"] = f"cannot write the start-up hook {target} ({exc.strerror or exc})"
@@ -118,20 +148,20 @@ def release_startup_hook() -> None:
     _held["count"] -= 1
     if _held["count"]:
         return
-    site = Path(sysconfig.get_paths()["purelib"])
-    holders = site / HOLDERS
+    site = site_packages()
+    holders = os.path.join(site, HOLDERS)
     try:
         with _Locked(holders):
-            (holders / _me()).unlink(missing_ok=True)
+            _unlink(os.path.join(holders, _me()))
             others = [h for h in os.listdir(holders) if not h.startswith(".")]
             if any(_alive(h) for h in others):
                 return
-            (site / PTH_NAME).unlink(missing_ok=True)
+            _unlink(os.path.join(site, PTH_NAME))
             for h in others:
-                (holders / h).unlink(missing_ok=True)
-            holders.rmdir()
+                _unlink(os.path.join(holders, h))
+            os.rmdir(holders)
     except OSError:
         pass  # left for the next holder to remove
 
 
-__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "ensure_startup_hook", "release_startup_hook"]
+__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "ensure_startup_hook", "release_startup_hook", "site_packages"]

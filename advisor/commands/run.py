@@ -23,10 +23,9 @@ from collections import namedtuple
 from pathlib import Path
 
 from instrumentation import preload
+from instrumentation.nativestart import DEFAULT_TRACE, is_python_file, spawn, wait
 from instrumentation.tracedir import META, PART, PARTS
 from instrumentation.errors import InputError
-
-DEFAULT_TRACE = "ioadvisor-trace.parquet"
 
 _PYTHON = re.compile(r"python[0-9.]*$")
 _RUNNER_MODULES = {__name__, "runpy"}
@@ -80,7 +79,7 @@ class Program(namedtuple("Program", "target args module unbuffered native code",
             path = shutil.which(target)
         if path is None:
             raise InputError(f"{target}: no such program or script")
-        native = not _is_python(path)
+        native = not is_python_file(path)
         return cls(path if native else target, tuple(cmd[1:]), native=native)
 
     def execute(self, started=None) -> None:
@@ -90,20 +89,7 @@ class Program(namedtuple("Program", "target args module unbuffered native code",
         SystemExit (128 + N when signal N ended it, as shells report it).
         """
         if self.native:
-            import subprocess
-
-            # every descriptor, as a shell would pass them (an MPI launcher's PMI_FD among them); as
-            # subprocess.call, with word of the start
-            with subprocess.Popen([self.target, *self.args], close_fds=False) as child:
-                try:
-                    if started is not None:
-                        started()
-                    status = child.wait()
-                except BaseException:
-                    child.kill()
-                    raise
-            if status:
-                raise SystemExit(128 - status if status < 0 else status)
+            exit_with(wait(spawn([self.target, *self.args]), started))
             return
         import runpy
 
@@ -140,18 +126,6 @@ def _run_code(code: str) -> None:
         sys.modules["__main__"] = saved
 
 
-def _is_python(path: str) -> bool:
-    """A Python script (source, or a ``#!...python`` script), not an executable or another interpreter's script."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.readline(256)
-    except OSError:
-        return True  # not readable here: let runpy report it as python would
-    if head.startswith(b"\x7fELF"):
-        return False
-    return not head.startswith(b"#!") or b"python" in head
-
-
 def _preload_and_restart(args) -> None:
     """Start this command again with the libhdf5 interposer preloaded, when it can be and is not yet.
 
@@ -178,6 +152,13 @@ def reach_static_hdf5(program: Program, tracer) -> None:
         os.environ.update(env)  # the program runs as a child: it inherits them
         if note is not None:
             tracer.missed.append(note)
+
+
+def exit_with(status: int) -> None:
+    """A native program's exit code (``nativestart.wait``'s) as SystemExit, 128 + N when signal N ended it, as
+    shells report it; nothing for 0."""
+    if status:
+        raise SystemExit(128 - status if status < 0 else status)
 
 
 def exit_status(exc: BaseException | None) -> int:
@@ -277,13 +258,24 @@ def run(args) -> int:
         from advisor.apply.compare import parse_substitutions, substitute_here
 
         substitute_here(parse_substitutions(args.substitute))
+
+    def execute(tracer) -> None:
+        reach_static_hdf5(program, tracer)
+        program.execute(getattr(tracer, "program_started", None))
+
+    return traced(lambda: _tracer(args, program), execute, program.native and _is_the_command(args))
+
+
+def traced(open_tracer, execute, the_command: bool) -> int:
+    """``execute(tracer)`` inside the tracer ``open_tracer()`` gives, the program's ending passed through it; the
+    exit status python would give, with the trace's summary line. ``the_command``: this process is ``ioadvisor
+    run`` of a native program (also advisor/entry.py's, started before the tracer's import): it ends here."""
     ending: BaseException | None = None
     tracer = None
     try:
-        with _tracer(args, program) as tracer:
+        with open_tracer() as tracer:
             try:
-                reach_static_hdf5(program, tracer)
-                program.execute(getattr(tracer, "program_started", None))
+                execute(tracer)
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     raise
@@ -297,7 +289,7 @@ def run(args) -> int:
     status = exit_status(ending)
     if tracer.rank == 0:
         print(summary_line(tracer), file=sys.stderr)
-    if program.native and hasattr(tracer, "program_started") and _is_the_command(args):
+    if the_command and hasattr(tracer, "program_started"):
         _leave(status)
     return status
 
