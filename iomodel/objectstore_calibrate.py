@@ -178,14 +178,19 @@ def measure_zarr_call(target: StoreTarget, scratch: Scratch, model: ObjectStoreM
     z = zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=target.storage_options),
                           shape=(calls * 1024,), chunks=(1024,), dtype="f8")
     z[:] = np.arange(calls * 1024.0)
-    z[:1024]  # the client and its connections exist before timing
+    return max(0.0, _median_chunk_read(z, calls) - model.seconds(2, 8192 / 2, 1))
+
+
+def _median_chunk_read(array, calls: int) -> float:
+    """Median seconds of reading each of the first ``calls`` 1024-element chunks of a 1-d zarr ``array``, once the
+    client and its connections exist (one untimed read first)."""
+    array[:1024]
     times = []
     for i in range(calls):
         t = time.perf_counter()
-        z[i * 1024:(i + 1) * 1024]
+        array[i * 1024:(i + 1) * 1024]
         times.append(time.perf_counter() - t)
-    times.sort()
-    return max(0.0, times[len(times) // 2] - model.seconds(2, 8192 / 2, 1))
+    return sorted(times)[len(times) // 2]
 
 
 def measure_reference_call(target: StoreTarget, scratch: Scratch, model: ObjectStoreModel, calls: int = 16) -> float:
@@ -207,14 +212,7 @@ def measure_reference_call(target: StoreTarget, scratch: Scratch, model: ObjectS
     opts = dict(fo=refs, remote_protocol=protocol, remote_options={**target.storage_options, "asynchronous": True})
     a = zarr.open_group(zarr.storage.FsspecStore.from_url("reference://", storage_options=opts, read_only=True),
                         mode="r", zarr_format=2)["x"]
-    a[:1024]  # the client and its connections exist before timing
-    times = []
-    for i in range(calls):
-        t = time.perf_counter()
-        a[i * 1024:(i + 1) * 1024]
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return max(0.0, times[len(times) // 2] - model.seconds(1, chunk, 1))
+    return max(0.0, _median_chunk_read(a, calls) - model.seconds(1, chunk, 1))
 
 
 def median_abs_error(model: ObjectStoreModel, points) -> float:

@@ -19,20 +19,14 @@ MiB = 2**20
 
 def run_reference(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3) -> dict:
     from advisor.objectstore_reference import REFERENCE
-    from benchmarks.validation.objectstore_workloads import _fs, build, run_once, trace_and_advise, workloads
-    from iomodel.objectstore_calibrate import StoreTarget, calibrate_store
+    from benchmarks.validation.objectstore_workloads import (build, models_by_delay, run_once, trace_and_advise,
+                                                             workloads)
 
     from advisor.objectstore import StoreLayout
 
     workdir = Path(tempfile.mkdtemp(prefix="objstore-ref-"))
     opts = server.storage_options(proxy.url)
-    fs = _fs(server.storage_options())
-    if not fs.exists("bench-ref"):
-        fs.mkdir("bench-ref")
-    models = {}
-    for delay in delays:
-        proxy.delay = delay
-        models[delay], _ = calibrate_store(StoreTarget("s3://bench-ref/cal", opts), quick=True)
+    models = models_by_delay(server, proxy, delays, "bench-ref")
     name, fn, data, start = next(w for w in workloads(scale) if w[1].__name__ == "minibatches")
     ref = StoreLayout(REFERENCE, start.chunks, cache_type="none")  # as advisor.objectstore.candidates makes it
     urls = {start: "s3://bench-ref/now.h5", ref: "s3://bench-ref/ref.h5"}

@@ -23,7 +23,7 @@ from advisor.objectstore_reference import REFERENCE, SUFFIX, build_reference, op
 MiB = 2**20
 
 
-def _fs(opts):
+def store_fs(opts):
     import s3fs
 
     return s3fs.S3FileSystem(**opts, skip_instance_cache=True)
@@ -35,7 +35,7 @@ def build(layout, data: np.ndarray, url: str, opts: dict, name: str = "x", dims=
     """Write ``data`` on the store at ``url`` in ``layout`` (Zarr: an array ``name`` in a group with consolidated
     metadata; HDF5: a file written locally, paged if asked, then uploaded). With ``dims`` (names of the dimensions)
     the HDF5 file is netCDF-4 (written by h5netcdf) and the Zarr array carries them, for xarray."""
-    fs = _fs(opts)
+    fs = store_fs(opts)
     if fs.exists(url):
         fs.rm(url, recursive=True)
     if layout.library == REFERENCE:  # the HDF5 file in the same chunks, and the reference beside it
@@ -219,19 +219,27 @@ def verify_figures(trace, ds, advice, opts: dict, repeat: int) -> dict:
                 verify_rows=[r.get_config() for r in rows])
 
 
-def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3, only: str | None = None,
-                  verify: bool = True) -> dict:
+def models_by_delay(server, proxy, delays, bucket: str) -> dict:
+    """The store's model at each latency of the delaying proxy, as `ioadvisor calibrate --store` fits it (quick),
+    calibrated in ``bucket`` (made if missing)."""
     from iomodel.objectstore_calibrate import StoreTarget, calibrate_store
 
+    fs = store_fs(server.storage_options())
+    if not fs.exists(bucket):
+        fs.mkdir(bucket)
+    opts = server.storage_options(proxy.url)
+    models = {}
+    for delay in delays:
+        proxy.delay = delay
+        models[delay], _ = calibrate_store(StoreTarget(f"s3://{bucket}/cal", opts), quick=True)
+    return models
+
+
+def run_workloads(server, proxy, delays, *, scale: float = 1.0, repeat: int = 3, only: str | None = None,
+                  verify: bool = True) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="objstore-wl-"))
     opts = server.storage_options(proxy.url)
-    fs = _fs(server.storage_options())
-    if not fs.exists("bench-wl"):
-        fs.mkdir("bench-wl")
-    models = {}
-    for delay in delays:  # the store's model at each latency, as `ioadvisor calibrate --store` fits it
-        proxy.delay = delay
-        models[delay], _ = calibrate_store(StoreTarget("s3://bench-wl/cal", opts), quick=True)
+    models = models_by_delay(server, proxy, delays, "bench-wl")
     rows = []
     for w, (name, fn, data, start) in enumerate(workloads(scale)):
         if only and only not in name:
