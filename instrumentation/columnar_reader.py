@@ -193,7 +193,8 @@ def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:
     path = Path(path)
     with open(path / META, "rb") as fh:
         head = json.loads(fh.readline() or b"{}")
-        n_ds = sum(line.startswith(b'{"t":"d"') for line in fh)
+        # distinct ids: an id's record may come twice (completed at the end: instrumentation/chunklisting.py)
+        n_ds = len({line.split(b",", 2)[1] for line in fh if line.startswith(b'{"t":"d"')})
     n_acc = n_read = 0
     for part in part_files(path):
         part, reader, names = _open_part(part)

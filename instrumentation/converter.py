@@ -71,7 +71,8 @@ def _into_trace(out: Path, trace: Path) -> None:
         if line.startswith(b'{"t":"d"'):
             known.add(json.loads(line)["id"])
     more = [line for line in (out / META).read_bytes().splitlines()
-            if (line.startswith(b'{"t":"d"') and json.loads(line)["id"] not in known) or line.startswith(b'{"t":"r"')]
+            if (line.startswith(b'{"t":"d"') and (json.loads(line)["id"] not in known or b'"chunk_offsets":[' in line))
+            or line.startswith(b'{"t":"r"')]  # an id completed at the close (instrumentation/chunklisting.py) too
     adopt(trace, batch_files(out), have + b"".join(line + b"\n" for line in more))
 
 

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
+from .chunklisting import ListLater
 from .decode import record_resizes, write_resizes
 from .records import ResizeRecord, TraceHeader
 from .runinfo import RunInfo, SharedIds
@@ -35,6 +36,7 @@ class ConvertedSink:
         self._resized: list[ResizeRecord] = []
         self._lock = threading.Lock()
         self._writer = TraceWriter(self.path, header)
+        self._later = ListLater()  # chunk offsets listed at the close, after the reads (instrumentation/chunklisting.py)
 
     @property
     def origin(self) -> float:
@@ -51,6 +53,7 @@ class ConvertedSink:
                 record = replace(info.template, shape=shape, created=created or info.template.created)
                 tid = self._shared_ids.id_of(record)  # the run's id, whichever of its processes saw it first
                 self._writer.dataset(replace(record, id=tid))
+                self._later.note(replace(record, id=tid))
                 self._key_ids[info.key] = tid
             self._ids[info] = tid
             return tid
@@ -79,7 +82,12 @@ class ConvertedSink:
         """The trace's end: ``lost`` (what could not be converted) and the ``libraries`` calls went through
         (``gather``: the writer's, for a run's own trace)."""
         self.drain()
+        self._later.finish(self._describe_again)
         self._writer.close(lost, libraries, gather=gather)
+
+    def _describe_again(self, record) -> None:
+        self._writer.dataset(record)
+        self._shared_ids.describe_again(record)
 
 
 __all__ = ["ConvertedSink"]

@@ -27,6 +27,7 @@ from h5py._hl import dataset as _dataset
 from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
+from .chunklisting import list_offsets, remember_open
 from .jsonvalue import plain
 from .locations import hdf5_location
 from .nested import described_within
@@ -34,10 +35,6 @@ from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_strin
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
 from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo
 from .tracer import hotpath as _hotpath
-
-MAX_OFFSET_CHUNKS = 100_000
-"""Chunk byte offsets are recorded for datasets with at most this many allocated chunks
-(``chunk_iter`` costs about 1 µs per chunk: 0.1 s at the cap, once per dataset)."""
 
 Dataset = _dataset.Dataset
 Group = _group.Group
@@ -80,17 +77,6 @@ def _filters(dcpl) -> tuple[Filter, ...]:
     return tuple(out)
 
 
-def _chunk_offsets(dsid, chunks) -> np.ndarray | None:
-    """(n, ndim + 2): chunk-grid coordinates, byte offset, stored size; None when too many or unknown."""
-    if not hasattr(dsid, "chunk_iter") or dsid.get_num_chunks() > MAX_OFFSET_CHUNKS:
-        return None
-    rows = []
-    dsid.chunk_iter(lambda info: rows.append((*info.chunk_offset, info.byte_offset, info.size)))
-    arr = np.asarray(rows, dtype=np.int64).reshape(-1, len(chunks) + 2)
-    arr[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
-    return arr
-
-
 def describe(ds, created: bool) -> DatasetInfo:
     f = ds.file
     shape = ds.shape
@@ -111,10 +97,13 @@ def describe(ds, created: bool) -> DatasetInfo:
         maxshape = None
     offsets = None
     if chunks is not None and not created:
-        try:
-            offsets = _chunk_offsets(dsid, chunks)
-        except Exception:  # noqa: BLE001 - HDF5 builds without chunk queries
-            offsets = None
+        if f.mode == "r":  # listed once, at the trace's end, after the reads (instrumentation/chunklisting.py)
+            remember_open(f"{hdf5_location(f.filename, f.driver)}::{ds.name or ''}", dsid)
+        else:
+            try:
+                offsets = list_offsets(dsid, chunks)
+            except Exception:  # noqa: BLE001 - HDF5 builds without chunk queries
+                offsets = None
     template = DatasetRecord(
         id=-1,
         library="hdf5",

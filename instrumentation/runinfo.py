@@ -94,13 +94,33 @@ class SharedIds:
             self._next = tid + 1
             return tid
 
+    def describe_again(self, record) -> None:
+        """Append ``record`` (its id the run's) again, completed: its chunk offsets, listed at the end
+        (instrumentation/chunklisting.py). The merged trace's reader keeps an id's last record."""
+        from .tracefile import dumps
+
+        with open(self.path, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(self._read)
+            new = fh.read()
+            lines = new.split(b"\n")
+            torn = lines.pop()
+            for line in lines:
+                self._learn(line)
+            self._read += len(new)
+            line = (b"\n" if torn else b"") + dumps({"t": "d", **record.get_config()}).encode() + b"\n"
+            fh.write(line)
+            fh.flush()
+            self._read += len(line)
+
     def _learn(self, line: bytes) -> None:
         try:
             obj = json.loads(line)
             key, tid = f"{obj['file']}::{obj['path']}", int(obj["id"])  # DatasetRecord.key
         except (ValueError, KeyError, TypeError):
             return  # a line torn by a killed writer: its id was never used
-        self._ids[key] = tid
+        # a key's latest array has its highest id (an id's record may come again: ``describe_again``)
+        self._ids[key] = max(tid, self._ids.get(key, -1))
         self._next = max(self._next, tid + 1)
 
 

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from . import interpose, startup
+from .chunklisting import ListLater
 
 try:
     from . import _hotpath  # the traced h5py read in C (setup.py); hooks_h5py does the same in Python without it
@@ -132,6 +133,7 @@ class Tracer:
         self._libhdf5_before: frozenset[str] = frozenset()
         self._header: TraceHeader | None = None
         self._holds_hook = False  # the start-up hook, until this tracer's end (startup.release_startup_hook)
+        self._later = ListLater()  # chunk offsets listed at the end, after the reads (instrumentation/chunklisting.py)
 
     @classmethod
     def part(cls, parts_dir: str, run: RunInfo) -> "Tracer":
@@ -280,6 +282,7 @@ class Tracer:
         if self.record_errors:
             self.missed.append(f"{self.record_errors} access(es) could not be recorded "
                                f"(first: {self.first_error})")
+        self._later.finish(self._describe_again)
         self._writer.close(tuple(self.missed), libraries, gather=not self._is_part)
         parts = Path(self._parts_dir) if self._parts_dir and not self._is_part else None
         if parts is not None and parts.is_dir():
@@ -406,11 +409,18 @@ class Tracer:
                     tid = self._n_ids
                     self._n_ids += 1
                 self._writer.dataset(replace(record, id=tid))
+                self._later.note(replace(record, id=tid))
                 self._key_ids[info.key] = tid
                 if created and not below:
                     self._hook_created[info.key] = tid
             self._ids[info] = tid
             return tid
+
+    def _describe_again(self, record) -> None:
+        """``record`` (this trace's id) completed at the end: written again, in the run's registry too."""
+        self._writer.dataset(record)
+        if self._shared_ids is not None:
+            self._shared_ids.describe_again(record)
 
     def hyperslab(self, info, op, start, count, stride, block, n, nbytes, t0, dt) -> None:
         tid = self._ids.get(info)

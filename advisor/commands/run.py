@@ -200,7 +200,8 @@ def summary_line(tracer) -> str:
     else:  # JSON Lines, or a trace directory with no access (its records file: no numpy, no Arrow)
         import json
 
-        n_ds = n_acc = n_read = 0
+        n_acc = n_read = 0
+        ids = set()  # an id's record may come twice (completed at the end: instrumentation/chunklisting.py)
         with open(path / META if path.is_dir() else path, "rb") as fh:  # each line starts with its type: {"t":"a",...
             head = json.loads(fh.readline() or b"{}")
             for line in fh:
@@ -208,7 +209,8 @@ def summary_line(tracer) -> str:
                     n_acc += 1
                     n_read += b'"op":"read"' in line
                 elif line.startswith(b'{"t":"d"'):
-                    n_ds += 1
+                    ids.add(line.split(b",", 2)[1])  # b'"id":N'
+        n_ds = len(ids)
     ranks = f", {head['size']} ranks" if head.get("size", 1) > 1 else ""
     procs = f", {len(head['processes'])} processes" if len(head.get("processes") or ()) > 1 else ""
     return (f"ioadvisor: trace {path}: {n_ds} datasets, {n_acc} accesses "

@@ -834,18 +834,6 @@ static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
     if (type >= 0) L->Tclose(type);
     int created = was_created(L, dset);
     if (created) meta_printf(",\"created\":true");
-    hsize_t nchunks = 0;
-    if (!created && d->ndim > 0 && L->Dchunk_iter && L->Dget_num_chunks &&
-        L->Dget_num_chunks(dset, H5S_ALL, &nchunks) >= 0 && nchunks <= MAX_OFFSET_CHUNKS) {
-        size_t mark = meta_len;
-        int state[2] = {d->ndim, 0};
-        meta_printf(",\"offsets\":[");
-        if (L->Dchunk_iter(dset, 0, chunk_row, state) >= 0) {
-            meta_printf("]");
-        } else {
-            meta_len = mark;
-        }
-    }
     hid_t dapl = L->Dget_access_plist ? L->Dget_access_plist(dset) : -1;
     if (dapl >= 0) {
         size_t nslots = 0, nbytes = 0;
@@ -854,11 +842,15 @@ static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
             meta_printf(",\"cache\":[%zu,%zu,%.17g]", nbytes, nslots, w0);
         L->Pclose(dapl);
     }
+    int writable = 1; /* unless the file is known to be open read-only */
     if (L->Iget_file_id && L->Fget_intent && L->Fclose) {
         hid_t fid = L->Iget_file_id(dset);
         unsigned intent = 0;
         if (fid >= 0) {
-            if (L->Fget_intent(fid, &intent) >= 0) meta_printf(",\"intent\":%u", intent);
+            if (L->Fget_intent(fid, &intent) >= 0) {
+                meta_printf(",\"intent\":%u", intent);
+                writable = intent & 1;
+            }
             /* the MPI-IO driver changes HDF5's caching (the only driver the models tell apart) */
             hid_t fapl = L->FD_mpio_init && L->Fget_access_plist && L->Pget_driver ? L->Fget_access_plist(fid) : -1;
             if (fapl >= 0) {
@@ -866,6 +858,22 @@ static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
                 L->Pclose(fapl);
             }
             L->Fclose(fid);
+        }
+    }
+    /* The chunk offsets of a file open for writing, as they are before the run writes. A read-only file's are
+     * listed once, at the trace's end (instrumentation/chunklisting.py): listed here they read the whole chunk
+     * index ahead of the program's own reads, which then found it in memory (realsize.py r01: the traced reads
+     * of a cold file faster than untraced ones). */
+    hsize_t nchunks = 0;
+    if (writable && !created && d->ndim > 0 && L->Dchunk_iter && L->Dget_num_chunks &&
+        L->Dget_num_chunks(dset, H5S_ALL, &nchunks) >= 0 && nchunks <= MAX_OFFSET_CHUNKS) {
+        size_t mark = meta_len;
+        int state[2] = {d->ndim, 0};
+        meta_printf(",\"offsets\":[");
+        if (L->Dchunk_iter(dset, 0, chunk_row, state) >= 0) {
+            meta_printf("]");
+        } else {
+            meta_len = mark;
         }
     }
     meta_printf("}\n");

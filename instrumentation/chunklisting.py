@@ -1,0 +1,117 @@
+"""Chunk byte offsets of the HDF5 datasets a trace read, listed once and after the reads (``ListLater``).
+
+Listing a chunked dataset's chunks (``H5Dchunk_iter``) reads its whole chunk index. Done at the first sight of a
+dataset, ahead of the program's own reads, it warmed the index those reads then found in memory: the traced reads
+of a cold file ran faster than the same reads untraced (benchmarks/validation/realsize.py r01, the recipe's
+40 pencil reads over 32,400 chunks, against ``advisor.verify``'s cold replay), and the first traced call took the
+whole cold listing (r03: 16,384 chunks, tens of milliseconds), done once by the h5py hooks and again by the
+libhdf5 interposer. So, for a file open read-only, neither recorder lists at first sight: the trace's sink writes
+the dataset record at once (later accesses refer to it) and, at its close, lists the chunks once per dataset and
+writes the record again with ``chunk_offsets`` (a later ``d`` record of an id replaces the earlier: docs/trace-format.md).
+A read-only file's chunks cannot change while it is open that way, so the end's list is the one at first sight.
+A file open for writing is still listed at first sight: the models need the chunks on disk before the run (a
+chunk the run allocates is an allocation, not an overwrite).
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import replace
+
+import numpy as np
+
+MAX_OFFSET_CHUNKS = 100_000
+"""Chunk byte offsets are recorded for datasets with at most this many allocated chunks
+(``chunk_iter`` costs about 1 µs per chunk with the index in memory: 0.1 s at the cap, once per dataset)."""
+
+_open_ids: dict[str, weakref.ref] = {}
+"""key (file::path) -> the h5py DatasetID the hooks saw, listed through while it is still open."""
+
+
+def list_offsets(dsid, chunks) -> np.ndarray | None:
+    """(n, ndim + 2) of an open h5py DatasetID: chunk-grid coordinates, byte offset, stored size; None when too
+    many or unknown."""
+    if not hasattr(dsid, "chunk_iter") or dsid.get_num_chunks() > MAX_OFFSET_CHUNKS:
+        return None
+    rows = []
+    dsid.chunk_iter(lambda info: rows.append((*info.chunk_offset, info.byte_offset, info.size)))
+    arr = np.asarray(rows, dtype=np.int64).reshape(-1, len(chunks) + 2)
+    arr[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
+    return arr
+
+
+def listed_later(record) -> bool:
+    """Whether ``record``'s chunk offsets are left to the trace's end: an HDF5 chunked dataset that was not created
+    under tracing, in a file open read-only, whose record has none yet."""
+    return (record.library == "hdf5" and record.chunks is not None and not record.created
+            and record.chunk_offsets is None and record.mode == "r" and bool(record.shape))
+
+
+def remember_open(key: str, dsid) -> None:
+    """The h5py hooks' DatasetID of ``key``: the end lists through it while it is open (no file to reopen)."""
+    try:
+        _open_ids[key] = weakref.ref(dsid)
+    except TypeError:
+        pass
+
+
+def _through_open_id(record):
+    ref = _open_ids.get(record.key)
+    dsid = ref() if ref is not None else None
+    if dsid is None or not dsid.valid:
+        return None
+    return list_offsets(dsid, record.chunks)
+
+
+def _through_file(record):
+    """Reopened read-only by name, where the record names a local file the dataset is still in. Through h5py's
+    low-level ids with the default close degree: closing them closes nothing the program has open on that file."""
+    if record.driver not in (None, "sec2") or not os.path.isfile(record.file):
+        return None
+    import h5py
+
+    fid = h5py.h5f.open(os.fsencode(record.file), h5py.h5f.ACC_RDONLY)
+    try:
+        dsid = h5py.h5d.open(fid, record.path.encode())
+        if dsid.get_create_plist().get_chunk() != tuple(record.chunks):
+            return None
+        return list_offsets(dsid, record.chunks)
+    finally:
+        dsid = None
+        fid.close()
+
+
+def offsets_of(record) -> np.ndarray | None:
+    """``record``'s chunk offsets now, through the dataset the h5py hooks saw if it is still open, else by
+    reopening its file; None where neither works (the file is gone, changed, or locked by a writer)."""
+    for way in (_through_open_id, _through_file):
+        try:
+            found = way(record)
+        except Exception:  # noqa: BLE001 - optional detail: a trace is never lost for it
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+class ListLater:
+    """The datasets of one trace whose chunk offsets its close lists (``note`` at registration, ``finish`` once)."""
+
+    def __init__(self):
+        self._records: dict[int, object] = {}
+
+    def note(self, record) -> None:
+        """``record`` (with the trace's id) was just written: keep it if its offsets are left to the end."""
+        if listed_later(record):
+            self._records[record.id] = record
+
+    def finish(self, write) -> None:
+        """List each kept dataset's chunks once and ``write`` its record again with them."""
+        records, self._records = self._records, {}
+        for record in records.values():
+            offsets = offsets_of(record)
+            if offsets is not None:
+                write(replace(record, chunk_offsets=offsets))
+
+
+__all__ = ["MAX_OFFSET_CHUNKS", "ListLater", "list_offsets", "listed_later", "offsets_of", "remember_open"]
