@@ -22,7 +22,7 @@ FIRST_READ = textwrap.dedent("""
     from instrumentation.nested import described_within
     with h5py.File("many.h5", "w") as f:  # 10,000 chunks: the interposer lists their offsets on first sight
         f.create_dataset("x", data=np.arange(10000, dtype="f4"), chunks=(1,))
-    with h5py.File("many.h5", "r") as f:
+    with h5py.File("many.h5", "r+") as f:  # open for writing (a read-only file is listed at the end)
         d = f["x"]
         t = time.perf_counter()
         d[5:6]
