@@ -63,35 +63,55 @@ def _through_open_id(record):
     return list_offsets(dsid, record.chunks)
 
 
-def _through_file(record):
-    """Reopened read-only by name, where the record names a local file the dataset is still in. Through h5py's
-    low-level ids with the default close degree: closing them closes nothing the program has open on that file."""
-    if record.driver not in (None, "sec2") or not os.path.isfile(record.file):
-        return None
-    import h5py
+class _Files:
+    """Files reopened read-only by name at the end, each once for all its datasets (a program that read many
+    datasets of one file, or many files, pays one open per file). Through h5py's low-level ids with the default
+    close degree: closing them closes nothing the program still has open on that file."""
 
-    fid = h5py.h5f.open(os.fsencode(record.file), h5py.h5f.ACC_RDONLY)
-    try:
+    def __init__(self):
+        self._open: dict[str, object] = {}
+
+    def offsets(self, record):
+        """Where the record names a local file the dataset is still in (with its chunk shape)."""
+        if record.driver not in (None, "sec2") or not os.path.isfile(record.file):
+            return None
+        import h5py
+
+        fid = self._open.get(record.file)
+        if fid is None:
+            fid = self._open[record.file] = h5py.h5f.open(os.fsencode(record.file), h5py.h5f.ACC_RDONLY)
         dsid = h5py.h5d.open(fid, record.path.encode())
         if dsid.get_create_plist().get_chunk() != tuple(record.chunks):
             return None
         return list_offsets(dsid, record.chunks)
-    finally:
-        dsid = None
-        fid.close()
+
+    def close(self) -> None:
+        for fid in self._open.values():
+            try:
+                fid.close()
+            except Exception:  # noqa: BLE001 - a file the library closed already
+                pass
+        self._open.clear()
 
 
-def offsets_of(record) -> np.ndarray | None:
+def offsets_of(record, files: _Files | None = None) -> np.ndarray | None:
     """``record``'s chunk offsets now, through the dataset the h5py hooks saw if it is still open, else by
-    reopening its file; None where neither works (the file is gone, changed, or locked by a writer)."""
-    for way in (_through_open_id, _through_file):
-        try:
-            found = way(record)
-        except Exception:  # noqa: BLE001 - optional detail: a trace is never lost for it
-            found = None
-        if found is not None:
-            return found
-    return None
+    reopening its file (``files``: those already reopened); None where neither works (the file is gone, changed,
+    or locked by a writer)."""
+    own = files is None
+    files = _Files() if own else files
+    try:
+        for way in (_through_open_id, files.offsets):
+            try:
+                found = way(record)
+            except Exception:  # noqa: BLE001 - optional detail: a trace is never lost for it
+                found = None
+            if found is not None:
+                return found
+        return None
+    finally:
+        if own:
+            files.close()
 
 
 class ListLater:
@@ -108,14 +128,18 @@ class ListLater:
     def finish(self, write) -> None:
         """List each kept dataset's chunks once and ``write`` its record again with them."""
         records, self._records = self._records, {}
-        for record in records.values():
-            offsets = offsets_of(record)
-            if offsets is None:
-                continue
-            try:
-                write(replace(record, chunk_offsets=offsets))
-            except OSError:  # the run's registry gone (a merge already done): the first record stands
-                pass
+        files = _Files()
+        try:
+            for record in sorted(records.values(), key=lambda r: r.file):
+                offsets = offsets_of(record, files)
+                if offsets is None:
+                    continue
+                try:
+                    write(replace(record, chunk_offsets=offsets))
+                except OSError:  # the run's registry gone (a merge already done): the first record stands
+                    pass
+        finally:
+            files.close()
 
 
 __all__ = ["MAX_OFFSET_CHUNKS", "ListLater", "list_offsets", "listed_later", "offsets_of", "remember_open"]

@@ -71,15 +71,20 @@ def test_read_only_file_is_listed_once_after_the_reads(chunked, tmp_path, monkey
 def test_closed_file_is_reopened_and_a_vanished_one_costs_nothing(chunked, tmp_path):
     kept = tmp_path / "kept.h5"
     kept.write_bytes(chunked.read_bytes())
+    with h5py.File(kept, "a") as f:
+        f.create_dataset("y", data=np.ones((32, 32), "f4"), chunks=(8, 16))
     out = tmp_path / "t.parquet"
     with advisor.trace(out):
         for path in (chunked, kept):
             with h5py.File(path, "r") as f:
                 f["x"][0:3, 0:3]
+                if path == kept:
+                    f["y"][0:3, 0:3]
         chunked.unlink()  # gone before the end: no offsets, and the trace is whole
-    recs = {Path(d.file).name: d for d in load_trace(out).datasets.values()}
-    assert recs["c.h5"].chunk_offsets is None
-    np.testing.assert_array_equal(sorted_rows(recs["kept.h5"].chunk_offsets), chunk_table(kept, "x"))
+    recs = {(Path(d.file).name, d.path): d for d in load_trace(out).datasets.values()}
+    assert recs["c.h5", "/x"].chunk_offsets is None
+    for name in ("x", "y"):  # two datasets of one reopened file
+        np.testing.assert_array_equal(sorted_rows(recs["kept.h5", f"/{name}"].chunk_offsets), chunk_table(kept, name))
     assert not load_trace(out).header.missed
 
 
