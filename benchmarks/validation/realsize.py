@@ -301,26 +301,40 @@ def measure(w: Path, workdir: Path, scale: float, repeat: int) -> dict:
     }
 
 
-def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dict, workdir: Path) -> dict:
-    """The recommendation's calls as the printed recipe gives them (the unchanged program on the rewritten data,
-    under ``ioadvisor run``, cold: the traced seconds of the advised array, median of 3 runs) against
-    ``advisor.verify``'s cold replay of the same recommendation (median of 3): tens of milliseconds of reads vary
-    by 2x from run to run on the shared machine (r03)."""
-    from advisor.verify import verify
+RECIPE_RUNS = 6
+"""Traced runs of the program on the recipe's data, half before ``verify`` and half after it: cold reads of tens of
+milliseconds vary by 1.5-2x from run to run on the shared machine (r03, r04; the disk is shared too, which the CPU
+lock does not hold), so both sides are measured over the same stretch of time."""
+VERIFY_REPEAT = 7
+"""``verify``'s replays of each layout (its ``budget`` stops a slow current layout's repeats)."""
+
+
+def _recipe_traced_io(w: Path, entry, recipe_dir: Path, env: dict, trace_path: Path) -> float:
+    """One traced run of the program on the recipe's data, cold: the traced seconds of the advised array."""
     from instrumentation.tracefile import load_trace
     from iomodel.intrace import traced_seconds
 
+    run_program(w, recipe_dir, env, traced=trace_path)
+    t = load_trace(trace_path)
+    name = entry.path.strip("/").split("/")[-1]
+    ids = [i for i, d in t.datasets.items() if d.path.strip("/").split("/")[-1] == name] or list(t.datasets)
+    trace_path.unlink()
+    return max(traced_seconds(t.columns_of(i)) for i in ids)
+
+
+def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dict, workdir: Path) -> dict:
+    """The recommendation's calls as the printed recipe gives them (the unchanged program on the rewritten data,
+    under ``ioadvisor run``, cold: the traced seconds of the advised array, median of ``RECIPE_RUNS`` runs, half
+    before ``verify`` and half after) against ``advisor.verify``'s cold replay of the same recommendation (median
+    of ``VERIFY_REPEAT``)."""
+    from advisor.verify import verify
+
     tp = workdir / "recipe-trace.jsonl"
-    runs = []
-    for _ in range(3):
-        run_program(w, recipe_dir, env, traced=tp)
-        t = load_trace(tp)
-        name = entry.path.strip("/").split("/")[-1]
-        ids = [i for i, d in t.datasets.items() if d.path.strip("/").split("/")[-1] == name] or list(t.datasets)
-        runs.append(max(traced_seconds(t.columns_of(i)) for i in ids))
-        tp.unlink()
+    runs = [_recipe_traced_io(w, entry, recipe_dir, env, tp) for _ in range(RECIPE_RUNS // 2)]
+    v = verify(trace, top=1, advice=adv, repeat=VERIFY_REPEAT, budget=5.0, max_bytes=4 << 30,
+               workdir=workdir / "verify")
+    runs += [_recipe_traced_io(w, entry, recipe_dir, env, tp) for _ in range(RECIPE_RUNS - RECIPE_RUNS // 2)]
     recipe_io = statistics.median(runs)
-    v = verify(trace, top=1, advice=adv, repeat=3, max_bytes=4 << 30, workdir=workdir / "verify")
     # the recommendation's row: "#1" when it is the fastest candidate, "recommended" when a near-tie rule chose it
     want = [f"#{k}" for k, c in enumerate(entry.candidates[:1], 1) if c.candidate == entry.recommendation.candidate]
     row = next((r for r in v.rows if r.label in want + ["recommended"]), None)

@@ -1,5 +1,6 @@
 """The reads a dask-blocked xarray program makes once the recipe gives it new dask chunks (advisor/recipe_reads.py),
 and ``verify`` replaying them in each recommended layout."""
+from dataclasses import replace
 from types import SimpleNamespace
 
 import h5py
@@ -42,6 +43,25 @@ def test_the_recipes_dask_blocks_replace_the_traced_ones():
     assert [a.selection for a in got if a.selection.count != (1, 1, 1)] == [accesses[0].selection]
     assert sum(a.nbytes for a in got) == sum(a.nbytes for a in accesses)
     assert [a.t_start for a in got] == sorted(a.t_start for a in got)
+
+
+def test_the_recipes_blocks_go_in_the_direction_the_program_read_its_blocks():
+    """dask's scheduler reads a reduction's blocks from the last key back (r04: 15, 12, 13, 14, 3, 2, 1, 0, ...);
+    cold reads depend on the direction (readahead), so the recipe's blocks are replayed the same way."""
+    forwards = _blocks(probe=False)
+    starts = [a.t_start for a in forwards]
+    backwards = [replace(a, t_start=t) for a, t in zip(forwards, starts[::-1])]
+    blocking = program_blocking(forwards, SHAPE)
+
+    def order(accesses):
+        return [a.selection.start for a in recipe_reads(accesses, SHAPE, (96, 2, 2), blocking)]
+
+    ahead = [(0, 6, 10), (0, 6, 12), (0, 8, 10), (0, 8, 12)]
+    assert order(forwards) == ahead
+    assert order(backwards) == ahead[::-1]
+    # mostly backwards, as dask.order gave r04's traced blocks: backwards
+    mixed = [3, 0, 1, 2, 7, 6, 5, 4]
+    assert order([replace(forwards[k], t_start=starts[i]) for i, k in enumerate(mixed)]) == ahead[::-1]
 
 
 def test_layouts_whose_dask_blocks_are_the_traced_ones_and_writes_are_left_alone():
