@@ -29,14 +29,19 @@ the cases below Python take pairs until the median slowdown's bootstrap 95% inte
 Reported: the median of the per-pair ratios with that interval, and the ratio of the fastest repetitions
 (min-min: other processes only ever add time); both as CPU time of the whole process (nanosecond clocks:
 ``time.process_time`` / ``CLOCK_PROCESS_CPUTIME_ID``, which include the tracer's flusher thread) and as
-wall time. The per-call cases give the median of per-pair differences. The traced timing of each
-in-process repetition ends with ``Tracer.flush()``, so the formatting and writing of its records is
-counted; entering and leaving the tracer (file creation, a thread start/join, once per trace) is not.
+wall time. The per-call cases (benchmarks/helpers/cadence.py) give what a traced program pays per call: the
+hook's work in the loop (median of per-pair differences) plus the flusher thread's takes and batches at the
+tracer's own cadence (its CPU over ``--writing-seconds`` of calls, per call); the fixed costs (entering the
+tracer, a dataset's first access, a forced ``Tracer.flush()`` of a repetition's records, the exit) apart; and,
+from the same repetitions, the earlier figure: the first access, the calls and a forced ``Tracer.flush()`` per
+repetition timed together.
 
     python -m benchmarks.speed.tracing_overhead [--quick] [--format parquet|jsonl] [--json out.json]
-                                          [--below-only | --python-only | --fixed-only] [--rounds N]
+                                          [--below-only | --python-only | --per-call-only | --fixed-only]
+                                          [--rounds N]
                                           [--reps N] [--max-pairs N] [--spread POINTS] [--budget SECONDS]
                                           [--cases c-tiny,c-boxes,nc-tiny,nc-boxes] [--longer K]
+                                          [--writing-seconds S]
 """
 from __future__ import annotations
 
@@ -61,6 +66,7 @@ import zarr
 import advisor
 from instrumentation import interpose
 
+from benchmarks.helpers import cadence
 from benchmarks.helpers.paired import median_interval, paired, summary
 
 CACHE = Path(os.environ.get("IOADVISOR_CACHE", Path.home() / ".cache" / "ioadvisor")) / "bench"
@@ -78,24 +84,6 @@ def timed(fn, tracer_path=None):
         t.flush()
         cpu, wall = time.process_time() - c, time.perf_counter() - w
     return cpu, wall
-
-
-def per_call(name, fn, n_calls, reps, tracer_path):
-    def loop():
-        for _ in range(n_calls):
-            fn()
-
-    loop()  # warm up
-    plain, traced = paired(lambda t: timed(loop, tracer_path if t else None), lambda p, t: 0.0, min_pairs=reps,
-                           max_pairs=reps, target=0.0, max_seconds=float("inf"))
-    row = {"case": name, "calls": n_calls, "reps": reps}
-    for k, label in ((0, "cpu"), (1, "wall")):
-        diffs = [(t[k] - p[k]) / n_calls for p, t in zip(plain, traced)]
-        row[f"{label}_untraced_us"] = statistics.median(p[k] for p in plain) / n_calls * 1e6
-        row[f"{label}_added_us"] = statistics.median(diffs) * 1e6
-        # interference from other processes only adds time: the fastest repetitions are the least disturbed
-        row[f"{label}_added_min_us"] = (min(t[k] for t in traced) - min(p[k] for p in plain)) / n_calls * 1e6
-    return row
 
 
 def big_dataset(rows: int) -> Path:
@@ -418,6 +406,18 @@ def print_below(rows: list[dict]) -> None:
               f"| {r['process_wall_untraced']:.3f}, {_pct(r, 'process_wall')} |")
 
 
+def print_per_call(rows: list[dict]) -> None:
+    print("| per-call case | untraced µs/call (cpu) | **added per call** (in the loop + writing) | in the loop "
+          "| writing at the tracer's cadence | earlier method: first access + calls + forced flush "
+          "| fixed, ms: enter / first access / forced flush / exit |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['cpu_untraced_us']:.1f} | **{r['loop_added_us'] + r['writing_us']:+.2f}** "
+              f"| {r['loop_added_us']:+.2f} | {r['writing_us']:+.2f} ({r['writing_calls']:.0f} calls) "
+              f"| {r['forced_added_us']:+.2f} ({r['calls']} calls) "
+              f"| {r['enter_ms']:.2f} / {r['first_ms']:.2f} / {r['flush_ms']:.2f} / {r['exit_ms']:.2f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
@@ -425,6 +425,7 @@ def main(argv=None) -> int:
     part = ap.add_mutually_exclusive_group()
     part.add_argument("--below-only", action="store_true", help="only the cases below Python (section 3)")
     part.add_argument("--python-only", action="store_true", help="only the h5py/zarr cases (sections 1-2)")
+    part.add_argument("--per-call-only", action="store_true", help="only the h5py/zarr per-call cases (section 1)")
     part.add_argument("--fixed-only", action="store_true",
                       help="only the fixed costs and whole-process overheads, with Darshan where built (section 4)")
     ap.add_argument("--rounds", type=int, help="rounds of the fixed-cost cases (default 31, 5 with --quick)")
@@ -441,6 +442,8 @@ def main(argv=None) -> int:
     ap.add_argument("--longer", type=int, default=1,
                     help="loops below Python this many times longer (past interpose.PENDING_BYTES of records, "
                          "from 7 for the one-element netCDF4 loop, a busy process converts them while it runs)")
+    ap.add_argument("--writing-seconds", type=float,
+                    help="per-call cases: seconds of calls over which the flusher's writing is timed (default 3)")
     ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
                     help="trace format written (default: the columnar trace, what `ioadvisor run` writes)")
     args = ap.parse_args(argv)
@@ -478,33 +481,31 @@ def main(argv=None) -> int:
         trace_path = tmp / f"t.{args.format}"
         with h5py.File(tmp / "small.h5", "w") as f:
             ds = f.create_dataset("x", data=np.zeros((100, 100), "f4"), chunks=(10, 10))
-            rows = [per_call("h5py ds[0:1, 0:1]", lambda: ds[0:1, 0:1], 1000 if q else 5000, 5 if q else 21,
-                             trace_path)]
+            n_h5, reps_h5 = (1000, 5) if q else (5000, 21)
+            writing_args = (args.writing_seconds or (1.5 if q else 3.0), 1 if q else 3, trace_path)
+            same = lambda: ds[0:1, 0:1]  # noqa: E731
+            rows = [cadence.per_call("h5py ds[0:1, 0:1]", same, n_h5, reps_h5, trace_path)
+                    | cadence.writing(same, *writing_args)]
             # a different index on every call: the tracer cannot reuse the previous line's normalization
             keys = itertools.cycle([(slice(i, i + 1), slice(j, j + 1)) for i in range(100) for j in range(0, 100, 7)])
-            rows.append(per_call("h5py ds[i:i+1, j:j+1], i, j varying", lambda: ds[next(keys)],
-                                 1000 if q else 5000, 5 if q else 21, trace_path))
+            varying = lambda: ds[next(keys)]  # noqa: E731
+            rows.append(cadence.per_call("h5py ds[i:i+1, j:j+1], i, j varying", varying, n_h5, reps_h5, trace_path)
+                        | cadence.writing(varying, *writing_args))
         z = zarr.create_array(store={}, shape=(100, 100), chunks=(10, 10), dtype="f4")
         z[:] = 0
-        rows.append(per_call("zarr z[0:1, 0:1]", lambda: z[0:1, 0:1], 100 if q else 500, 5 if q else 15,
-                             trace_path))
-        loops = [realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path),
-                 append_loop(400 if q else 4000, pairs, trace_path, tmp)]
-        below = [] if args.python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
-        fixed = [] if args.python_only else fixed_costs(q, tmp, args.rounds or (5 if q else 31), args.baseline)
-    print("| per-call case | untraced µs/call (cpu) | added µs/call, cpu: median of pairs / min-min "
-          "| untraced µs/call (wall) | added µs/call, wall: median / min-min |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['case']} | {r['cpu_untraced_us']:.1f} | {r['cpu_added_us']:.2f} / {r['cpu_added_min_us']:.2f} "
-              f"| {r['wall_untraced_us']:.1f} | {r['wall_added_us']:.2f} / {r['wall_added_min_us']:.2f} |")
-    print()
-    print("| loop | pairs | untraced s (cpu) | slower, cpu: median [95% interval] / min-min | untraced s (wall) "
-          "| slower, wall: median [95% interval] / min-min |")
-    print("|---|---|---|---|---|---|")
-    for loop in loops:
-        print(f"| {loop['case']} | {loop['pairs']} | {loop['cpu_untraced']:.2f} | {_pct(loop, 'cpu')} "
-              f"| {loop['wall_untraced']:.2f} | {_pct(loop, 'wall')} |")
+        zfixed = lambda: z[0:1, 0:1]  # noqa: E731
+        rows.append(cadence.per_call("zarr z[0:1, 0:1]", zfixed, 100 if q else 500, 5 if q else 15, trace_path)
+                    | cadence.writing(zfixed, *writing_args))
+        loops = [] if args.per_call_only else [
+            realistic(200_000 if q else 2_000_000, 1000 if q else 10_000, pairs, trace_path),
+            append_loop(400 if q else 4000, pairs, trace_path, tmp)]
+        python_only = args.python_only or args.per_call_only
+        below = [] if python_only else below_python_cases(q, tmp, pairs, args.format, cases, args.longer)
+        fixed = [] if python_only else fixed_costs(q, tmp, args.rounds or (5 if q else 31), args.baseline)
+    print_per_call(rows)
+    if loops:
+        print()
+        print_loops(loops)
     load.append(os.getloadavg()[0])
     print(f"load average at the end: {load[1]:.2f}")
     if below:
@@ -518,6 +519,15 @@ def main(argv=None) -> int:
                                          "date": time.strftime("%Y-%m-%d %H:%M"), "quick": q, "format": args.format},
                                         indent=2))
     return 0
+
+
+def print_loops(loops: list[dict]) -> None:
+    print("| loop | pairs | untraced s (cpu) | slower, cpu: median [95% interval] / min-min | untraced s (wall) "
+          "| slower, wall: median [95% interval] / min-min |")
+    print("|---|---|---|---|---|---|")
+    for loop in loops:
+        print(f"| {loop['case']} | {loop['pairs']} | {loop['cpu_untraced']:.2f} | {_pct(loop, 'cpu')} "
+              f"| {loop['wall_untraced']:.2f} | {_pct(loop, 'wall')} |")
 
 
 if __name__ == "__main__":
