@@ -8,7 +8,10 @@ whole cold listing (r03: 16,384 chunks, tens of milliseconds), done once by the 
 libhdf5 interposer. So, for a file open read-only, neither recorder lists at first sight: the trace's sink writes
 the dataset record at once (later accesses refer to it) and, at its close, lists the chunks once per dataset and
 writes the record again with ``chunk_offsets`` (a later ``d`` record of an id replaces the earlier: docs/trace-format.md).
-A read-only file's chunks cannot change while it is open that way, so the end's list is the one at first sight.
+The libhdf5 interposer lists a native program's datasets itself, in the traced process, at the program's
+``H5Dclose`` or the trace's end (its ``o`` lines, ``remember_listed``): the end uses those first, and reopens a
+file only where h5py is loaded already. A read-only file's chunks cannot change while it is open that way, so
+the end's list is the one at first sight.
 A file open for writing is still listed at first sight: the models need the chunks on disk before the run (a
 chunk the run allocates is an allocation, not an overwrite).
 """
