@@ -8,13 +8,17 @@ whole cold listing (r03: 16,384 chunks, tens of milliseconds), done once by the 
 libhdf5 interposer. So, for a file open read-only, neither recorder lists at first sight: the trace's sink writes
 the dataset record at once (later accesses refer to it) and, at its close, lists the chunks once per dataset and
 writes the record again with ``chunk_offsets`` (a later ``d`` record of an id replaces the earlier: docs/trace-format.md).
-A read-only file's chunks cannot change while it is open that way, so the end's list is the one at first sight.
+The libhdf5 interposer lists a native program's datasets itself, in the traced process, at the program's
+``H5Dclose`` or the trace's end (its ``o`` lines, ``remember_listed``): the end uses those first, and reopens a
+file only where h5py is loaded already. A read-only file's chunks cannot change while it is open that way, so
+the end's list is the one at first sight.
 A file open for writing is still listed at first sight: the models need the chunks on disk before the run (a
 chunk the run allocates is an allocation, not an overwrite).
 """
 from __future__ import annotations
 
 import os
+import sys
 import weakref
 from dataclasses import replace
 
@@ -26,6 +30,8 @@ MAX_OFFSET_CHUNKS = 100_000
 
 _open_ids: dict[str, weakref.ref] = {}
 """key (file::path) -> the h5py DatasetID the hooks saw, listed through while it is still open."""
+_listed: dict[str, np.ndarray] = {}
+"""key (file::path) -> the offsets the libhdf5 interposer listed as the program closed the dataset (``o`` lines)."""
 
 
 def list_offsets(dsid, chunks) -> np.ndarray | None:
@@ -55,6 +61,15 @@ def remember_open(key: str, dsid) -> None:
         pass
 
 
+def remember_listed(key: str, offsets: np.ndarray) -> None:
+    """The chunk offsets of ``key`` the interposer listed at the dataset's close, in the traced process."""
+    _listed[key] = offsets
+
+
+def _listed_by_interposer(record):
+    return _listed.get(record.key)
+
+
 def _through_open_id(record):
     ref = _open_ids.get(record.key)
     dsid = ref() if ref is not None else None
@@ -73,7 +88,10 @@ class _Files:
 
     def offsets(self, record):
         """Where the record names a local file the dataset is still in (with its chunk shape)."""
-        if record.driver not in (None, "sec2") or not os.path.isfile(record.file):
+        if record.driver not in (None, "sec2") or not os.path.isfile(record.file) or "h5py" not in sys.modules:
+            # without h5py loaded (``ioadvisor run``'s launcher of a native program): importing it at the exit
+            # would cost the run more than the listing (benchmarks/speed/tracing_overhead.py --fixed-only); the
+            # interposer lists at the program's H5Dclose instead (``_listed``)
             return None
         import h5py
 
@@ -101,7 +119,7 @@ def offsets_of(record, files: _Files | None = None) -> np.ndarray | None:
     own = files is None
     files = _Files() if own else files
     try:
-        for way in (_through_open_id, files.offsets):
+        for way in (_listed_by_interposer, _through_open_id, files.offsets):
             try:
                 found = way(record)
             except Exception:  # noqa: BLE001 - optional detail: a trace is never lost for it
@@ -142,4 +160,4 @@ class ListLater:
             files.close()
 
 
-__all__ = ["MAX_OFFSET_CHUNKS", "ListLater", "list_offsets", "listed_later", "offsets_of", "remember_open"]
+__all__ = ["MAX_OFFSET_CHUNKS", "ListLater", "list_offsets", "listed_later", "offsets_of", "remember_listed", "remember_open"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from . import settings
+from .chunklisting import remember_listed
 from .jsonvalue import plain
 from .locations import hdf5_location
 from .records import ChunkCache, DatasetRecord, Filter, Selection
@@ -78,6 +79,23 @@ def _file_location(name: str, driver: str | None) -> str:
     return hdf5_location(name, driver)
 
 
+def _offsets_array(offsets: list, chunks: list) -> np.ndarray:
+    """(n, ndim + 2) chunk-grid coordinates, byte offset, stored size, from the interposer's flat list of element
+    offsets, addresses and sizes."""
+    arr = np.asarray(offsets, dtype=np.int64).reshape(-1, len(chunks) + 2)
+    arr[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
+    return arr
+
+
+def _listed_at_close(meta: dict | None, offsets: list) -> None:
+    """An ``o`` line: the chunks of a read-only file's dataset, listed as the program closed it (its ``d`` line
+    ``meta``), kept for the trace's end (instrumentation/chunklisting.py)."""
+    chunks = (meta or {}).get("chunks")
+    if chunks:
+        key = f"{_file_location(meta['file'], meta.get('driver'))}::{meta['path']}"  # DatasetRecord.key
+        remember_listed(key, _offsets_array(offsets, chunks))
+
+
 def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
     """The DatasetRecord (id -1) an interposer ``d`` line describes."""
     cls = meta.get("class", -1)
@@ -87,8 +105,7 @@ def dataset_template(meta: dict, version: str, created: bool) -> DatasetRecord:
     chunks = meta.get("chunks")
     offsets = meta.get("offsets")
     if offsets is not None and chunks:
-        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, len(chunks) + 2)
-        offsets[:, : len(chunks)] //= np.asarray(chunks, dtype=np.int64)
+        offsets = _offsets_array(offsets, chunks)
     intent = meta.get("intent")
     return DatasetRecord(
         id=-1,
@@ -234,6 +251,8 @@ class ProcessLog:
                 continue
             if kind == "d":
                 self.datasets[ev["i"]] = ev
+            elif kind == "o":
+                _listed_at_close(self.datasets.get(ev["i"]), ev["offsets"])
             elif kind == "lib":
                 self.libs[ev["i"]] = ev
             elif kind == "caller":

@@ -180,6 +180,8 @@ class LibraryCapture:
         in this process's tracers, so none is waited for: the run's exit converts only the last interval's)."""
         now = time.perf_counter()
         if self.control is not None:  # this process's records reach the disk (and the trace) even if it is killed
+            if final and hasattr(self.control, "ioadv_list_late"):  # (an interposer built before it: no such call)
+                self.control.ioadv_list_late()  # read-only datasets left open: chunks listed after the reads
             self.control.ioadv_flush()
         cutoff = float("inf") if final else self._cutoff
         self._cutoff = now

@@ -23,7 +23,7 @@ from .nativestart import HDF5_VERSION_MARK
 WRAPPED = ("H5Dread", "H5Dwrite", "H5Dread_multi", "H5Dwrite_multi", "H5Dcreate2", "H5Dset_extent",
            "H5Sselect_hyperslab", "H5Sselect_all", "H5Sselect_none", "H5Sselect_elements", "H5Sselect_adjust",
            "H5Sselect_copy", "H5Smodify_select", "H5Soffset_simple", "H5Sset_extent_simple",
-           "H5Sset_extent_none", "H5Sextent_copy", "H5Sclose", "H5Idec_ref", "H5close", "H5Iclear_type",
+           "H5Sset_extent_none", "H5Sextent_copy", "H5Sclose", "H5Dclose", "H5Idec_ref", "H5close", "H5Iclear_type",
            "H5Idestroy_type")
 """The functions the wrapper hooks (``__wrap_<name>`` in interposer/h5wrap.c): each needs its ``--wrap``."""
 WRAPPER_NAME = "ioadvisor_wrap.o"

@@ -150,6 +150,7 @@ struct h5lib {
     hid_t (*Dget_create_plist)(hid_t);
     hid_t (*Dget_access_plist)(hid_t);
     herr_t (*Sclose)(hid_t);
+    herr_t (*Dclose)(hid_t);
     herr_t (*Sselect_hyperslab)(hid_t, seloper_t, const hsize_t *, const hsize_t *, const hsize_t *, const hsize_t *);
     herr_t (*Sselect_all)(hid_t);
     herr_t (*Sselect_none)(hid_t);
@@ -194,7 +195,10 @@ struct h5lib {
 };
 
 struct caller { void *base; struct h5lib *lib; int index; };
-struct dsdesc { struct h5lib *lib; hid_t id; uint32_t num; int ndim; size_t tsize; hsize_t dims[MAX_RANK]; };
+/* later: its chunk offsets are left to its H5Dclose, or the process's exit (a read-only file: list_late);
+ * name_hash: of its name then, checked before listing at the exit (an id closed unseen may be reused) */
+struct dsdesc { struct h5lib *lib; hid_t id; uint32_t num; int ndim; size_t tsize; hsize_t dims[MAX_RANK]; int later;
+                uint64_t name_hash; };
 
 static struct h5lib libs[MAX_LIBS];
 static int n_libs;
@@ -583,6 +587,7 @@ static struct h5lib *lib_for_real(void *real_read) {
     BIND(Iget_file_id, "H5Iget_file_id");
     BIND(Fget_intent, "H5Fget_intent");
     BIND(Fclose, "H5Fclose");
+    BIND(Dclose, "H5Dclose");
     BIND(Fopen, "H5Fopen");
     BIND(Fget_access_plist, "H5Fget_access_plist");
     BIND(Pget_driver, "H5Pget_driver");
@@ -761,6 +766,68 @@ static int chunk_row(const hsize_t *offset, unsigned filter_mask, haddr_t addr, 
     return 0;
 }
 
+/* Every chunk's grid offset, address and stored size, between HEAD and TAIL in the metadata; nothing where
+ * libhdf5 cannot iterate chunks (before 1.14) or there are more than MAX_OFFSET_CHUNKS. */
+static void list_chunks(struct h5lib *L, hid_t dset, int ndim, const char *head, const char *tail) {
+    hsize_t nchunks = 0;
+    if (!L->Dchunk_iter || !L->Dget_num_chunks || L->Dget_num_chunks(dset, H5S_ALL, &nchunks) < 0 ||
+        nchunks > MAX_OFFSET_CHUNKS)
+        return;
+    size_t mark = meta_len;
+    int state[2] = {ndim, 0};
+    meta_printf("%s", head);
+    if (L->Dchunk_iter(dset, 0, chunk_row, state) >= 0) {
+        meta_printf("%s", tail);
+    } else {
+        meta_len = mark;
+    }
+}
+
+static uint64_t name_hash(const char *name) { /* FNV-1a */
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
+    return h;
+}
+
+/* A read-only file's dataset (describe left its chunks for later): its chunk offsets now, after the program's
+ * own reads, in an "o" line of the metadata (lock held). */
+static void list_late(struct dsdesc *d, hid_t dset) {
+    struct h5lib *L = d->lib;
+    H5E_auto2_t func;
+    void *data;
+    char head[64];
+    d->later = 0;
+    L->Eget_auto2(H5E_DEFAULT, &func, &data);
+    L->Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a failed query must print nothing */
+    snprintf(head, sizeof head, "{\"t\":\"o\",\"i\":%u,\"offsets\":[", d->num);
+    list_chunks(L, dset, d->ndim, head, "]}\n");
+    L->Eset_auto2(H5E_DEFAULT, func, data);
+}
+
+/* At exit, the datasets the program left open (many xarray programs never close their files): registered with
+ * atexit after libhdf5 registered its own end, so it runs first, while their ids are valid. */
+static void list_left_open(void) {
+    if (!recording) return;
+    LOCK();
+    for (int i = 0; i < DS_SLOTS; i++) {
+        struct dsdesc *d = &dsets[i];
+        char name[4096];
+        H5E_auto2_t func;
+        void *data;
+        if (!d->lib || !d->later) continue;
+        d->later = 0;
+        d->lib->Eget_auto2(H5E_DEFAULT, &func, &data);
+        d->lib->Eset_auto2(H5E_DEFAULT, NULL, NULL); /* an id closed unseen: no error printed */
+        int same = d->lib->Iget_name(d->id, name, sizeof name) >= 0 && name_hash(name) == d->name_hash;
+        d->lib->Eset_auto2(H5E_DEFAULT, func, data);
+        if (same) list_late(d, d->id);
+    }
+    UNLOCK();
+}
+
+static pthread_once_t late_once = PTHREAD_ONCE_INIT;
+static void late_at_exit(void) { atexit(list_left_open); }
+
 static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
     /* called with lock held and HDF5's automatic error printing off */
     char name[4096] = "", file[4096] = "", cwd[4096] = "";
@@ -797,8 +864,10 @@ static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
     meta_printf(",\"null\":%s,\"class\":%d,\"size\":%zu,\"order\":%d,\"sign\":%d,\"vstr\":%d",
                 d->ndim < 0 ? "true" : "false", tclass, d->tsize, order, sign, vstr);
     hid_t dcpl = L->Dget_create_plist ? L->Dget_create_plist(dset) : -1;
+    int chunked = 0;
     if (dcpl >= 0) {
         int layout = L->Pget_layout ? L->Pget_layout(dcpl) : -1;
+        chunked = layout == LAYOUT_CHUNKED;
         meta_printf(",\"layout\":%d", layout);
         if (layout == LAYOUT_CHUNKED && L->Pget_chunk) {
             hsize_t chunk[MAX_RANK];
@@ -861,20 +930,19 @@ static void describe(struct h5lib *L, hid_t dset, struct dsdesc *d) {
         }
     }
     /* The chunk offsets of a file open for writing, as they are before the run writes. A read-only file's are
-     * listed once, at the trace's end (instrumentation/chunklisting.py): listed here they read the whole chunk
+     * listed once, when the program closes the dataset (list_at_close): listed here they read the whole chunk
      * index ahead of the program's own reads, which then found it in memory (realsize.py r01: the traced reads
-     * of a cold file faster than untraced ones). */
-    hsize_t nchunks = 0;
-    if (writable && !created && d->ndim > 0 && L->Dchunk_iter && L->Dget_num_chunks &&
-        L->Dget_num_chunks(dset, H5S_ALL, &nchunks) >= 0 && nchunks <= MAX_OFFSET_CHUNKS) {
-        size_t mark = meta_len;
-        int state[2] = {d->ndim, 0};
-        meta_printf(",\"offsets\":[");
-        if (L->Dchunk_iter(dset, 0, chunk_row, state) >= 0) {
-            meta_printf("]");
-        } else {
-            meta_len = mark;
-        }
+     * of a cold file faster than untraced ones). The VOL connector sees no H5Dclose: it lists here. */
+#if defined(IOADV_VOL)
+    writable = 1;
+#endif
+    d->later = 0;
+    if (!writable) {
+        d->later = chunked && !created && d->ndim > 0;
+        d->name_hash = name_hash(name);
+        if (d->later) pthread_once(&late_once, late_at_exit);
+    } else if (!created && d->ndim > 0) {
+        list_chunks(L, dset, d->ndim, ",\"offsets\":[", "]");
     }
     meta_printf("}\n");
 }
@@ -913,6 +981,17 @@ static struct dsdesc *dataset_for(struct h5lib *L, hid_t dset) {
     /* a long-running program that opened very many datasets: start the table over */
     memset(dsets, 0, sizeof dsets);
     return dataset_for(L, dset);
+}
+
+/* The description of an id already seen, or NULL (lock held). */
+static struct dsdesc *dataset_seen(struct h5lib *L, hid_t dset) {
+    uint64_t h = id_hash(L, dset);
+    for (uint32_t probe = 0; probe < 64; probe++) {
+        struct dsdesc *d = &dsets[(h + probe) % DS_SLOTS];
+        if (d->lib == L && d->id == dset) return d;
+        if (!d->lib) return NULL;
+    }
+    return NULL;
 }
 
 /* ---- one access ---- */
@@ -1288,6 +1367,18 @@ herr_t HOOK(H5Idestroy_type)(int type) {
     return status;
 }
 
+/* A dataset of a read-only file: its chunk offsets, listed as the program closes it (list_late). */
+herr_t HOOK(H5Dclose)(hid_t dset) {
+    REAL_OR_REFUSE(Dclose)
+    if (recording) {
+        LOCK();
+        struct dsdesc *d = dataset_seen(c->lib, dset);
+        if (d && d->later) list_late(d, dset);
+        UNLOCK();
+    }
+    return c->lib->Dclose(dset);
+}
+
 herr_t HOOK(H5Dread)(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void *buf) {
     INTERPOSE(0, Dread, void *)
 }
@@ -1297,6 +1388,10 @@ herr_t HOOK(H5Dwrite)(hid_t dset, hid_t mem_type, hid_t mem_space, hid_t file_sp
 }
 
 /* ---- control, from the tracer (ctypes) ---- */
+
+/* The trace's end in a traced Python process (before its own exit, whose atexit would be too late for the
+ * trace): the read-only datasets still open, listed now (list_left_open). */
+__attribute__((unused)) CONTROL void ioadv_list_late(void) { list_left_open(); }
 
 CONTROL void ioadv_flush(void) {
     LOCK();

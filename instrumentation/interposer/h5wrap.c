@@ -51,6 +51,7 @@ DECLARE(Sset_extent_simple, REAL(H5Sset_extent_simple))
 DECLARE(Sset_extent_none, REAL(H5Sset_extent_none))
 DECLARE(Sextent_copy, REAL(H5Sextent_copy))
 DECLARE(Sclose, REAL(H5Sclose))
+DECLARE_WEAK(Dclose, REAL(H5Dclose)) /* weak: a program linked without its --wrap still links */
 DECLARE(Idec_ref, REAL(H5Idec_ref))
 DECLARE(close, REAL(H5close))
 DECLARE(Iclear_type, REAL(H5Iclear_type))
@@ -117,6 +118,7 @@ static void bind_linked(struct h5lib *lib) {
     lib->Sset_extent_none = REAL(H5Sset_extent_none);
     lib->Sextent_copy = REAL(H5Sextent_copy);
     lib->Sclose = REAL(H5Sclose);
+    lib->Dclose = REAL(H5Dclose);
     lib->Idec_ref = REAL(H5Idec_ref);
     lib->close = REAL(H5close);
     lib->Iclear_type = REAL(H5Iclear_type);
