@@ -542,7 +542,7 @@ class Advice:
         if not self.not_advised:
             return f"nothing to advise in {where}: no h5py or zarr data access was recorded"
         by_reason: dict[str, list[str]] = {}
-        for n in self.not_advised:
+        for n in sorted(self.not_advised, key=lambda n: n.path):  # one order whatever the trace's id order
             by_reason.setdefault(n.reason, []).append(n.path)
         parts = [f"{', '.join(paths[:3])}{f' and {len(paths) - 3} more' if len(paths) > 3 else ''}: {reason}"
                  for reason, paths in by_reason.items()]

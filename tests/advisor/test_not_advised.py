@@ -67,7 +67,8 @@ def test_nothing_advisable_is_one_clean_line(tmp_path, capsys):
     assert main(["advise", str(tmp_path / "t.jsonl")]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1
-    assert out.startswith(f"nothing to advise in {tmp_path / 't.jsonl'}: /scalar: scalar: nothing to chunk; /empty: empty")
+    assert out.startswith(f"nothing to advise in {tmp_path / 't.jsonl'}: /empty: empty (size 0): nothing to chunk or "
+                          "compress; /scalar: scalar: nothing to chunk")
 
 
 def test_float16_gives_no_numeric_warning(tmp_path):
