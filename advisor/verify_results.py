@@ -21,6 +21,9 @@ class Choice:
     Compression is given either as the recorded filter pipeline (``filters``,
     the current layout) or as a compression_model codec name and error bound
     (candidates); the bound is resolved against the data's range when built.
+    ``stack``: what builds and replays it ("": the library's own, h5py or zarr; "netcdf4": netCDF4-python, for a
+    program that read the dataset through netCDF-C, ``advisor.verify_stack``). ``default_cache``: the program (or
+    the recipe) leaves the chunk cache to its library, so a netCDF4 replay sets none (h5py is given the layout's).
     """
 
     label: str
@@ -30,6 +33,8 @@ class Choice:
     filters: tuple[Filter, ...] = ()
     compressor: str | None = None
     error_bound: str | None = None
+    stack: str = ""
+    default_cache: bool = False
 
 
 @dataclass(frozen=True)

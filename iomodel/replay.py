@@ -48,6 +48,8 @@ class LayoutSpec:
 
     ``chunks`` None is an HDF5 contiguous dataset; ``rdcc`` is the HDF5 chunk
     cache (rdcc_nbytes, rdcc_nslots, rdcc_w0), None for the library default.
+    ``stack``: what builds and reads an HDF5 array ("": h5py; "netcdf4": netCDF4-python, the stack of a program
+    that read through netCDF-C, ``iomodel.replay_netcdf4``).
     """
 
     library: str
@@ -59,6 +61,7 @@ class LayoutSpec:
     filters: tuple[Filter, ...] = ()
     libver: tuple[str, str] | None = None
     maxshape: tuple[int | None, ...] | None = None
+    stack: str = ""
 
     @classmethod
     def of(cls, layout: Any, *, dtype: Any = None, filters: Sequence[Filter] | None = None) -> "LayoutSpec":
@@ -277,7 +280,8 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
     first writes need no read). ``shape`` overrides the initial extent (for
     traces that grow the array); ``resizable`` makes every HDF5 dimension
     unlimited (unless the layout has a maxshape). ``dtype``/``filters``: see ``LayoutSpec.of``.
-    ``create_kwargs``: the library's own compression arguments (h5py ``create_dataset`` /
+    ``create_kwargs``: the library's own compression arguments (h5py ``create_dataset``, netCDF4 ``createVariable``
+    when ``spec.stack`` is "netcdf4", or
     ``zarr.create_array`` kwargs, e.g. from ``compression_model.codecs``), instead of ``filters``.
     """
     spec = LayoutSpec.of(layout, dtype=dtype, filters=filters)
@@ -290,7 +294,11 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
         if data.ndim != len(shape) or any(d < s for d, s in zip(data.shape, shape)):
             raise ReplayError(f"data shape {data.shape} does not cover layout shape {shape}")
         data = data[tuple(slice(0, s) for s in shape)]
-    if spec.library == "hdf5":
+    if spec.library == "hdf5" and spec.stack == "netcdf4":
+        from iomodel.replay_netcdf4 import build_netcdf4
+
+        build_netcdf4(spec, path, shape, data=data, fill=fill, create_kwargs=create_kwargs)
+    elif spec.library == "hdf5":
         import h5py
 
         kw = create_kwargs if create_kwargs is not None else _h5_filter_kwargs(spec.filters)
@@ -450,6 +458,10 @@ class _ZarrTarget:
 
 
 def _open(path: Path, spec: LayoutSpec, writable: bool = True):
+    if spec.library == "hdf5" and spec.stack == "netcdf4":
+        from iomodel.replay_netcdf4 import NetCDF4Target
+
+        return NetCDF4Target(path, spec, writable)
     return _H5Target(path, spec, writable) if spec.library == "hdf5" else _ZarrTarget(path, spec)
 
 
