@@ -25,6 +25,7 @@ import numpy as np
 from instrumentation.records import READ, AccessRecord, Filter, ResizeRecord, Selection
 from instrumentation.errors import IoadvisorError
 from instrumentation.extras import require
+from iomodel.replay_netcdf4 import NetCDF4StackError, NetCDF4Target, build_netcdf4
 
 DATASET_NAME = "data"
 """Name of the one dataset inside a replay file (HDF5) or store (zarr: the root array)."""
@@ -295,9 +296,11 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
             raise ReplayError(f"data shape {data.shape} does not cover layout shape {shape}")
         data = data[tuple(slice(0, s) for s in shape)]
     if spec.library == "hdf5" and spec.stack == "netcdf4":
-        from iomodel.replay_netcdf4 import build_netcdf4
-
-        build_netcdf4(spec, path, shape, data=data, fill=fill, create_kwargs=create_kwargs)
+        try:
+            build_netcdf4(spec, path, shape, name=DATASET_NAME, data=data, fill=fill, create_kwargs=create_kwargs,
+                          slab_bytes=FILL_SLAB_BYTES)
+        except NetCDF4StackError as exc:
+            raise ReplayError(str(exc)) from None
     elif spec.library == "hdf5":
         import h5py
 
@@ -459,9 +462,7 @@ class _ZarrTarget:
 
 def _open(path: Path, spec: LayoutSpec, writable: bool = True):
     if spec.library == "hdf5" and spec.stack == "netcdf4":
-        from iomodel.replay_netcdf4 import NetCDF4Target
-
-        return NetCDF4Target(path, spec, writable)
+        return NetCDF4Target(path, spec, DATASET_NAME, writable)
     return _H5Target(path, spec, writable) if spec.library == "hdf5" else _ZarrTarget(path, spec)
 
 
@@ -551,6 +552,8 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
                 target.write(kind, key, sel, values)
                 per[i] = clock() - t
             i += 1
+    except NetCDF4StackError as exc:  # a point selection or a resize netCDF4 cannot replay
+        raise ReplayError(str(exc)) from None
     finally:
         t = clock()
         target.close()

@@ -1,5 +1,6 @@
 """Replay through netCDF4-python: the stack of a program that read its HDF5 dataset through netCDF-C (netCDF4-python,
-xarray's default engine), for ``iomodel.replay`` when ``LayoutSpec.stack`` is "netcdf4".
+xarray's default engine), for ``iomodel.replay`` when ``LayoutSpec.stack`` is "netcdf4" (``spec`` below is its
+``LayoutSpec``).
 
 The array is built the way ``xarray``'s netCDF4 backend writes a variable (``createVariable`` with ``chunksizes``
 or ``contiguous``, and the compression netCDF4-python writes itself), so the file is netCDF-C's, not h5py's; it is
@@ -14,8 +15,13 @@ from typing import Sequence
 
 import numpy as np
 
+from instrumentation.errors import IoadvisorError
 from instrumentation.records import Filter, Selection
-from iomodel.replay import DATASET_NAME, FILL_SLAB_BYTES, LayoutSpec, ReplayError
+
+
+class NetCDF4StackError(IoadvisorError, ValueError):
+    """netCDF4-python cannot write or read what was asked (``iomodel.replay`` raises it as its ``ReplayError``)."""
+
 
 NETCDF4_FILTERS = {"gzip": "zlib", "deflate": "zlib", "zstd": "zstd", "bzip2": "bzip2", "szip": "szip"}
 """Recorded HDF5 filter names -> netCDF4-python's ``compression``."""
@@ -42,16 +48,17 @@ def netcdf4_filter_kwargs(filters: Sequence[Filter]) -> dict | None:
     return kw
 
 
-def build_netcdf4(spec: LayoutSpec, path: Path, shape: Sequence[int], *, data: np.ndarray | None, fill: bool,
-                  create_kwargs: dict | None = None) -> Path:
-    """Create ``path`` (netCDF-4) holding the variable ``DATASET_NAME`` of ``spec``, fixed dimensions ``dim_i``
-    (xarray writes fixed dimensions unless told otherwise); every element written when ``fill``.
+def build_netcdf4(spec, path: Path, shape: Sequence[int], *, name: str, data: np.ndarray | None, fill: bool,
+                  create_kwargs: dict | None = None, slab_bytes: int = 64 << 20) -> Path:
+    """Create ``path`` (netCDF-4) holding the variable ``name`` of ``spec`` (an ``iomodel.replay.LayoutSpec``), fixed
+    dimensions ``dim_i`` (xarray writes fixed dimensions unless told otherwise); every element written when
+    ``fill`` (``data``, else random values in slabs of about ``slab_bytes``).
     ``create_kwargs``: ``createVariable``'s compression keywords (default: from ``spec.filters``)."""
     import netCDF4
 
     kw = dict(create_kwargs) if create_kwargs is not None else netcdf4_filter_kwargs(spec.filters)
     if kw is None:
-        raise ReplayError(f"layout field 'filters': netCDF4-python cannot write {[f.name for f in spec.filters]}")
+        raise NetCDF4StackError(f"layout field 'filters': netCDF4-python cannot write {[f.name for f in spec.filters]}")
     if spec.chunks is None:
         kw["contiguous"] = True
     else:
@@ -62,14 +69,14 @@ def build_netcdf4(spec: LayoutSpec, path: Path, shape: Sequence[int], *, data: n
         dims = []
         for i, n in enumerate(shape):
             dims.append(nc.createDimension(f"dim_{i}", int(n)).name)
-        var = nc.createVariable(DATASET_NAME, np.dtype(spec.dtype), tuple(dims), **kw)
+        var = nc.createVariable(name, np.dtype(spec.dtype), tuple(dims), **kw)
         var.set_auto_maskandscale(False)
         if fill:
-            _fill(var, spec, shape, data)
+            _fill(var, spec, shape, data, slab_bytes)
     return path
 
 
-def _fill(var, spec: LayoutSpec, shape: Sequence[int], data: np.ndarray | None) -> None:
+def _fill(var, spec, shape: Sequence[int], data: np.ndarray | None, slab_bytes: int) -> None:
     if data is not None:
         var[...] = np.ascontiguousarray(data)
         return
@@ -77,7 +84,7 @@ def _fill(var, spec: LayoutSpec, shape: Sequence[int], data: np.ndarray | None) 
     dt = np.dtype(spec.dtype)
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize
     step = (spec.chunks or (1,))[0]
-    rows = max(step, (FILL_SLAB_BYTES // max(row_bytes, 1)) // step * step)
+    rows = max(step, (slab_bytes // max(row_bytes, 1)) // step * step)
     for lo in range(0, shape[0], rows):
         hi = min(shape[0], lo + rows)
         var[lo:hi] = rng.standard_normal((hi - lo,) + tuple(shape[1:])).astype(dt)
@@ -86,11 +93,11 @@ def _fill(var, spec: LayoutSpec, shape: Sequence[int], data: np.ndarray | None) 
 class NetCDF4Target:
     """The variable opened through netCDF4-python, with the layout's chunk cache when it sets one."""
 
-    def __init__(self, path: Path, spec: LayoutSpec, writable: bool = False):
+    def __init__(self, path: Path, spec, name: str, writable: bool = False):
         import netCDF4
 
         self.nc = netCDF4.Dataset(str(path), "a" if writable else "r")
-        self.var = self.nc[DATASET_NAME]
+        self.var = self.nc[name]
         self.var.set_auto_maskandscale(False)  # as xarray's netCDF4 backend opens a variable
         if spec.rdcc is not None and spec.chunks is not None:
             self.var.set_var_chunk_cache(size=spec.rdcc[0], nelems=spec.rdcc[1], preemption=spec.rdcc[2])
@@ -98,7 +105,7 @@ class NetCDF4Target:
     @staticmethod
     def _key(kind: str, key):
         if kind == "points":  # netCDF4-python has no point selection
-            raise ReplayError("selection 'points': netCDF4-python cannot read a point selection")
+            raise NetCDF4StackError("selection 'points': netCDF4-python cannot read a point selection")
         return key  # slices; index arrays per axis, which netCDF4 takes orthogonally
 
     def read(self, kind: str, key, sel: Selection) -> np.ndarray:
@@ -108,10 +115,10 @@ class NetCDF4Target:
         self.var[self._key(kind, key)] = values
 
     def resize(self, shape) -> None:
-        raise ReplayError("resize: a netCDF variable of fixed dimensions cannot be resized")
+        raise NetCDF4StackError("resize: a netCDF variable of fixed dimensions cannot be resized")
 
     def close(self) -> None:
         self.nc.close()
 
 
-__all__ = ["NETCDF4_FILTERS", "NetCDF4Target", "build_netcdf4", "netcdf4_filter_kwargs"]
+__all__ = ["NETCDF4_FILTERS", "NetCDF4StackError", "NetCDF4Target", "build_netcdf4", "netcdf4_filter_kwargs"]

@@ -36,8 +36,8 @@ def seen(monkeypatch):
     opened, reads = [], []
     init, read = NetCDF4Target.__init__, NetCDF4Target.read
 
-    def spy_init(self, path, spec, writable=False):
-        init(self, path, spec, writable)
+    def spy_init(self, path, spec, name, writable=False):
+        init(self, path, spec, name, writable)
         opened.append((tuple(self.var.chunking()), self.var.get_var_chunk_cache(), self.var.dimensions))
 
     def spy_read(self, kind, key, sel):
