@@ -196,7 +196,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
             compressor=choice.compressor or _filters_name(choice.filters), error_bound=choice.error_bound,
             predicted_seconds=choice.predicted_seconds, measured_seconds=statistics.median(r.times),
             measured_all=tuple(r.times), stored_bytes=r.stored, data=source, max_error=r.error,
-            parallel=parallel, timed_out=r.timed_out))
+            parallel=parallel, timed_out=r.timed_out, stack=choice.stack))
     return rows
 
 

@@ -57,6 +57,7 @@ class VerifyRow:
     max_error: float | None  # largest |read or stored - original| (user data only)
     parallel: bool = False
     timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
+    stack: str = ""  # built and replayed through: "" the library's own (h5py, zarr), "netcdf4" netCDF4-python
 
     @property
     def description(self) -> str:
@@ -85,6 +86,7 @@ class VerifyRow:
         kw = {f.name: config.get(f.name) for f in fields(cls)}
         for k in ("chunks", "shards", "measured_all"):
             kw[k] = None if kw[k] is None else tuple(kw[k])
+        kw["stack"] = kw["stack"] or ""
         return cls(**kw)
 
 
@@ -121,6 +123,9 @@ class VerifyResult:
             src = rows[0].data
             upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
             ranks = " ranks replayed concurrently," if any(r.parallel for r in rows) else ""
+            if any(r.stack == "netcdf4" for r in rows):  # the program's own stack
+                ranks += " built and read through netCDF4-python" + ("," if all(r.stack for r in rows)
+                                                                    else " where it writes the layout,")
             out.append(f"{name}  ({'user data' if src == 'user' else 'synthetic data: file not readable'},"
                        f"{ranks} cold page cache, " + (f"median of {upto}{self.repeat} replays)" if self.repeat > 1
                                                        else "one replay)"))

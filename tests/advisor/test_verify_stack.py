@@ -1,5 +1,6 @@
 """advisor.verify builds and replays a dataset through the program's own stack: netCDF4-python (netCDF-C) when the
 program read it through netCDF4, h5py / zarr otherwise (advisor.verify_stack, iomodel.replay_netcdf4)."""
+import json
 from dataclasses import replace
 
 import h5py
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import advisor
-from advisor.verify import verify
+from advisor.verify import VerifyResult, verify
 from instrumentation.tracefile import load_trace
 from iomodel.replay_netcdf4 import NetCDF4Target
 
@@ -62,12 +63,14 @@ def test_a_dataset_read_through_netcdf4_is_built_by_netcdf_c_and_replayed_throug
     assert dict((o[0], o[1]) for o in opened)[(16, 32)][:2] == (4 << 20, 1031)
     assert len(reads) == 2 * 8  # every traced read, in each layout, through Variable indexing
     assert all(r.max_error == 0.0 and r.data == "user" for r in res.rows)  # it read back the user's values
+    assert all(r.stack == "netcdf4" for r in res.rows) and "through netCDF4-python" in res.table()
+    assert VerifyResult.from_config(json.loads(json.dumps(res.get_config()))) == res
 
 
 def test_a_dataset_read_through_h5py_is_still_replayed_through_h5py(tmp_path, seen):
     trace = _traced(tmp_path, through_netcdf4=False)
     res = verify(trace, top=0, layouts=["hdf5:chunks=16x32"], workdir=tmp_path / "w")
-    assert len(res.rows) == 2
+    assert len(res.rows) == 2 and not any(r.stack for r in res.rows)
     assert seen == ([], [])
 
 
