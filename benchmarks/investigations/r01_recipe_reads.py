@@ -6,6 +6,9 @@
   (``advisor/verify_stack.py``);
 - ``h5py replay``: the same on a file h5py builds, read through h5py (what ``verify`` did before);
 - ``netCDF4, recipe file``: the same reads through netCDF4's ``Variable`` indexing on the file the recipe wrote;
+- ``netCDF-C, verify file`` / ``netCDF-C, recipe file``: the same reads through netCDF-C's ``nc_get_vara`` (the
+  libnetcdf netCDF4's wheel ships, by ctypes, on netCDF4's open ids), timed around it: netCDF-C and its libhdf5
+  without netCDF4-python's Python per call;
 - ``h5py, recipe file``: the same reads through h5py's libhdf5 on the file the printed recipe wrote (netCDF-C),
   timed around ``DatasetID.read``;
 - ``netCDF4's libhdf5``: the same reads on that file through the libhdf5 netCDF4's wheel ships (ctypes), timed
@@ -169,6 +172,29 @@ def netcdf4_reads(path: Path, spec, events, name: str) -> list[float]:
     return out
 
 
+def netcdf_c_reads(path: Path, spec, events, name: str) -> list[float]:
+    import netCDF4
+
+    here = Path(netCDF4.__file__).resolve().parents[1]
+    lib = ctypes.CDLL(glob.glob(str(here / "netcdf4.libs" / "libnetcdf-*.so*"))[0])
+    size = ctypes.c_size_t
+    evict(path)
+    out = []
+    with netCDF4.Dataset(str(path)) as nc:
+        var = nc[name]
+        if spec.rdcc is not None:
+            var.set_var_chunk_cache(size=spec.rdcc[0], nelems=spec.rdcc[1], preemption=spec.rdcc[2])
+        for start, count in boxes(events):
+            buf = np.empty(count, np.float32)
+            st, ct = (size * len(start))(*start), (size * len(count))(*count)
+            t = time.perf_counter()
+            rc = lib.nc_get_vara(nc._grpid, var._varid, st, ct, buf.ctypes.data_as(ctypes.c_void_p))
+            out.append(time.perf_counter() - t)
+            if rc:
+                raise RuntimeError(f"nc_get_vara: error {rc}")
+    return out
+
+
 def traced_program(tree: Path, recipe: Path, trace: Path) -> list[float]:
     from instrumentation.tracefile import load_trace
 
@@ -199,6 +225,8 @@ def main(argv=None) -> int:
             "h5py replay": lambda: list(replay(events, spec, args.workdir / "verify-h5py", cold=True,
                                                rebuild=False).per_access),
             "netCDF4, recipe file": lambda: netcdf4_reads(recipe_file, spec, events, name),
+            "netCDF-C, verify file": lambda: netcdf_c_reads(built / "array.h5", spec, events, "data"),
+            "netCDF-C, recipe file": lambda: netcdf_c_reads(recipe_file, spec, events, name),
             "h5py, recipe file": lambda: h5py_reads(recipe_file, spec, events),
             "netCDF4's libhdf5": lambda: nc.reads(recipe_file, spec, events, name),
             "traced program": lambda: traced_program(HERE, recipe_file.parent, args.workdir / "t.parquet")}
@@ -218,7 +246,7 @@ def main(argv=None) -> int:
           "ms, median (runs)")
     base = statistics.median(got["verify replay"])
     for k, v in got.items():
-        print(f"  {k:18s} {statistics.median(v):7.2f} ({' '.join(f'{x:.1f}' for x in v)})  "
+        print(f"  {k:22s} {statistics.median(v):7.2f} ({' '.join(f'{x:.1f}' for x in v)})  "
               f"x{statistics.median(v) / base:.2f} of verify's")
     print(json.dumps({k: v for k, v in got.items()}))
     return 0
