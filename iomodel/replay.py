@@ -3,7 +3,9 @@
 This is the ground truth the cost model is fitted to (``iomodel.calibrate``),
 validated against (``benchmarks/validation/iomodel_validation.py``) and checked by
 ``ioadvisor verify``. h5py and zarr are imported inside the functions that use
-them, so importing ``iomodel`` never needs either library.
+them, so importing ``iomodel`` never needs either library (netCDF4 likewise: an HDF5
+layout whose ``stack`` is "netcdf4" is built and read through netCDF4-python,
+``iomodel.replay_netcdf4``).
 
 A layout is anything with the attributes of ``iomodel.layout.Layout``:
 ``library`` ("hdf5" | "zarr"), ``shape``, ``dtype``, ``chunks``, and
