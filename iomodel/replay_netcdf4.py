@@ -50,8 +50,8 @@ def netcdf4_filter_kwargs(filters: Sequence[Filter]) -> dict | None:
 
 def build_netcdf4(spec, path: Path, shape: Sequence[int], *, name: str, data: np.ndarray | None, fill: bool,
                   create_kwargs: dict | None = None, slab_bytes: int = 64 << 20) -> Path:
-    """Create ``path`` (netCDF-4) holding the variable ``name`` of ``spec`` (an ``iomodel.replay.LayoutSpec``), fixed
-    dimensions ``dim_i`` (xarray writes fixed dimensions unless told otherwise); every element written when
+    """Create ``path`` (netCDF-4) holding the variable ``name`` of ``spec`` (an ``iomodel.replay.LayoutSpec``) over
+    dimensions ``dim_i``, unlimited where ``spec.maxshape`` is None and the array is filled; every element written when
     ``fill`` (``data``, else random values in slabs of about ``slab_bytes``).
     ``create_kwargs``: ``createVariable``'s compression keywords (default: from ``spec.filters``)."""
     import netCDF4
@@ -68,7 +68,10 @@ def build_netcdf4(spec, path: Path, shape: Sequence[int], *, name: str, data: np
     with netCDF4.Dataset(str(path), "w", format="NETCDF4") as nc:
         dims = []
         for i, n in enumerate(shape):
-            dims.append(nc.createDimension(f"dim_{i}", int(n)).name)
+            # an unlimited dimension where the file had one (xarray keeps a source's unlimited_dims when it
+            # writes the recipe); grown by the fill, so only for an array written whole
+            unlimited = fill and spec.maxshape is not None and spec.maxshape[i] is None
+            dims.append(nc.createDimension(f"dim_{i}", None if unlimited else int(n)).name)
         var = nc.createVariable(name, np.dtype(spec.dtype), tuple(dims), **kw)
         var.set_auto_maskandscale(False)
         if fill:

@@ -35,3 +35,11 @@ def test_contiguous_and_unwritable_filters(tmp_path):
     assert netcdf4_filter_kwargs([Filter("sz3")]) is None
     with pytest.raises(ReplayError, match="filters"):
         build(LayoutSpec("hdf5", (50, 4), "<f8", (10, 4), filters=(Filter("sz3"),), stack="netcdf4"), tmp_path)
+
+
+def test_an_unlimited_dimension_stays_unlimited(tmp_path):
+    data = np.arange(40 * 6, dtype="f8").reshape(40, 6)
+    build(LayoutSpec("hdf5", (40, 6), "<f8", (8, 6), maxshape=(None, 6), stack="netcdf4"), tmp_path, data=data)
+    with netCDF4.Dataset(tmp_path / "array.h5") as nc:
+        assert nc.dimensions["dim_0"].isunlimited() and not nc.dimensions["dim_1"].isunlimited()
+        assert nc["data"].shape == (40, 6) and np.array_equal(nc["data"][...], data)
