@@ -40,6 +40,7 @@ from advisor.verify_data import build_choice, load_data, synthetic
 from advisor.verify_measure import measure_all
 from advisor.verify_pool import ReplayPool, ReplayTimeout
 from advisor.verify_results import Choice, VerifyError, VerifyResult, VerifyRow, dataset_name
+from advisor.verify_stack import on_program_stack
 from instrumentation.records import DatasetRecord, Filter
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.layout import Layout
@@ -101,7 +102,8 @@ class VerifyOptions:
 def current_choice(ds: DatasetRecord, predicted: float | None = None,
                    ci: tuple[float, float] | None = None) -> Choice:
     """The recorded layout, built with the recorded filters (zarr's default zstd included)."""
-    return Choice("current", Layout.from_dataset(ds), predicted, ci, filters=tuple(ds.filters))
+    return Choice("current", Layout.from_dataset(ds), predicted, ci, filters=tuple(ds.filters),
+                  default_cache=ds.cache is None)
 
 
 def dataset_advice(advice, ds: DatasetRecord):
@@ -117,7 +119,8 @@ def choice_of(rec, label: str, ds: DatasetRecord, shape: Sequence[int]) -> Choic
     c = rec.candidate
     layout = c.layout(shape, ds.itemsize, maxshape=ds.maxshape)
     return Choice(label, layout, rec.seconds, tuple(rec.seconds_ci) if rec.seconds_ci else None,
-                  compressor=c.compressor, error_bound=None if c.error_bound is None else str(c.error_bound))
+                  compressor=c.compressor, error_bound=None if c.error_bound is None else str(c.error_bound),
+                  default_cache=c.cache_bytes is None)
 
 
 def choices_from_advice(advice, trace: Trace, ds: DatasetRecord, top: int, *, defaults: bool = False) -> list[Choice]:
@@ -193,7 +196,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
             compressor=choice.compressor or _filters_name(choice.filters), error_bound=choice.error_bound,
             predicted_seconds=choice.predicted_seconds, measured_seconds=statistics.median(r.times),
             measured_all=tuple(r.times), stored_bytes=r.stored, data=source, max_error=r.error,
-            parallel=parallel, timed_out=r.timed_out))
+            parallel=parallel, timed_out=r.timed_out, stack=choice.stack))
     return rows
 
 
@@ -306,13 +309,14 @@ def verify(trace_or_path: Trace | str | os.PathLike, options: VerifyOptions | in
                        else [current_choice(ds)])
             bar.describe(f"replaying {dataset_name(ds)}")
             choices += given_choices(trace, ds, o.layouts, profile)
+            choices = on_program_stack(trace, ds, choices)  # netCDF4-python's own, when the program read through it
             # each layout replays the reads the program makes there once the recipe is applied
             measured = []
             for replayed, picked in recipe_groups(trace, ds, choices, dataset_advice(advice, ds) if advice else None):
                 measured += zip(picked, verify_choices(replayed, ds, [choices[i] for i in picked], workdir, **measure))
             rows += [row for _, row in sorted(measured, key=lambda m: m[0])]
             for rewritten, choice in (whatif_choices(advice, trace, ds) if advice is not None else []):
-                rows += verify_choices(rewritten, ds, [choice], workdir, **measure)
+                rows += verify_choices(rewritten, ds, on_program_stack(trace, ds, [choice]), workdir, **measure)
     finally:
         if tmp is not None:
             tmp.cleanup()

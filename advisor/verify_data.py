@@ -65,7 +65,10 @@ def load_data(ds: DatasetRecord, shape: Sequence[int], seed: int = 0) -> tuple[n
 def layout_spec(choice: Choice, ds: DatasetRecord) -> LayoutSpec:
     """What ``iomodel.replay`` builds for ``choice``: its layout (unfiltered; the filters go separately)."""
     layout = replace(choice.layout, filtered=False)
-    return LayoutSpec.of(layout, dtype=ds.dtype, filters=choice.filters)
+    spec = LayoutSpec.of(layout, dtype=ds.dtype, filters=choice.filters)
+    if choice.stack:  # netCDF-C's default chunk cache where the program or the recipe sets none
+        spec = replace(spec, stack=choice.stack, rdcc=None if choice.default_cache else spec.rdcc)
+    return spec
 
 
 def _codec(choice: Choice, data: np.ndarray):
@@ -82,6 +85,11 @@ def build_choice(choice: Choice, ds: DatasetRecord, workdir: Path, data: np.ndar
                  fill: bool, shape: Sequence[int], resizable: bool) -> Path:
     """Create the array of ``choice`` under workdir; written whole from ``data`` when ``fill``."""
     spec = layout_spec(choice, ds)
+    if choice.stack == "netcdf4":
+        from advisor.verify_stack import netcdf4_create_kwargs
+
+        kwargs = netcdf4_create_kwargs(choice)
+        return build(spec, workdir, fill=fill, data=data, shape=shape, resizable=resizable, create_kwargs=kwargs)
     codec = _codec(choice, data)
     kwargs = None if codec is None else codec.hdf5_kwargs() if spec.library == "hdf5" else codec.zarr_codecs()
     return build(spec, workdir, fill=fill, data=data, shape=shape, resizable=resizable, create_kwargs=kwargs)

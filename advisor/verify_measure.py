@@ -128,7 +128,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     distinct: dict[tuple, LayoutRuns] = {}
     keys = []
     for c in choices:
-        key = (c.layout, c.filters, c.compressor, c.error_bound)
+        key = (c.layout, c.filters, c.compressor, c.error_bound, c.stack, c.default_cache)
         keys.append(key)
         if key not in distinct:
             distinct[key] = LayoutRuns(workdir / f"layout{len(distinct)}")

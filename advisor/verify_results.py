@@ -21,6 +21,9 @@ class Choice:
     Compression is given either as the recorded filter pipeline (``filters``,
     the current layout) or as a compression_model codec name and error bound
     (candidates); the bound is resolved against the data's range when built.
+    ``stack``: what builds and replays it ("": the library's own, h5py or zarr; "netcdf4": netCDF4-python, for a
+    program that read the dataset through netCDF-C, ``advisor.verify_stack``). ``default_cache``: the program (or
+    the recipe) leaves the chunk cache to its library, so a netCDF4 replay sets none (h5py is given the layout's).
     """
 
     label: str
@@ -30,6 +33,8 @@ class Choice:
     filters: tuple[Filter, ...] = ()
     compressor: str | None = None
     error_bound: str | None = None
+    stack: str = ""
+    default_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class VerifyRow:
     max_error: float | None  # largest |read or stored - original| (user data only)
     parallel: bool = False
     timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
+    stack: str = ""  # built and replayed through: "" the library's own (h5py, zarr), "netcdf4" netCDF4-python
 
     @property
     def description(self) -> str:
@@ -80,6 +86,7 @@ class VerifyRow:
         kw = {f.name: config.get(f.name) for f in fields(cls)}
         for k in ("chunks", "shards", "measured_all"):
             kw[k] = None if kw[k] is None else tuple(kw[k])
+        kw["stack"] = kw["stack"] or ""
         return cls(**kw)
 
 
@@ -116,6 +123,9 @@ class VerifyResult:
             src = rows[0].data
             upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
             ranks = " ranks replayed concurrently," if any(r.parallel for r in rows) else ""
+            if any(r.stack == "netcdf4" for r in rows):  # the program's own stack
+                ranks += " built and read through netCDF4-python" + ("," if all(r.stack for r in rows)
+                                                                    else " where it writes the layout,")
             out.append(f"{name}  ({'user data' if src == 'user' else 'synthetic data: file not readable'},"
                        f"{ranks} cold page cache, " + (f"median of {upto}{self.repeat} replays)" if self.repeat > 1
                                                        else "one replay)"))

@@ -3,7 +3,9 @@
 This is the ground truth the cost model is fitted to (``iomodel.calibrate``),
 validated against (``benchmarks/validation/iomodel_validation.py``) and checked by
 ``ioadvisor verify``. h5py and zarr are imported inside the functions that use
-them, so importing ``iomodel`` never needs either library.
+them, so importing ``iomodel`` never needs either library (netCDF4 likewise: an HDF5
+layout whose ``stack`` is "netcdf4" is built and read through netCDF4-python,
+``iomodel.replay_netcdf4``).
 
 A layout is anything with the attributes of ``iomodel.layout.Layout``:
 ``library`` ("hdf5" | "zarr"), ``shape``, ``dtype``, ``chunks``, and
@@ -25,6 +27,7 @@ import numpy as np
 from instrumentation.records import READ, AccessRecord, Filter, ResizeRecord, Selection
 from instrumentation.errors import IoadvisorError
 from instrumentation.extras import require
+from iomodel.replay_netcdf4 import NetCDF4StackError, NetCDF4Target, build_netcdf4
 
 DATASET_NAME = "data"
 """Name of the one dataset inside a replay file (HDF5) or store (zarr: the root array)."""
@@ -48,6 +51,8 @@ class LayoutSpec:
 
     ``chunks`` None is an HDF5 contiguous dataset; ``rdcc`` is the HDF5 chunk
     cache (rdcc_nbytes, rdcc_nslots, rdcc_w0), None for the library default.
+    ``stack``: what builds and reads an HDF5 array ("": h5py; "netcdf4": netCDF4-python, the stack of a program
+    that read through netCDF-C, ``iomodel.replay_netcdf4``).
     """
 
     library: str
@@ -59,6 +64,7 @@ class LayoutSpec:
     filters: tuple[Filter, ...] = ()
     libver: tuple[str, str] | None = None
     maxshape: tuple[int | None, ...] | None = None
+    stack: str = ""
 
     @classmethod
     def of(cls, layout: Any, *, dtype: Any = None, filters: Sequence[Filter] | None = None) -> "LayoutSpec":
@@ -277,7 +283,8 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
     first writes need no read). ``shape`` overrides the initial extent (for
     traces that grow the array); ``resizable`` makes every HDF5 dimension
     unlimited (unless the layout has a maxshape). ``dtype``/``filters``: see ``LayoutSpec.of``.
-    ``create_kwargs``: the library's own compression arguments (h5py ``create_dataset`` /
+    ``create_kwargs``: the library's own compression arguments (h5py ``create_dataset``, netCDF4 ``createVariable``
+    when ``spec.stack`` is "netcdf4", or
     ``zarr.create_array`` kwargs, e.g. from ``compression_model.codecs``), instead of ``filters``.
     """
     spec = LayoutSpec.of(layout, dtype=dtype, filters=filters)
@@ -290,7 +297,13 @@ def build(layout: Any, workdir: str | os.PathLike, *, fill: bool = True, data: n
         if data.ndim != len(shape) or any(d < s for d, s in zip(data.shape, shape)):
             raise ReplayError(f"data shape {data.shape} does not cover layout shape {shape}")
         data = data[tuple(slice(0, s) for s in shape)]
-    if spec.library == "hdf5":
+    if spec.library == "hdf5" and spec.stack == "netcdf4":
+        try:
+            build_netcdf4(spec, path, shape, name=DATASET_NAME, data=data, fill=fill, create_kwargs=create_kwargs,
+                          slab_bytes=FILL_SLAB_BYTES)
+        except NetCDF4StackError as exc:
+            raise ReplayError(str(exc)) from None
+    elif spec.library == "hdf5":
         import h5py
 
         kw = create_kwargs if create_kwargs is not None else _h5_filter_kwargs(spec.filters)
@@ -450,6 +463,8 @@ class _ZarrTarget:
 
 
 def _open(path: Path, spec: LayoutSpec, writable: bool = True):
+    if spec.library == "hdf5" and spec.stack == "netcdf4":
+        return NetCDF4Target(path, spec, DATASET_NAME, writable)
     return _H5Target(path, spec, writable) if spec.library == "hdf5" else _ZarrTarget(path, spec)
 
 
@@ -539,6 +554,8 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
                 target.write(kind, key, sel, values)
                 per[i] = clock() - t
             i += 1
+    except NetCDF4StackError as exc:  # a point selection or a resize netCDF4 cannot replay
+        raise ReplayError(str(exc)) from None
     finally:
         t = clock()
         target.close()

@@ -1,7 +1,14 @@
 """r01's recipe against ``verify``, read by read: the 40 point reads of the recommended layout, cold, five ways
 (docs/advisor.md, r01's recipe / verify).
 
-- ``verify replay``: ``iomodel.replay.replay`` of the traced reads on the file it builds (h5py), as ``verify`` does;
+- ``verify replay``: ``iomodel.replay.replay`` of the traced reads on the file it builds through netCDF4-python,
+  read through netCDF4's ``Variable`` indexing, as ``verify`` does for a program that read through netCDF4
+  (``advisor/verify_stack.py``);
+- ``h5py replay``: the same on a file h5py builds, read through h5py (what ``verify`` did before);
+- ``netCDF4, recipe file``: the same reads through netCDF4's ``Variable`` indexing on the file the recipe wrote;
+- ``netCDF-C, verify file`` / ``netCDF-C, recipe file``: the same reads through netCDF-C's ``nc_get_vara`` (the
+  libnetcdf netCDF4's wheel ships, by ctypes, on netCDF4's open ids), timed around it: netCDF-C and its libhdf5
+  without netCDF4-python's Python per call;
 - ``h5py, recipe file``: the same reads through h5py's libhdf5 on the file the printed recipe wrote (netCDF-C),
   timed around ``DatasetID.read``;
 - ``netCDF4's libhdf5``: the same reads on that file through the libhdf5 netCDF4's wheel ships (ctypes), timed
@@ -24,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +157,44 @@ class NetCDF4Hdf5:
         return out
 
 
+def netcdf4_reads(path: Path, spec, events, name: str) -> list[float]:
+    from iomodel.replay_netcdf4 import NetCDF4Target
+
+    evict(path)
+    target, out = NetCDF4Target(path, spec, name, writable=False), []
+    try:
+        for start, count in boxes(events):
+            t = time.perf_counter()
+            target.read("basic", tuple(slice(s, s + n) for s, n in zip(start, count)), None)
+            out.append(time.perf_counter() - t)
+    finally:
+        target.close()
+    return out
+
+
+def netcdf_c_reads(path: Path, spec, events, name: str) -> list[float]:
+    import netCDF4
+
+    here = Path(netCDF4.__file__).resolve().parents[1]
+    lib = ctypes.CDLL(glob.glob(str(here / "netcdf4.libs" / "libnetcdf-*.so*"))[0])
+    size = ctypes.c_size_t
+    evict(path)
+    out = []
+    with netCDF4.Dataset(str(path)) as nc:
+        var = nc[name]
+        if spec.rdcc is not None:
+            var.set_var_chunk_cache(size=spec.rdcc[0], nelems=spec.rdcc[1], preemption=spec.rdcc[2])
+        for start, count in boxes(events):
+            buf = np.empty(count, np.float32)
+            st, ct = (size * len(start))(*start), (size * len(count))(*count)
+            t = time.perf_counter()
+            rc = lib.nc_get_vara(nc._grpid, var._varid, st, ct, buf.ctypes.data_as(ctypes.c_void_p))
+            out.append(time.perf_counter() - t)
+            if rc:
+                raise RuntimeError(f"nc_get_vara: error {rc}")
+    return out
+
+
 def traced_program(tree: Path, recipe: Path, trace: Path) -> list[float]:
     from instrumentation.tracefile import load_trace
 
@@ -174,7 +220,13 @@ def main(argv=None) -> int:
         name = spec_name(f)
     nc = NetCDF4Hdf5()
     built = args.workdir / "verify"
-    ways = {"verify replay": lambda: list(replay(events, spec, built, cold=True).per_access),
+    nc_spec = replace(spec, stack="netcdf4")
+    ways = {"verify replay": lambda: list(replay(events, nc_spec, built, cold=True, rebuild=False).per_access),
+            "h5py replay": lambda: list(replay(events, spec, args.workdir / "verify-h5py", cold=True,
+                                               rebuild=False).per_access),
+            "netCDF4, recipe file": lambda: netcdf4_reads(recipe_file, spec, events, name),
+            "netCDF-C, verify file": lambda: netcdf_c_reads(built / "array.h5", spec, events, "data"),
+            "netCDF-C, recipe file": lambda: netcdf_c_reads(recipe_file, spec, events, name),
             "h5py, recipe file": lambda: h5py_reads(recipe_file, spec, events),
             "netCDF4's libhdf5": lambda: nc.reads(recipe_file, spec, events, name),
             "traced program": lambda: traced_program(HERE, recipe_file.parent, args.workdir / "t.parquet")}
@@ -182,6 +234,7 @@ def main(argv=None) -> int:
         ways["baseline traced"] = lambda: traced_program(args.baseline, recipe_file.parent,
                                                          args.workdir / "t.parquet")
     ways["verify replay"]()  # builds its file once
+    ways["h5py replay"]()
     got: dict[str, list[float]] = {k: [] for k in ways}
     load0 = os.getloadavg()[0]
     order = list(ways)
@@ -193,7 +246,7 @@ def main(argv=None) -> int:
           "ms, median (runs)")
     base = statistics.median(got["verify replay"])
     for k, v in got.items():
-        print(f"  {k:18s} {statistics.median(v):7.2f} ({' '.join(f'{x:.1f}' for x in v)})  "
+        print(f"  {k:22s} {statistics.median(v):7.2f} ({' '.join(f'{x:.1f}' for x in v)})  "
               f"x{statistics.median(v) / base:.2f} of verify's")
     print(json.dumps({k: v for k, v in got.items()}))
     return 0
