@@ -120,6 +120,8 @@ def task(description: str, total: float | None = None):
     finally:
         with _lock:
             _stack.remove(t)
+            # a task shorter than the refresh period (a fast search) is still drawn once, finished, before it goes
+            progress.refresh()
             progress.remove_task(t._id)
             _state["depth"] -= 1
             if not _state["depth"]:
