@@ -47,6 +47,8 @@ EXPERTS = {
             ("hdf5", "16384,16", None, 8 * MiB)],
     "r04": [("hdf5", "365,40,60", None, 8 * MiB), ("hdf5", "365,45,90", None, 32 * MiB),
             ("hdf5", "T,20,20", None, 8 * MiB)],
+    "r06": [("hdf5", "64,128", "gzip", 8 * MiB), ("hdf5", "16,128", None, 8 * MiB), ("hdf5", None, None, None),
+            ("hdf5", "1000,128", None, 8 * MiB)],
 }
 
 

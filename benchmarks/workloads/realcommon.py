@@ -104,10 +104,9 @@ def open_xarray(path, d):
         ds.close()
 
 
-@contextmanager
-def open_array(path, name, d, library):
-    """The array in the library the data now lives in (``open.json``: library, path, cache), opened with that
-    library's API: h5py with rdcc_nbytes/rdcc_nslots, zarr as it is."""
+def _opened(path, name, d, library):
+    """(h5py File or None, the array) where ``open.json`` says the data now lives (library, path, cache), opened
+    with that library's API: h5py with rdcc_nbytes/rdcc_nslots, zarr as it is."""
     s = settings(d)
     library, path, name = s.get("library", library), s.get("path", path), s.get("name", name)
     if library == "hdf5":
@@ -116,12 +115,28 @@ def open_array(path, name, d, library):
 
         cache = s.get("cache")
         kw = {} if not cache else {"rdcc_nbytes": cache[0], "rdcc_nslots": cache[1]}
-        with h5py.File(path, "r", **kw) as f:
-            yield f[name]
-    else:
-        import zarr
+        f = h5py.File(path, "r", **kw)
+        return f, f[name]
+    import zarr
 
-        yield zarr.open_array(path, path=name if name.strip("/") else None, mode="r")
+    return None, zarr.open_array(path, path=name if name.strip("/") else None, mode="r")
+
+
+@contextmanager
+def open_array(path, name, d, library):
+    """The array in the library the data now lives in (``open.json``), closed at the block's end."""
+    f, arr = _opened(path, name, d, library)
+    try:
+        yield arr
+    finally:
+        if f is not None:
+            f.close()
+
+
+def open_for_process(path, name, d, library):
+    """The array as ``open_array`` opens it, held until the process exits: a PyTorch Dataset opens its h5py file in
+    each DataLoader worker, at the worker's first sample (an HDF5 file id must not cross a fork)."""
+    return _opened(path, name, d, library)[1]
 
 
 def _time_netcdf4_calls() -> list:
