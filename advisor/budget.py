@@ -2,10 +2,15 @@
 
 A process has one budget (default ``CACHE_BUDGET``, 64 MiB), shared by the
 datasets it holds open at the same time. What the trace shows of that: per
-process (the ``rank`` column: every MPI rank and every followed worker process,
-DataLoader or pool workers, holds its own caches, so the budget is counted once
-per process that opens the file), the span from a dataset's first access to
-the end of its last; datasets whose spans overlap are open together. Each
+rank (the ``rank`` column: every MPI rank holds its own caches, so the budget is
+counted once per rank that opens the file), the span from a dataset's first
+access to the end of its last; datasets whose spans overlap are open together.
+Followed worker processes (DataLoader or pool workers) hold their own caches
+too, but write their run's rank (instrumentation/runinfo.py), so the trace does
+not tell one rank's workers apart: they are counted as one process, and
+datasets open at once in different workers share one budget (never above a
+process's budget; stricter than each worker's own: realsize's r06, whose two
+workers each open both of its datasets, gets each worker's share). Each
 dataset gets ``budget / n`` where ``n`` is the largest number of datasets open
 together at any moment of its span (at least ``MIN_CACHE_SHARE``).
 """
