@@ -39,6 +39,8 @@ ALIKE_BASE = 16
 MAGICS = (0x31414F49, 0x32414F49)
 """``h5log.BATCH_MAGIC``, ``h5log.BATCH_ALIKE_MAGIC``."""
 MAX_DIMS = 8
+READ_WHOLE = 16 << 20
+"""``.acc`` files up to this size are read whole to be counted, larger ones mapped."""
 
 
 def is_pending_name(name: str) -> bool:
@@ -168,9 +170,17 @@ def _records(path: str) -> tuple[dict[int, int], dict[int, int], int]:
     file's complete batches, as ``h5log.read_batches`` reads them."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            if os.fstat(fh.fileno()).st_size <= READ_WHOLE:
+                return _count_batches(fh.read())
+            import mmap
+
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:  # sliced, never read whole
+                return _count_batches(data)
     except FileNotFoundError:
         return {}, {}, 0
+
+
+def _count_batches(data) -> tuple[dict[int, int], dict[int, int], int]:
     per_ds: dict[int, int] = {}
     writes: dict[int, int] = {}
     at = 0
