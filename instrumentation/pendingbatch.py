@@ -55,14 +55,17 @@ def waiting(path: str | os.PathLike) -> bool:
 
 def seal(live: str | os.PathLike, logs: str | os.PathLike, config: dict, records_line: str) -> None:
     """Move the log directory ``logs`` into the trace directory ``live`` as its pending batch, with ``config``
-    (``RUN_CONFIG``); then append ``records_line`` (PENDING_RECORD's line) to the records file. A rename where
-    both lie on one file system, else a copy renamed once whole: a launcher killed meanwhile leaves the logs."""
+    (``RUN_CONFIG``), ``records_line`` (PENDING_RECORD's line) appended to the records file first: a reader may
+    convert the batch as soon as it is in place, replacing the records file. A rename where both lie on one file
+    system, else a copy renamed once whole: a launcher killed meanwhile leaves the logs."""
     import json
 
     tmp = os.path.join(logs, f".{RUN_CONFIG}")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(config, fh)
     os.replace(tmp, os.path.join(logs, RUN_CONFIG))
+    with open(os.path.join(live, "_meta.jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(records_line)
     target = os.path.join(live, PENDING)
     try:
         os.rename(logs, target)
@@ -77,8 +80,6 @@ def seal(live: str | os.PathLike, logs: str | os.PathLike, config: dict, records
                     pass
         os.rename(sealing, target)
         remove_tree(logs)
-    with open(os.path.join(live, "_meta.jsonl"), "a", encoding="utf-8") as fh:
-        fh.write(records_line)
 
 
 def remove_tree(path: str | os.PathLike) -> None:

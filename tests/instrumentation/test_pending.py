@@ -192,3 +192,38 @@ def test_the_launchers_light_header_is_the_records_header(tmp_path):
     from instrumentation.tracefile import dumps
 
     assert text == dumps({"t": "h", **header.get_config()})
+
+
+def test_a_log_directory_on_another_file_system_is_copied_in_whole(tmp_path, monkeypatch):
+    from instrumentation import pendingbatch
+
+    logs, live = tmp_path / "logs", tmp_path / "t.parquet"
+    logs.mkdir()
+    live.mkdir()
+    (live / META).write_text('{"t":"h"}\n')
+    files = {"h5-7.acc": os.urandom(3 << 20), "h5-7.meta": b'{"t":"lib","i":0}\n'}
+    for name, data in files.items():
+        (logs / name).write_bytes(data)
+    rename = os.rename
+
+    def across(src, dst):
+        if Path(src) == logs:
+            raise OSError(18, "Invalid cross-device link")  # EXDEV
+        return rename(src, dst)
+
+    monkeypatch.setattr(pendingbatch.os, "rename", across)
+    pendingbatch.seal(live, logs, {"run": {"origin": 1.5}, "missed": []}, '{"t":"pending","batch":"pending"}\n')
+    assert not logs.exists() and waiting(live) and not (live / pendingbatch.SEALING).exists()
+    assert {f.name: f.read_bytes() for f in (live / PENDING).glob("h5-*")} == files
+    assert json.loads((live / PENDING / RUN_CONFIG).read_text())["run"] == {"origin": 1.5}
+    assert (live / META).read_text().splitlines()[-1] == '{"t":"pending","batch":"pending"}'
+
+
+def test_a_batch_never_sealed_leaves_a_truncated_trace(tmp_path, pending_trace):
+    """The launcher killed between the records file's pending line and the batch's move: the header is read."""
+    path, _ = pending_trace
+    shutil.rmtree(path / PENDING)
+    with pytest.raises(Exception, match="no end record"):
+        load_trace(path)
+    trace = load_trace(path, allow_truncated=True)
+    assert not trace.complete and trace.n_access == 0
