@@ -3,12 +3,15 @@ benchmarks/speed/tracing_overhead.py (benchmarks/c/h5loop.c), timed plain and tr
 traced run marked inside the launcher against the caller's clock (docs/tracing-overhead.md, "Per run").
 
     python -m benchmarks.speed.native_timeline [--rounds 10] [--baseline CHECKOUT]
+    python -m benchmarks.speed.native_timeline --first-read [--rounds 9] [--baseline CHECKOUT]
 
 The traced run goes through a driver script that wraps advisor/entry.py's ``main``: it notes when its first
 line runs, when ``nativestart.spawn`` starts the program, when ``nativestart.wait`` returns, and when the
 launcher calls ``os._exit``. The caller notes the whole process's wall time; h5loop prints its loop's wall time.
 Medians over rounds; ``--baseline`` adds another checkout's launcher (its extensions built), as
-tracing_overhead.py's ``--baseline`` does.
+tracing_overhead.py's ``--baseline`` does. ``--first-read``: what the run's pending batch (docs/trace-format.md)
+costs its first reader: ``ioadvisor trace show`` of a fresh trace (it converts), again (converted), and of the
+trace the baseline's launcher wrote, each in a fresh process.
 """
 from __future__ import annotations
 
@@ -76,10 +79,34 @@ def one_run(tool: str, program: list[str], tmp: Path, driver: Path, checkout: Pa
     return out
 
 
+def first_read(rounds: int, program: list[str], tmp: Path, baseline: Path | None) -> None:
+    """Print the medians of ``trace show`` of a fresh trace, of the same again, and of the baseline's trace."""
+    def timed(cmd, checkout):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=_env(checkout), capture_output=True, check=True, cwd=tmp)
+        return (time.perf_counter() - t0) * 1e3
+
+    show = [sys.executable, "-m", "advisor", "trace", "show"]
+    walls: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for name, checkout in [("this", None), *([("baseline", baseline)] if baseline else [])]:
+            out = str(tmp / f"read-{name}.parquet")
+            walls.setdefault(f"run ({name})", []).append(
+                timed([sys.executable, "-m", "advisor", "run", "--force", "-o", out, "--", *program], checkout))
+        walls.setdefault("trace show, first (converts)", []).append(timed([*show, str(tmp / "read-this.parquet")], None))
+        walls.setdefault("trace show, second", []).append(timed([*show, str(tmp / "read-this.parquet")], None))
+        if baseline:
+            walls.setdefault("trace show of the baseline's trace", []).append(
+                timed([*show, str(tmp / "read-baseline.parquet")], None))
+    for name, values in walls.items():
+        print(f"{name}: {statistics.median(values):.1f} ms (median of {len(values)}; {min(values):.1f}-{max(values):.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--baseline", type=Path, metavar="CHECKOUT", help="another checkout's launcher, beside this one")
+    ap.add_argument("--first-read", action="store_true", help="the first reader's cost of a fresh trace instead")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="native-timeline-") as tmpdir:
@@ -89,6 +116,10 @@ def main() -> None:
             sys.exit("no cc or no Debian libhdf5-dev: nothing to time")
         exe, data, _ = built
         program = [str(exe), str(data), "boxes", str(BOXES)]
+        if args.first_read:
+            first_read(args.rounds, program, tmp, args.baseline)
+            print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+            return
         driver = tmp / "driver.py"
         driver.write_text(DRIVER)
         tools = {"plain": None, "ioadvisor": None, **({"baseline": args.baseline} if args.baseline else {})}
