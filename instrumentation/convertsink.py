@@ -16,7 +16,7 @@ from .decode import record_resizes, write_resizes
 from .records import ResizeRecord, TraceHeader
 from .runinfo import RunInfo, SharedIds
 from .sink import DatasetInfo
-from .tracefile import TraceWriter
+from .columnar import ColumnarTraceWriter
 
 
 class ConvertedSink:
@@ -35,7 +35,7 @@ class ConvertedSink:
         self._key_ids: dict[str, int] = {}
         self._resized: list[ResizeRecord] = []
         self._lock = threading.Lock()
-        self._writer = TraceWriter(self.path, header)
+        self._writer = ColumnarTraceWriter(self.path, header)
         self._later = ListLater()  # chunk offsets listed at the close, after the reads (instrumentation/chunklisting.py)
 
     @property

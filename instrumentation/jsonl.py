@@ -48,7 +48,7 @@ def _parse_line(text: str, where: str, rank: int):
             return kind, ResizeRecord.from_config(obj, rank)
         if kind == "h":
             return kind, TraceHeader.from_config(obj)
-        if kind == "end":
+        if kind in ("end", "pending"):  # pending: a native run's raw logs wait (instrumentation/pendingbatch.py)
             return kind, obj
     except RecordError as exc:
         raise TraceError(f"{where}: {exc}") from None
@@ -120,6 +120,8 @@ def read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | 
             if rec.dataset not in datasets:
                 raise TraceError(f"{where}: resize refers to unknown dataset id {rec.dataset}")
             resizes.append(rec)
+        elif kind == "pending":
+            continue  # converted before any read (load_trace): here only when its batch was never sealed
         elif kind == "end":
             complete = True
             if rec.get("missed"):  # learnt while the process ran, after its header was written

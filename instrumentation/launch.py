@@ -41,6 +41,10 @@ WATCH_NICE = 10
 """The watcher thread's nice value while the program runs: below the program (nice 0 weighs about ten times
 more), above the machine's batch work (nice 19 weighs seven times less), which would otherwise leave the
 conversion to the exit, where the user waits for it (benchmarks/speed/tracing_overhead.py, whole-process overhead)."""
+SCHEMA = 1
+"""``header.SCHEMA_VERSION`` (not imported: records pulls in dataclasses; a test checks they agree)."""
+CAPTURE_CALLS = ("h5py calls", "zarr calls")
+"""``records.CAPTURE_CALLS``, as ``SCHEMA``."""
 _NOTHING = (b'{"t":"lib"', b'{"t":"caller"')
 """Interposer metadata lines that come without any access (a libhdf5 loaded, who calls it)."""
 
@@ -60,9 +64,10 @@ class NativeRun:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._begun = threading.Lock()
-        self._header = None  # the trace's header, its records file written: once the program runs (``_begin``)
+        self._header = None  # the trace's header (its config), its records file written: once the program runs
         self._sink = self._capture = None  # the trace's writer, the logs' reader: once something was recorded
         self._failed: str | None = None
+        self.pending_counts = None  # pendingbatch.LogCounts of the logs sealed into the trace, unconverted (``_seal``)
 
     @staticmethod
     def possible() -> bool:
@@ -95,6 +100,7 @@ class NativeRun:
         self._hook_why, self._holds_hook = start.hook_why, start.holds_hook
         self._records = self._live / META
         self._parts, self._logs = Path(start.parts), Path(start.logs)
+        self._deferring = self._live == self.path  # a columnar trace: its conversion may be left to its reader
         self._watcher = threading.Thread(target=self._watch, name="ioadvisor-watch", daemon=True)
         self._watcher.start()
         return self
@@ -108,19 +114,17 @@ class NativeRun:
         with self._begun:
             if self._header is not None:
                 return
-            from .records import CAPTURE_CALLS, SCHEMA_VERSION, TraceHeader
-            from .runinfo import RunInfo
-
-            self._run = RunInfo.from_config(self._run_config)
-            capture = (*CAPTURE_CALLS, preload.CAPTURE_LEVEL)
-            capture += ("child processes",) if self._hook_why is None else \
-                (f"forked child processes (new interpreters not followed: {self._hook_why})",)
-            header = TraceHeader(
-                schema=SCHEMA_VERSION, host=os.uname().nodename,  # = socket.gethostname(), without importing socket
-                pid=os.getpid(), rank=self.rank, size=self.size, t_origin_unix=self._run_config["t_origin_unix"],
-                versions={"python": ".".join(map(str, sys.version_info[:3]))}, argv=tuple(sys.argv),
-                ppid=os.getppid(), capture=capture)
-            self._records.write_text(self._line({"t": "h", **header.get_config()}))
+            capture = [*CAPTURE_CALLS, preload.CAPTURE_LEVEL]
+            capture += ["child processes"] if self._hook_why is None else \
+                [f"forked child processes (new interpreters not followed: {self._hook_why})"]
+            # TraceHeader(...).get_config(), field for field, without importing records (dataclasses, inspect, ast:
+            # about 17 ms of CPU, the exit's own time where the program ends at once; a test checks they agree)
+            header = {"schema": SCHEMA, "host": os.uname().nodename,  # = socket.gethostname(), without socket
+                      "pid": os.getpid(), "ppid": os.getppid(), "rank": self.rank, "size": self.size,
+                      "t_origin_unix": float(self._run_config["t_origin_unix"]),
+                      "versions": {"python": ".".join(map(str, sys.version_info[:3]))}, "argv": list(sys.argv),
+                      "clock": "time.perf_counter", "capture": capture, "processes": [], "missed": []}
+            self._records.write_text(self._line({"t": "h", **header}))
             self._header = header
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -133,8 +137,13 @@ class NativeRun:
         try:
             self._begin()
             if self._sink is None and self._anything():
-                self._open_sink()
-            if self._sink is None:  # nothing recorded: the records file is the whole trace
+                if self._deferring and self._failed is None and not self._children():
+                    self._seal()
+                else:
+                    self._open_sink()
+            if self.pending_counts is not None:
+                pass  # the trace's reader converts it
+            elif self._sink is None:  # nothing recorded: the records file is the whole trace
                 with open(self._records, "a", encoding="utf-8") as fh:
                     fh.write(self._line({"t": "end", "n_access": 0}))
                 (self._parts / RUN_FILE).unlink()
@@ -149,7 +158,8 @@ class NativeRun:
 
                 export_live(self._live, self.path)
         finally:
-            _remove(self._logs)
+            if self._logs.is_dir():  # not sealed into the trace
+                _remove(self._logs)
             if self._holds_hook:  # the run's children are merged: site-packages as it was
                 release_startup_hook()
         if self.missed:
@@ -185,6 +195,32 @@ class NativeRun:
                     return True
         return any(p.name != RUN_FILE for p in self._parts.iterdir())
 
+    def _children(self) -> bool:
+        """Did a followed process start a part (or log directory) in the run's parts directory?"""
+        return any(p.name != RUN_FILE for p in self._parts.iterdir())
+
+    def _seal(self) -> None:
+        """The program's logs moved into the trace as its pending batch, converted by the trace's first reader
+        (instrumentation/pendingbatch.py): this process imports neither numpy nor Arrow. What the exit says
+        (the summary line, what is missing) comes from reading the logs lightly."""
+        from .pendingbatch import PENDING_RECORD, LogCounts, seal
+
+        counts = LogCounts(self._logs)
+        config = {"run": self._run_config, "missed": list(self.missed)}
+        seal(self._live, self._logs, config, self._line(PENDING_RECORD))
+        self.pending_counts = counts
+        notes = counts.notes
+        if counts.linked_in:  # as LibraryCapture.lost names them
+            from .linkage import gap_note
+
+            notes = sorted({gap_note(path, version) for path, version in counts.linked_in}) + notes
+        self.missed += [note for note in notes if note not in self.missed]
+        (self._parts / RUN_FILE).unlink()
+        try:
+            self._parts.rmdir()
+        except OSError as exc:  # a process the program left running started a part since: not merged
+            self.missed.append(f"child processes' parts left unmerged in {self._parts}: {exc}")
+
     def _open_sink(self) -> None:
         """The trace's writer and the reader of the interposer's logs (numpy, Arrow, the merge: imported now)."""
         with _OneBlasThread():
@@ -194,7 +230,11 @@ class NativeRun:
             from . import parts  # noqa: F401 - the exit's merge (``_finish``), imported beside the program
 
         columnar.load_arrow()
-        self._sink = ConvertedSink(self._live, str(self._parts), self._run, self._header)
+        from .records import TraceHeader
+        from .runinfo import RunInfo
+
+        header = TraceHeader.from_config(self._header)
+        self._sink = ConvertedSink(self._live, str(self._parts), RunInfo.from_config(self._run_config), header)
         self._capture = LibraryCapture(self._logs, None)
 
     def _watch(self) -> None:
@@ -214,7 +254,9 @@ class NativeRun:
             try:
                 if self._sink is None:
                     self._begin()
-                    if self._anything():
+                    # a columnar trace waits for its reader unless a followed process writes a part (merged at
+                    # the exit as today, its records converted beside the program)
+                    if self._children() if self._deferring else self._anything():
                         self._open_sink()
                 if self._sink is not None:
                     self._capture.poll([self._sink], eager=True)

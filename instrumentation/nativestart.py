@@ -18,6 +18,7 @@ import time
 from . import preload
 from .errors import OutputExistsError
 from .partsdir import RUN_FILE, child_environment
+from .pendingbatch import is_pending_name, remove_tree
 from .startup import ensure_startup_hook, release_startup_hook
 
 DEFAULT_TRACE = "ioadvisor-trace.parquet"
@@ -65,7 +66,10 @@ class NativeStart:
         if not all(is_trace_file(name) for name in names):
             return False
         for name in names:
-            os.unlink(os.path.join(self.live, name))
+            if is_pending_name(name):
+                remove_tree(os.path.join(self.live, name))
+            else:
+                os.unlink(os.path.join(self.live, name))
         return True
 
     def open(self) -> None:
@@ -111,8 +115,9 @@ class NativeStart:
 
 def is_trace_file(name: str) -> bool:
     """A name ``tracedir.prepare`` replaces in a trace directory (its records file, a batch, a batch's temporary
-    file), told without ``re``; never true of a name it would not replace."""
-    if name == RECORDS_FILE or name.endswith((".parquet.tmp", ".npy.tmp")):
+    file, a pending batch: instrumentation/pendingbatch.py), told without ``re``; never true of a name it would
+    not replace."""
+    if name == RECORDS_FILE or name.endswith((".parquet.tmp", ".npy.tmp")) or is_pending_name(name):
         return True
     stem, dot, suffix = name.rpartition(".")
     if stem.startswith("part-") and suffix in ("parquet", "npy"):

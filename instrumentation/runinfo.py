@@ -70,7 +70,7 @@ class SharedIds:
 
     def id_of(self, record) -> int:
         """The run's id of ``record`` (a DatasetRecord; its own ``id`` is ignored)."""
-        from .tracefile import dumps
+        from .tracemodel import dumps
 
         # opened anew each time: a forked child must not share its parent's open file (flock is per open file)
         with open(self.path, "a+b") as fh:
@@ -97,7 +97,7 @@ class SharedIds:
     def describe_again(self, record) -> None:
         """Append ``record`` (its id the run's) again, completed: its chunk offsets, listed at the end
         (instrumentation/chunklisting.py). The merged trace's reader keeps an id's last record."""
-        from .tracefile import dumps
+        from .tracemodel import dumps
 
         with open(self.path, "a+b") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)

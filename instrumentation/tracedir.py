@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from .errors import OutputExistsError
+from .pendingbatch import is_pending_name, remove_tree
 
 META = "_meta.jsonl"
 """The records file: header(s), dataset and resize records, end (JSON Lines)."""
@@ -34,7 +35,9 @@ def prepare(path: Path) -> None:
     """An empty trace directory at ``path`` (an earlier trace there is replaced)."""
     if path.is_dir():
         for f in path.iterdir():
-            if f.name == META or PART.match(f.name) or PARTS.match(f.name) or RAW.match(f.name) \
+            if is_pending_name(f.name):  # a native run's raw logs (instrumentation/pendingbatch.py)
+                remove_tree(f)
+            elif f.name == META or PART.match(f.name) or PARTS.match(f.name) or RAW.match(f.name) \
                     or f.name.endswith((".parquet.tmp", ".npy.tmp")):
                 f.unlink()
         if any(path.iterdir()):

@@ -18,6 +18,7 @@ from typing import Sequence
 
 from .columnar import ColumnarTraceWriter, load_columnar, write_columnar
 from .jsonl import load_jsonl, read_records, resize_lines, write_jsonl
+from .pendingbatch import waiting
 from .records import SCHEMA_VERSION, TraceHeader
 from .tracedir import is_jsonl, live_path
 from .tracemodel import Trace, TraceError, array_identities, clock_shift, dumps, extent, merge_traces, \
@@ -66,7 +67,19 @@ def load_trace(path: str | os.PathLike, *, allow_truncated: bool = False,
     if is_jsonl(path) and not os.path.exists(path) and live_path(path).is_dir():
         path = str(live_path(path))  # a run killed before its export: its columnar records
     if os.path.isdir(path):
-        return load_columnar(path, allow_truncated=allow_truncated, times=times, step=step)
+        where = None
+        if waiting(path):  # a native run's raw logs: converted by this first reader (instrumentation/pendingconvert.py)
+            from .pendingconvert import settle, settled_copy_done
+
+            where = settle(path)
+        if where is None:
+            return load_columnar(path, allow_truncated=allow_truncated, times=times, step=step)
+        try:  # converted for this reader only (the directory is read-only)
+            trace = load_columnar(where, allow_truncated=allow_truncated, times=times, step=step)
+        finally:
+            settled_copy_done(where)
+        trace.source = path
+        return trace
     return load_jsonl(path, allow_truncated)
 
 

@@ -187,6 +187,10 @@ def summary_line(tracer) -> str:
     millions of accesses.
     """
     path = Path(tracer.path)
+    counts = getattr(tracer, "pending_counts", None)
+    if counts is not None:  # a native run's logs sealed into the trace, unconverted: counted from them
+        return (f"ioadvisor: trace {path}: {counts.datasets} datasets, {counts.accesses} accesses "
+                f"({counts.reads} reads, {counts.accesses - counts.reads} writes)")
     if not path.exists() and tracer.size > 1:
         from instrumentation.mpi import rank_path
 

@@ -3,6 +3,7 @@ access map."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -222,9 +223,19 @@ def run_plot(args) -> int:
 
 def run_merge(args) -> int:
     from instrumentation.merge import merge_files
+    from instrumentation.pendingconvert import settle, settled_copy_done
 
-    # columnar output batch by batch (the ranks' accesses never sit in memory together); JSON Lines is an export
-    n_traces, n_access, n_ds = merge_files(args.traces, args.output, allow_truncated=args.allow_truncated)
+    # a native run's raw logs are converted first (docs/trace-format.md, pending batch); where its directory is
+    # read-only, a converted copy of it is merged
+    copies = {p: settle(p) for p in args.traces if os.path.isdir(p)}
+    traces = [copies.get(p) or p for p in args.traces]
+    try:
+        # columnar output batch by batch (the ranks' accesses never sit in memory together); JSON Lines is an export
+        n_traces, n_access, n_ds = merge_files(traces, args.output, allow_truncated=args.allow_truncated)
+    finally:
+        for where in copies.values():
+            if where is not None:
+                settled_copy_done(where)
     print(f"ioadvisor: merged {n_traces} traces ({n_access} accesses, "
           f"{n_ds} datasets) into {args.output}", file=sys.stderr)
     return 0

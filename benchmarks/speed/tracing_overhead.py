@@ -303,7 +303,8 @@ def _tool_command(tool: str, cmd: list[str], tmp: Path, baseline: Path | None = 
     if tool in ("ioadvisor", "baseline"):
         if tool == "baseline":
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), os.environ.get("PYTHONPATH")]))
-        return [sys.executable, "-m", "advisor", "run", "--force", "-o", str(tmp / "fixed.parquet"), "--", *cmd], env
+        out = tmp / f"fixed-{tool}.parquet"  # its own: an older checkout may not replace a newer trace
+        return [sys.executable, "-m", "advisor", "run", "--force", "-o", str(out), "--", *cmd], env
     if tool == "darshan":
         env.update(LD_PRELOAD=str(DARSHAN), DARSHAN_ENABLE_NONMPI="1", DARSHAN_LOGPATH=str(tmp / "darshan-logs"))
     return cmd, env
