@@ -532,7 +532,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
               step: Callable[[int, int], None] | None = None) -> CalibrationResult:
     """Measure the grid, count the model's variables for the same runs, fit per library. ``step(done, total)``:
     called after each case measured."""
-    from .probe import device_request_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
+    from .probe import device_request_bytes, last_level_cache_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
     from .profile import SystemProfile
 
     grid = grid or (QUICK if quick else FULL)
@@ -575,7 +575,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
                             page_cache_bytes=pcache, machine=machine_info(),
                             time_band={lib: time_band(f) for lib, f in fits.items()},
                             page_cache_curve=curve, zarr_overlap=overlap, readahead_bytes=readahead,
-                            device_request_bytes=request, probe=probe)
+                            device_request_bytes=request, probe=probe, llc_bytes=last_level_cache_bytes())
     return CalibrationResult(profile, fits, cases, seconds)
 
 

@@ -56,6 +56,20 @@ def device_request_bytes(path: str | os.PathLike) -> int:
     return _queue_kib(path, "max_sectors_kb")
 
 
+def last_level_cache_bytes() -> int:
+    """The CPU's last-level cache (the highest level in ``/sys/devices/system/cpu/cpu0/cache``); 0: not found."""
+    best = (0, 0)
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level, size = int((d / "level").read_text()), (d / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        nbytes = int(size[:-1]) * units[size[-1]] if size[-1:] in units and size[:-1].isdigit() else 0
+        best = max(best, (level, nbytes))
+    return best[1]
+
+
 def _scratch_file(directory: str | os.PathLike | None, nbytes: int) -> Path:
     fd, name = tempfile.mkstemp(prefix="ioadvisor-probe-", dir=directory)
     block = np.random.default_rng(0).bytes(4 * MiB)
