@@ -56,20 +56,6 @@ def device_request_bytes(path: str | os.PathLike) -> int:
     return _queue_kib(path, "max_sectors_kb")
 
 
-def last_level_cache_bytes() -> int:
-    """The CPU's last-level cache (the highest level in ``/sys/devices/system/cpu/cpu0/cache``); 0: not found."""
-    best = (0, 0)
-    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            level, size = int((d / "level").read_text()), (d / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        nbytes = int(size[:-1]) * units[size[-1]] if size[-1:] in units and size[:-1].isdigit() else 0
-        best = max(best, (level, nbytes))
-    return best[1]
-
-
 def _scratch_file(directory: str | os.PathLike | None, nbytes: int) -> Path:
     fd, name = tempfile.mkstemp(prefix="ioadvisor-probe-", dir=directory)
     block = np.random.default_rng(0).bytes(4 * MiB)
@@ -146,6 +132,42 @@ def cpu_cache_bytes() -> int:
         except (ValueError, OSError):
             best = 0
     return best
+
+
+def measure_output_spill(repeat: int = 5) -> dict[str, float]:
+    """Seconds per byte of ``s_ospill`` (``iomodel.spill``) per library: 8 column pieces copied into one (R, 8)
+    float32 output region of 1.5x the last-level cache, against the same pieces in 8 row blocks of it (each block's
+    region stays cached), the excess over the bytes spilled (7 passes over the region); zarr copies with numpy,
+    HDF5 through h5py (an in-memory file, a chunk cache holding the strip). Best of ``repeat``.
+    ``python -m benchmarks.investigations.output_spill`` measures the same through both libraries."""
+    import h5py
+
+    rows = max(1 << 16, int(1.5 * (cpu_cache_bytes() or 32 * MiB)) // 32)
+    pieces = [np.ones(rows, np.float32) for _ in range(8)]
+    spilled = 7 * rows * 32
+
+    def scatter(block: int) -> float:
+        out = np.empty((rows, 8), np.float32)
+        t = time.perf_counter()
+        for lo in range(0, rows, block):
+            for c in range(8):
+                out[lo:lo + block, c] = pieces[c][lo:lo + block]
+        return time.perf_counter() - t
+
+    def through_hdf5(block: int) -> float:
+        with h5py.File(f"spill-{block}", "w", driver="core", backing_store=False, rdcc_nbytes=1 << 30) as f:
+            d = f.create_dataset("x", data=np.ones((rows, 8), np.float32), chunks=(block, 1))
+            d[:, :]  # the chunks into the cache
+            t = time.perf_counter()
+            d[:, :]
+            return time.perf_counter() - t
+
+    out = {}
+    for lib, fn in (("zarr", scatter), ("hdf5", through_hdf5)):
+        whole = min(fn(rows) for _ in range(repeat))
+        blocks = min(fn(-(-rows // 8)) for _ in range(repeat))
+        out[lib] = max(0.0, whole - blocks) / spilled
+    return out
 
 
 def measure_memory_bps(directory: str | os.PathLike | None = None, *, file_bytes: int | None = None,

@@ -143,9 +143,6 @@ class SystemProfile:
     device_request_bytes: int = 0
     """The device's largest request (``max_sectors_kb``): a readahead window is read in requests of this size;
     0: a window is one request."""
-    llc_bytes: int = 0
-    """The CPU's last-level cache (``/sys/devices/system/cpu/cpu0/cache``): whether a call's strided output stays
-    cached between its chunks (``s_ospill``, ``iomodel.spill``); 0: not modelled."""
     probe: dict = field(default_factory=dict, compare=False)
     """Quick speed probe on the fitting machine (``iomodel.probe``): compared at advise/predict time."""
     schema: int = IO_SCHEMA
@@ -173,8 +170,8 @@ class SystemProfile:
                     or not 0 < band[0] <= 1 <= band[1]):
                 raise ProfileError(f"field 'io.time_band.{lib}' must be [lo <= 1, hi >= 1], got {band!r}")
         for name in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "readahead_bytes",
-                     "device_request_bytes", "llc_bytes"):
-            if getattr(self, name) < (1 if name in ("data_servers", "stripe_count", "stripe_size") else 0):
+                     "device_request_bytes"):
+            if getattr(self, name) < (0 if name in ("page_cache_bytes", "readahead_bytes", "device_request_bytes") else 1):
                 raise ProfileError(f"field 'io.{name}' out of range: {getattr(self, name)}")
 
     def band(self, library: str) -> tuple[float, float]:
@@ -186,7 +183,8 @@ class SystemProfile:
     def replay_options(self) -> dict:
         """The measured behaviours a replay simulates (``Replay``/``Workload.variables`` keyword arguments)."""
         return {"cache_curve": self.page_cache_curve, "zarr_overlap": self.zarr_overlap,
-                "readahead": self.readahead_bytes, "device_request": self.device_request_bytes, "llc": self.llc_bytes}
+                "readahead": self.readahead_bytes, "device_request": self.device_request_bytes,
+                "llc": self.page_cache_curve.cpu_cache_bytes}
 
     def coefficient(self, library: str, variable: str) -> float:
         """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""
@@ -210,7 +208,6 @@ class SystemProfile:
             "zarr_overlap": self.zarr_overlap,
             "readahead_bytes": self.readahead_bytes,
             "device_request_bytes": self.device_request_bytes,
-            "llc_bytes": self.llc_bytes,
             "probe": dict(self.probe),
         }
 
@@ -222,7 +219,7 @@ class SystemProfile:
             raise ProfileError("missing field 'io.coefficients'")
         known = {"schema", "coefficients", "page_cache_bytes", "data_servers", "stripe_count",
                  "stripe_size", "machine", "time_band", "page_cache_curve", "zarr_overlap", "probe", "readahead_bytes",
-                 "device_request_bytes", "llc_bytes"}
+                 "device_request_bytes"}
         kw = {k: v for k, v in config.items() if k in known}
         kw["schema"] = config.get("schema", IO_SCHEMA)
         if "page_cache_curve" in kw:
@@ -237,7 +234,7 @@ class SystemProfile:
                                     for k, v in c.items()} if isinstance(c, dict) else c
                               for lib, c in config["coefficients"].items()}
         for k in ("page_cache_bytes", "data_servers", "stripe_count", "stripe_size", "schema", "readahead_bytes",
-                  "device_request_bytes", "llc_bytes"):
+                  "device_request_bytes"):
             if k in kw and (not isinstance(kw[k], int) or isinstance(kw[k], bool)):
                 raise ProfileError(f"field 'io.{k}' must be an integer")
         return cls(**kw)

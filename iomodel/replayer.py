@@ -79,7 +79,8 @@ class ReplayOptions:
     chunk reads overlap on the device (the profile's, measured by calibration); ``readahead``: the kernel's
     largest readahead window on the data's device, bytes (the profile's; 0: readahead not modelled);
     ``device_request``: the device's largest request, bytes (the profile's; 0: a window is one request);
-    ``llc``: the CPU's last-level cache, bytes (the profile's; 0: ``s_ospill`` not counted, ``iomodel.spill``)."""
+    ``llc``: the CPU's last-level cache, bytes (the profile's page-cache curve's ``cpu_cache_bytes``; 0: ``s_ospill``
+    not counted, ``iomodel.spill``)."""
 
     parallel: bool = False
     warm: bool = False

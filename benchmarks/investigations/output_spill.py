@@ -87,7 +87,7 @@ def _reader(library: str, root: Path, rows: int, data: np.ndarray):
 
 
 def main(argv=None) -> int:
-    from iomodel.probe import last_level_cache_bytes
+    from iomodel.probe import cpu_cache_bytes
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default="/tmp/ioadvisor-ospill", help="scratch directory (removed at the end)")
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     data = np.random.default_rng(0).standard_normal((ROWS, COLUMNS), dtype=np.float32)
-    print(f"load average {os.getloadavg()[0]:.2f}; last-level cache {last_level_cache_bytes() >> 20} MiB")
+    print(f"load average {os.getloadavg()[0]:.2f}; last-level cache {cpu_cache_bytes() >> 20} MiB")
     print("| library | chunks | K | measured ms/call | model | model without s_ospill | s_ospill MB/call |")
     print("|---|---|---|---|---|---|---|")
     try:
