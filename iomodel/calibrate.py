@@ -532,7 +532,8 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
               step: Callable[[int, int], None] | None = None) -> CalibrationResult:
     """Measure the grid, count the model's variables for the same runs, fit per library. ``step(done, total)``:
     called after each case measured."""
-    from .probe import device_request_bytes, measure_page_cache_curve, measure_probe, readahead_bytes
+    from .probe import (device_request_bytes, measure_output_spill, measure_page_cache_curve, measure_probe,
+                        readahead_bytes)
     from .profile import SystemProfile
 
     grid = grid or (QUICK if quick else FULL)
@@ -544,7 +545,7 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
         t = time.perf_counter()
         curve = measure_page_cache_curve(workdir)
         readahead, request = readahead_bytes(workdir), device_request_bytes(workdir)
-        probe = measure_probe(workdir)
+        probe, spill = measure_probe(workdir), measure_output_spill()  # the patterns never spill: measured apart
         if progress:
             progress(f"page-cache curve ({time.perf_counter() - t:.1f}s): "
                      + ", ".join(f"{b >> 10} KiB {b / s / 1e9:.1f} GB/s" for b, s in zip(curve.sizes, curve.seconds)
@@ -571,7 +572,8 @@ def calibrate(quick: bool = False, *, workdir: str | os.PathLike | None = None, 
             progress(format_fit(fits[lib]))
     if progress:
         progress(f"counted the model's variables and fitted in {time.perf_counter() - t:.1f}s")
-    profile = SystemProfile(coefficients={lib: f.coefficients for lib, f in fits.items()},
+    profile = SystemProfile(coefficients={lib: {**f.coefficients, "s_ospill": f.coefficients["s_ospill"] or spill[lib]}
+                                          for lib, f in fits.items()},
                             page_cache_bytes=pcache, machine=machine_info(),
                             time_band={lib: time_band(f) for lib, f in fits.items()},
                             page_cache_curve=curve, zarr_overlap=overlap, readahead_bytes=readahead,

@@ -30,13 +30,15 @@ from instrumentation.records import AccessRecord, Selection
 
 from .layout import Layout
 
-_FIELDS = ("cid", "nsel", "nrun", "nfrun", "lo", "hi", "full")
+_FIELDS = ("cid", "nsel", "nrun", "nfrun", "lo", "hi", "full", "olo", "ohi")
 
 
 @dataclass(frozen=True)
 class ChunkVisits:
     """Chunk visits of a sequence of accesses, flattened; access i owns
-    ``[offsets[i], offsets[i+1])``. All arrays int64 except ``full`` (bool)."""
+    ``[offsets[i], offsets[i+1])``. All arrays int64 except ``full`` (bool). ``lo``/``hi``: the bytes of the
+    chunk buffer the visit's selection spans; ``olo``/``ohi``: those of the access's output (user) buffer, C-order
+    (a point selection's visits: consecutive pieces of its 1-D output)."""
 
     cid: np.ndarray
     nsel: np.ndarray
@@ -46,22 +48,27 @@ class ChunkVisits:
     hi: np.ndarray
     full: np.ndarray
     offsets: np.ndarray
+    olo: np.ndarray
+    ohi: np.ndarray
 
     def __len__(self) -> int:
         return len(self.cid)
 
     def access(self, i: int) -> "ChunkVisits":
         a, b = self.offsets[i], self.offsets[i + 1]
-        return ChunkVisits(*(getattr(self, f)[a:b] for f in _FIELDS), np.array([0, b - a]))
+        return ChunkVisits(*(getattr(self, f)[a:b] for f in _FIELDS[:7]), np.array([0, b - a]),
+                           *(getattr(self, f)[a:b] for f in _FIELDS[7:]))
 
 
 def _empty(n_access: int = 0) -> ChunkVisits:
     z = np.zeros(0, np.int64)
-    return ChunkVisits(z, z, z, z, z, z, np.zeros(0, bool), np.zeros(n_access + 1, np.int64))
+    return ChunkVisits(z, z, z, z, z, z, np.zeros(0, bool), np.zeros(n_access + 1, np.int64), z, z)
 
 
 # ---------------------------------------------------------------- regular hyperslabs (compiled)
-_COORD, _CNT, _GRP, _LO, _HI = range(5)
+_COORD, _CNT, _GRP, _LO, _HI, _OUT = range(6)
+"""``seg`` rows per dimension and chunk coordinate: coord, count, groups, in-chunk lo, hi, and where its elements
+start in the output along that dimension."""
 
 
 @numba.njit(cache=True)
@@ -109,7 +116,8 @@ def _grow(a, cap):
 @numba.njit(cache=True, nogil=True)  # candidates are evaluated on threads
 def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, shape, zarr_rule):
     """Chunk visits of many regular hyperslabs: row i stands for reps[i] accesses starting at
-    row_starts[i] + k * steps[i] (k < reps[i]); offsets are per access."""
+    row_starts[i] + k * steps[i] (k < reps[i]); offsets are per access. Rows of the result: cid, nsel, nrun,
+    nfrun, lo, hi (in the chunk), olo, ohi (in the output), in elements."""
     n_rows, nd = row_starts.shape
     n_acc = 0
     for i in range(n_rows):
@@ -123,13 +131,14 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
         gstride[d] = gstride[d + 1] * grid[d + 1]
         cstride[d] = cstride[d + 1] * chunk[d + 1]
     cap = max(1024, n_acc)  # one visit per access is the common case: no growth, no doubled buffer
-    out = np.empty((6, cap), np.int64)
+    out = np.empty((8, cap), np.int64)
     full_out = np.empty(cap, np.bool_)
     offsets = np.zeros(n_acc + 1, np.int64)
     scap = 16
-    seg = np.empty((nd, 5, scap), np.int64)
+    seg = np.empty((nd, 6, scap), np.int64)
     nseg = np.empty(nd, np.int64)
     dtotal = np.empty(nd, np.int64)
+    ostride = np.ones(nd, np.int64)  # the output buffer's C-order strides, elements
     st = np.empty(nd, np.int64)
     pos = np.empty(nd, np.int64)  # odometer over the per-dimension chunk coordinates
     m = 0
@@ -146,11 +155,17 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
                 dtotal[d] = n * b
             if need > scap:
                 scap = max(need, 2 * scap)
-                seg = np.empty((nd, 5, scap), np.int64)
+                seg = np.empty((nd, 6, scap), np.int64)
+            for d in range(nd - 2, -1, -1):
+                ostride[d] = ostride[d + 1] * dtotal[d + 1]
             total = 1
             for d in range(nd):
                 nseg[d] = _dim_segments(st[d], strides[row, d], counts[row, d], blocks[row, d], chunk[d],
                                         seg, d)
+                acc = 0
+                for p in range(nseg[d]):
+                    seg[d, _OUT, p] = acc
+                    acc += seg[d, _CNT, p]
                 total *= nseg[d]
             if total == 0:
                 offsets[a + 1] = m
@@ -158,7 +173,7 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
             if m + total > cap:
                 while m + total > cap:
                     cap = cap * 3 // 2
-                o2 = np.empty((6, cap), np.int64)
+                o2 = np.empty((8, cap), np.int64)
                 o2[:, :m] = out[:, :m]
                 out = o2
                 full_out = _grow(full_out, cap)
@@ -168,6 +183,8 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
                 nsel = 1
                 lo = 0
                 hi = 0
+                olo = 0
+                ohi = 0
                 runs = 1
                 fruns = 1
                 merging = True
@@ -181,6 +198,8 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
                     nsel *= c
                     lo += seg[d, _LO, p] * cstride[d]
                     hi += (seg[d, _HI, p] - 1) * cstride[d]
+                    olo += seg[d, _OUT, p] * ostride[d]
+                    ohi += (seg[d, _OUT, p] + c - 1) * ostride[d]
                     whole = c == chunk[d]
                     # runs merge across an inner dimension only when it is whole in the chunk
                     # and (for the user buffer) the selection along it lies in this chunk alone
@@ -206,6 +225,8 @@ def _hyperslab_visits(row_starts, steps, reps, strides, counts, blocks, chunk, s
                 out[3, m] = fruns
                 out[4, m] = lo
                 out[5, m] = hi + 1
+                out[6, m] = olo
+                out[7, m] = ohi + 1
                 full_out[m] = full
                 m += 1
                 # odometer over the per-dimension chunk coordinates, last dimension fastest
@@ -406,11 +427,10 @@ def trace_visits(accesses, layout: Layout) -> ChunkVisits:
             np.asarray(layout.chunk_shape, np.int64), np.asarray(layout.shape, np.int64),
             layout.library == "zarr",
         )
-        cols_out[4] *= layout.itemsize
-        cols_out[5] *= layout.itemsize
+        cols_out[4:] *= layout.itemsize
         parts_slab = (cols_out, full, offs)
         if len(slab_rows) == cols.rows:
-            return ChunkVisits(*cols_out, full, offs)
+            return ChunkVisits(*cols_out[:6], full, offs, cols_out[6], cols_out[7])
     counts = np.zeros(n, np.int64)
     if parts_slab is not None:
         slab_acc = np.repeat(first[slab_rows], cols.rep[slab_rows])
@@ -425,7 +445,7 @@ def trace_visits(accesses, layout: Layout) -> ChunkVisits:
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
-    out = np.empty((6, total), np.int64)
+    out = np.empty((8, total), np.int64)
     full_all = np.empty(total, bool)
     if parts_slab is not None:
         vis, full, offs = parts_slab
@@ -437,4 +457,7 @@ def trace_visits(accesses, layout: Layout) -> ChunkVisits:
         for k in range(6):
             out[k, a:b] = vis[k]
         full_all[a:b] = vis[6]
-    return ChunkVisits(*out, full_all, offsets)
+        # a point selection's output is 1-D: each visit's points as consecutive pieces of it
+        ends = np.cumsum(vis[1]) * layout.itemsize
+        out[6, a:b], out[7, a:b] = ends - vis[1] * layout.itemsize, ends
+    return ChunkVisits(*out[:6], full_all, offsets, out[6], out[7])

@@ -14,7 +14,7 @@ from .profile import SystemProfile
 from .variables import Variables
 
 TERMS: dict[str, tuple[str, ...]] = {
-    "t_memcpy": ("n_memcpy", "s_memcpy", "s_mtouch"),
+    "t_memcpy": ("n_memcpy", "s_memcpy", "s_mtouch", "s_ospill"),
     "t_rdisk": ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek", "n_rindex"),
     "t_wdisk": ("n_wdisk", "s_wdisk", "s_wnew", "n_wseek", "n_windex"),
     "t_cache": ("n_cache", "x_cache"),

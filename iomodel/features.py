@@ -13,13 +13,13 @@ import numpy as np
 FEATURES = (
     "n_calls", "n_memcpy", "s_memcpy", "n_cache", "s_cache", "n_rdisk", "s_rdisk", "n_wdisk", "s_wdisk",
     "n_rseek", "n_wseek", "n_rindex", "n_windex", "n_zopen", "n_chunks", "s_decode", "s_encode",
-    "x_cache", "s_alloc", "s_rseek", "s_mtouch", "s_wnew", "n_wcalls",
+    "x_cache", "s_alloc", "s_rseek", "s_mtouch", "s_wnew", "n_wcalls", "s_ospill",
 )
 """Counted variables, in design-matrix column order (also the coefficient names)."""
 
 (N_CALLS, N_MEMCPY, S_MEMCPY, N_CACHE, S_CACHE, N_RDISK, S_RDISK, N_WDISK, S_WDISK,
  N_RSEEK, N_WSEEK, N_RINDEX, N_WINDEX, N_ZOPEN, N_CHUNKS, S_DECODE, S_ENCODE, X_CACHE, S_ALLOC, S_RSEEK, S_MTOUCH,
- S_WNEW, N_WCALLS) = range(len(FEATURES))
+ S_WNEW, N_WCALLS, S_OSPILL) = range(len(FEATURES))
 """Each variable's index in the counts the compiled replay adds to (``out``, FEATURES order)."""
 
 
@@ -84,6 +84,10 @@ class Variables:
     """Library calls that write (formula 1's per-call overhead, split by op): what a write call costs beyond a read
     call. h5py converts and broadcasts the source array first: a 16 KiB frame written into a cached chunk costs
     about twice its read back (h5py 3.16; docs/iomodel.md, "A write call costs more than a read call")."""
+    s_ospill: float = 0.0
+    """Bytes of output cache lines a multi-chunk call's copies fetch again because the output region they share
+    left the last-level cache between chunks (formula 1 by memory traffic on the user buffer's side;
+    ``iomodel.spill``, benchmarks/investigations/output_spill.py)."""
 
     def as_features(self) -> dict[str, float]:
         """Design-matrix row: {variable: value}, keys == FEATURES."""

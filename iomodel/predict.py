@@ -132,14 +132,15 @@ class Workload:
         return self.columns.records()
 
     def variables(self, layout: Layout, page_cache_bytes: int, *, cache_curve: PageCacheCurve | None = None,
-                  zarr_overlap: float = 1.0, readahead: int = 0, device_request: int = 0) -> list[Variables]:
+                  zarr_overlap: float = 1.0, readahead: int = 0, device_request: int = 0,
+                  llc: int = 0) -> list[Variables]:
         """Counted variables of each recorded rank."""
         return self.variables_many([layout], page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap,
-                                   readahead=readahead, device_request=device_request)[0]
+                                   readahead=readahead, device_request=device_request, llc=llc)[0]
 
     def variables_many(self, layouts: Sequence[Layout], page_cache_bytes: int, *,
                        cache_curve: PageCacheCurve | None = None, zarr_overlap: float = 1.0,
-                       readahead: int = 0, device_request: int = 0) -> list[list[Variables]]:
+                       readahead: int = 0, device_request: int = 0, llc: int = 0) -> list[list[Variables]]:
         """``variables`` of several layouts; layouts that differ only in cache or shards share one chunk walk."""
         layouts = [lay if lay.shape == self.shape else lay.with_shape(self.shape) for lay in layouts]
         out: list = [None] * len(layouts)
@@ -147,14 +148,14 @@ class Workload:
         # the others' pages can evict this array's only when all of them do not fit the page cache together
         rest = sum(stored_bytes_bound(o) for _, o in self.others) if self.procs == 1 else 0
         settings = _settings(page_cache_bytes, cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
-                             device_request=device_request)
+                             device_request=device_request, llc=llc)
         for i, lay in enumerate(layouts):
             if (lay, settings) in self._replayed:
                 out[i] = self._replayed[lay, settings]
             elif rest and stored_bytes_bound(lay) + rest > page_cache_bytes:
                 out[i] = [count_variables(self.process_columns, self.dataset, lay, page_cache_bytes, warm=self.warm,
                                           cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
-                                          device_request=device_request, others=self.others)]
+                                          device_request=device_request, llc=llc, others=self.others)]
             else:
                 groups.setdefault(visits_key(lay), []).append(i)
         for idx in groups.values():
@@ -167,7 +168,7 @@ class Workload:
                     if key not in replays:
                         replays[key] = Replay(self.dataset, layouts[i], page_cache_bytes, warm=self.warm,
                                               cache_curve=cache_curve, zarr_overlap=zarr_overlap, readahead=readahead,
-                                              device_request=device_request, parallel=p)
+                                              device_request=device_request, llc=llc, parallel=p)
                 for window, vis in _walked(acc.windows(WINDOW_ACCESSES), layouts[idx[0]]):  # shared by the group
                     for r in replays.values():
                         r.feed(window, vis)
@@ -241,9 +242,9 @@ class Workload:
         return out
 
 
-def _settings(page_cache_bytes: int, *, cache_curve, zarr_overlap, readahead, device_request) -> tuple:
+def _settings(page_cache_bytes: int, *, cache_curve, zarr_overlap, readahead, device_request, llc=0) -> tuple:
     """What a replay's variables depend on besides the accesses and the layout."""
-    return page_cache_bytes, cache_curve, zarr_overlap, readahead, device_request
+    return page_cache_bytes, cache_curve, zarr_overlap, readahead, device_request, llc
 
 
 def _ranks(rank: np.ndarray) -> list[int]:

@@ -134,6 +134,42 @@ def cpu_cache_bytes() -> int:
     return best
 
 
+def measure_output_spill(repeat: int = 5) -> dict[str, float]:
+    """Seconds per byte of ``s_ospill`` (``iomodel.spill``) per library: 8 column pieces copied into one (R, 8)
+    float32 output region of 1.5x the last-level cache, against the same pieces in 8 row blocks of it (each block's
+    region stays cached), the excess over the bytes spilled (7 passes over the region); zarr copies with numpy,
+    HDF5 through h5py (an in-memory file, a chunk cache holding the strip). Best of ``repeat``.
+    ``python -m benchmarks.investigations.output_spill`` measures the same through both libraries."""
+    import h5py
+
+    rows = max(1 << 16, int(1.5 * (cpu_cache_bytes() or 32 * MiB)) // 32)
+    pieces = [np.ones(rows, np.float32) for _ in range(8)]
+    spilled = 7 * rows * 32
+
+    def scatter(block: int) -> float:
+        out = np.empty((rows, 8), np.float32)
+        t = time.perf_counter()
+        for lo in range(0, rows, block):
+            for c in range(8):
+                out[lo:lo + block, c] = pieces[c][lo:lo + block]
+        return time.perf_counter() - t
+
+    def through_hdf5(block: int) -> float:
+        with h5py.File(f"spill-{block}", "w", driver="core", backing_store=False, rdcc_nbytes=1 << 30) as f:
+            d = f.create_dataset("x", data=np.ones((rows, 8), np.float32), chunks=(block, 1))
+            d[:, :]  # the chunks into the cache
+            t = time.perf_counter()
+            d[:, :]
+            return time.perf_counter() - t
+
+    out = {}
+    for lib, fn in (("zarr", scatter), ("hdf5", through_hdf5)):
+        whole = min(fn(rows) for _ in range(repeat))
+        blocks = min(fn(-(-rows // 8)) for _ in range(repeat))
+        out[lib] = max(0.0, whole - blocks) / spilled
+    return out
+
+
 def measure_memory_bps(directory: str | os.PathLike | None = None, *, file_bytes: int | None = None,
                        repeat: int = 3) -> float:
     """Bytes per second of warm 1 MiB reads that the CPU's caches cannot serve: random offsets over a file of

@@ -183,7 +183,8 @@ class SystemProfile:
     def replay_options(self) -> dict:
         """The measured behaviours a replay simulates (``Replay``/``Workload.variables`` keyword arguments)."""
         return {"cache_curve": self.page_cache_curve, "zarr_overlap": self.zarr_overlap,
-                "readahead": self.readahead_bytes, "device_request": self.device_request_bytes}
+                "readahead": self.readahead_bytes, "device_request": self.device_request_bytes,
+                "llc": self.page_cache_curve.cpu_cache_bytes}
 
     def coefficient(self, library: str, variable: str) -> float:
         """Seconds per unit of ``variable`` for ``library`` (0 when not fitted)."""

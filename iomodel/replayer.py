@@ -15,7 +15,7 @@ from instrumentation.records import DatasetRecord
 
 from .cache import SharedPageCache, copy_int64_dict, hash_bits, int64_dict, new_page_cache
 from .chunks import ChunkVisits, sieve_requests, trace_visits
-from .features import FEATURES, Variables
+from .features import FEATURES, S_OSPILL, Variables
 from .kernel import (CALL_ROWS, C_COLLECTIVE, C_SIEVE_BYTES, C_SIEVE_REQUESTS, C_WRITE, F_CURVE, F_W0,
                      F_ZARR_OVERLAP, G_CHUNKS, G_HASH_BITS, G_PER_SHARD, G_SHARDS, GRID_ROWS, M_ALLOC, M_INDEX_BLOCKS,
                      M_WTOUCHED, S_CHUNKED, S_CSIZE, S_FILL_ALLOC, S_FILTERED, S_IBC, S_INDEX_BYTES, S_ITEMSIZE,
@@ -23,6 +23,7 @@ from .kernel import (CALL_ROWS, C_COLLECTIVE, C_SIEVE_BYTES, C_SIEVE_REQUESTS, C
                      S_SIEVE, S_STORED, S_ZARR, SPEC_WORDS, close, new_maps, simulate, warm_up)
 from .layout import Layout
 from .osio import readahead_state
+from .spill import output_spill
 
 if TYPE_CHECKING:  # at run time the curve is only called
     from .profile import PageCacheCurve
@@ -77,7 +78,9 @@ class ReplayOptions:
     page-cache copy time by request size (x_cache stays 0 without it); ``zarr_overlap``: how many of one call's
     chunk reads overlap on the device (the profile's, measured by calibration); ``readahead``: the kernel's
     largest readahead window on the data's device, bytes (the profile's; 0: readahead not modelled);
-    ``device_request``: the device's largest request, bytes (the profile's; 0: a window is one request)."""
+    ``device_request``: the device's largest request, bytes (the profile's; 0: a window is one request);
+    ``llc``: the CPU's last-level cache, bytes (the profile's page-cache curve's ``cpu_cache_bytes``; 0: ``s_ospill``
+    not counted, ``iomodel.spill``)."""
 
     parallel: bool = False
     warm: bool = False
@@ -85,6 +88,7 @@ class ReplayOptions:
     zarr_overlap: float = 1.0
     readahead: int = 0
     device_request: int = 0
+    llc: int = 0
 
     @classmethod
     def of(cls, options: "ReplayOptions | None" = None, **kw) -> "ReplayOptions":
@@ -97,7 +101,8 @@ class ReplayOptions:
         curve = self.cache_curve
         return {"parallel": self.parallel, "warm": self.warm,
                 "cache_curve": None if curve is None else {"sizes": list(curve.sizes), "seconds": list(curve.seconds)},
-                "zarr_overlap": self.zarr_overlap, "readahead": self.readahead, "device_request": self.device_request}
+                "zarr_overlap": self.zarr_overlap, "readahead": self.readahead, "device_request": self.device_request,
+                "llc": self.llc}
 
     @classmethod
     def from_config(cls, config: dict) -> "ReplayOptions":
@@ -192,6 +197,7 @@ class Replay:
         self._key0 = self._shared.add((2 * layout.nchunks + 3) * kmul, self._shared.capacity // min_entry + 2)
         self._maps = new_maps(alloc, int64_dict(), self._shared.state[3], mdc[3])
         self._closed = False
+        self._llc = opts.llc
         if opts.warm:
             self._shared.reserve(layout.nchunks * (csize // sieve + 2))
             self._shared.enter(self._key0)
@@ -221,6 +227,7 @@ class Replay:
         simulate((vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets), calls, self._spec,
                  self._grids, self._fspec, self._state, self._chunk_cache, (self._shared.state[:3], self._mdc),
                  self._maps)
+        self._state[0][S_OSPILL] += output_spill(vis, lay.itemsize, lay.chunk_nbytes, self._llc)
 
     def snapshot(self) -> Variables:
         """The variables if the run ended after the accesses fed so far (the close included), without ending

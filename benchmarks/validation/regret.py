@@ -107,7 +107,7 @@ def measure_workload(w: Path, workdir: Path, *, scale: float, repeat: int, top: 
     adv = advise(trace, profile=profile, top=top)
     advise_s = time.perf_counter() - t
     entry = adv.datasets[0]  # the dataset with the most traced time
-    ds = trace.dataset_by_key(entry.name)
+    ds = next(d for d in trace.datasets.values() if entry.name in (d.key, d.label))  # a zarr root: its store
     choices = choices_from_advice(adv, trace, ds, top, defaults=True)
     if not any(c.layout.library == "hdf5" and c.layout.chunks for c in choices if c.label.endswith("default")):
         # h5py's default is contiguous; also measure what chunks=True would pick (not predicted by the advice)
