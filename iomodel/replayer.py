@@ -232,16 +232,20 @@ class Replay:
                  self._maps)
 
     def _fed_by_process(self, cols: AccessColumns) -> bool:
-        """Take the chunk cache of the process of ``cols`` (``_caches``); when ``cols`` holds several processes'
-        accesses (a window across the end of one's), feed them one process at a time and say so (True)."""
+        """Take the chunk cache of the process of ``cols`` (``_caches``). When ``cols`` holds several processes'
+        accesses (in time order, or a window across the end of one's), feed them process after process, each in
+        its own order, and say so (True): their turns interleave at the granularity of a window
+        (WINDOW_ACCESSES), as a merged run's trace holds them process after process anyway."""
         proc = cols.proc
         first = int(proc[0])
         if proc.min() == proc.max():
             if first != self._proc:
-                self._chunk_cache = self._caches.setdefault(first, new_chunk_cache(self.layout))
-                self._proc = first
+                if first not in self._caches:
+                    self._caches[first] = new_chunk_cache(self.layout)
+                self._chunk_cache, self._proc = self._caches[first], first
             return False
-        cuts = (np.flatnonzero(np.diff(proc)) + 1).tolist()
+        cols = cols.take(np.argsort(proc, kind="stable"))
+        cuts = (np.flatnonzero(np.diff(cols.proc)) + 1).tolist()
         for lo, hi in zip([0, *cuts], [*cuts, cols.rows]):
             self.feed(cols.rows_between(lo, hi))
         return True
