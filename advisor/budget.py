@@ -2,16 +2,14 @@
 
 A process has one budget (default ``CACHE_BUDGET``, 64 MiB), shared by the
 datasets it holds open at the same time. What the trace shows of that: per
-rank (the ``rank`` column: every MPI rank holds its own caches, so the budget is
-counted once per rank that opens the file), the span from a dataset's first
-access to the end of its last; datasets whose spans overlap are open together.
-Followed worker processes (DataLoader or pool workers) hold their own caches
-too, but write their run's rank (instrumentation/runinfo.py), so the trace does
-not tell one rank's workers apart: they are counted as one process, and
-datasets open at once in different workers share one budget (never above a
-process's budget; stricter than each worker's own: realsize's r06, whose two
-workers each open both of its datasets, gets each worker's share). Each
-dataset gets ``budget / n`` where ``n`` is the largest number of datasets open
+process (its ``rank`` and, within the rank, its ``proc``: every MPI rank and
+every followed worker process, DataLoader or pool workers, holds its own caches,
+so the budget is counted once per process that opens the file), the span from a
+dataset's first access to the end of its last; datasets whose spans overlap in
+one process are open together, datasets open at once in different processes
+are not (each process has its own budget). Traces without the ``proc`` column
+(before followed processes were told apart) count a rank's workers as one
+process. Each dataset gets ``budget / n`` where ``n`` is the largest number of datasets open
 together at any moment of its span (at least ``MIN_CACHE_SHARE``).
 """
 from __future__ import annotations
@@ -47,29 +45,30 @@ class CacheShare:
         return cls(c.get("bytes"), c.get("budget"))
 
 
-def open_spans(cols) -> dict[tuple[int, int], tuple[float, float]]:
-    """(rank, dataset) -> (first access start, last access end) of the trace's AccessColumns ``cols``."""
+def open_spans(cols) -> dict[tuple[tuple[int, int], int], tuple[float, float]]:
+    """((rank, process), dataset) -> (first access start, last access end) of the trace's AccessColumns ``cols``
+    (process: ``AccessColumns.proc``)."""
     if not cols.rows:
         return {}
     end = cols.t0 + np.where(cols.rep > 1, cols.t_step * (cols.rep - 1), 0.0) + cols.dt
-    key = cols.rank.astype(np.int64) * (1 << 32) + cols.ds.astype(np.int64)
-    order = np.argsort(key, kind="stable")
-    k, t0, t1 = key[order], cols.t0[order], end[order]
-    cuts = np.flatnonzero(np.diff(k)) + 1
-    lo = np.minimum.reduceat(t0, np.r_[0, cuts])
-    hi = np.maximum.reduceat(t1, np.r_[0, cuts])
-    keys = k[np.r_[0, cuts]]
-    return {(int(x >> 32), int(x & 0xFFFFFFFF)): (float(a), float(b)) for x, a, b in zip(keys, lo, hi)}
+    order = np.lexsort((cols.ds, cols.proc, cols.rank))
+    rank, proc, ds = cols.rank[order], cols.proc[order], cols.ds[order]
+    cuts = np.flatnonzero((np.diff(rank) != 0) | (np.diff(proc) != 0) | (np.diff(ds) != 0)) + 1
+    first = np.r_[0, cuts]
+    lo = np.minimum.reduceat(cols.t0[order], first)
+    hi = np.maximum.reduceat(end[order], first)
+    return {((r, p), d): (float(a), float(b))
+            for r, p, d, a, b in zip(rank[first].tolist(), proc[first].tolist(), ds[first].tolist(), lo, hi)}
 
 
-def concurrent_datasets(spans: dict[tuple[int, int], tuple[float, float]]) -> dict[int, int]:
+def concurrent_datasets(spans: dict[tuple[tuple[int, int], int], tuple[float, float]]) -> dict[int, int]:
     """Per dataset: the most datasets one process held open together during its span (itself included),
-    over the processes that accessed it."""
-    by_rank: dict[int, list[tuple[int, float, float]]] = {}
-    for (rank, ds), (a, b) in spans.items():
-        by_rank.setdefault(rank, []).append((ds, a, b))
+    over the processes that accessed it (``spans``: ``open_spans``'s)."""
+    by_process: dict[tuple[int, int], list[tuple[int, float, float]]] = {}
+    for (process, ds), (a, b) in spans.items():
+        by_process.setdefault(process, []).append((ds, a, b))
     out: dict[int, int] = {}
-    for items in by_rank.values():
+    for items in by_process.values():
         for ds, a, b in items:
             # the most spans overlapping at one instant inside [a, b]: test at each span start inside it
             starts = [max(a, a2) for _, a2, b2 in items if a2 <= b and b2 >= a]

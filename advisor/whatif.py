@@ -34,17 +34,17 @@ def _single_index(sel: Selection) -> bool:
 
 
 def batched(accesses: Sequence[AccessRecord], batch: int = BATCH) -> list[AccessRecord] | None:
-    """The reads as one sorted index list per ``batch`` consecutive single-index reads (per rank); None when
-    the program does not read single indices."""
+    """The reads as one sorted index list per ``batch`` consecutive single-index reads (per process: rank and
+    ``AccessRecord.process``); None when the program does not read single indices."""
     reads = [a for a in accesses if a.op == READ]
     single = [a for a in reads if _single_index(a.selection)]
     if len(reads) < 2 * batch or len(single) < SINGLE_INDEX_SHARE * len(reads):
         return None
     out = [a for a in accesses if not (a.op == READ and _single_index(a.selection))]
-    by_rank: dict[int, list[AccessRecord]] = {}
+    by_process: dict[tuple[int, int], list[AccessRecord]] = {}
     for a in sorted(single, key=lambda a: a.t_start):
-        by_rank.setdefault(a.rank, []).append(a)
-    for rank, mine in by_rank.items():
+        by_process.setdefault((a.rank, a.process), []).append(a)
+    for (rank, process), mine in by_process.items():
         for i in range(0, len(mine), batch):
             group = mine[i:i + batch]
             rows = sorted({a.selection.start[0] for a in group})  # h5py takes increasing indices only
@@ -57,14 +57,14 @@ def batched(accesses: Sequence[AccessRecord], batch: int = BATCH) -> list[Access
             n = sel.nelements
             itemsize = group[0].nbytes // max(group[0].nelements, 1)
             out.append(AccessRecord(group[0].dataset, READ, sel, n, n * itemsize, group[0].t_start,
-                                    sum(a.duration for a in group), rank))
+                                    sum(a.duration for a in group), rank, process=process))
     return sorted(out, key=lambda a: a.t_start)
 
 
 def whole_chunks(accesses: Sequence[AccessRecord], chunks: Sequence[int] | None, shape: Sequence[int],
                  itemsize: int, memory: int = CHUNK_MEMORY) -> list[AccessRecord] | None:
     """The reads as reads of the whole chunks they touch, each chunk read again only after it fell out of
-    ``memory`` (per rank); None for a contiguous layout or when chunks do not fit in memory."""
+    ``memory`` (per process: rank and ``AccessRecord.process``); None for a contiguous layout or when chunks do not fit in memory."""
     if chunks is None:
         return None
     chunk_bytes = math.prod(chunks) * itemsize
@@ -72,12 +72,12 @@ def whole_chunks(accesses: Sequence[AccessRecord], chunks: Sequence[int] | None,
     if slots < 1:
         return None
     out = []
-    held: dict[int, OrderedDict] = {}
+    held: dict[tuple[int, int], OrderedDict] = {}
     for a in sorted(accesses, key=lambda a: a.t_start):
         if a.op != READ:
             out.append(a)
             continue
-        lru = held.setdefault(a.rank, OrderedDict())
+        lru = held.setdefault((a.rank, a.process), OrderedDict())
         lo, hi = a.selection.bounds()
         grid = [range(l // c, -(-h // c)) for l, h, c in zip(lo, hi, chunks)]
         for idx in np.ndindex(*[len(g) for g in grid]):
@@ -92,7 +92,7 @@ def whole_chunks(accesses: Sequence[AccessRecord], chunks: Sequence[int] | None,
             box = tuple(min(c, s - st) for c, s, st in zip(chunks, shape, start))
             n = math.prod(box)
             out.append(AccessRecord(a.dataset, READ, Selection.box(start, box), n, n * itemsize, a.t_start,
-                                    0.0, a.rank))
+                                    0.0, a.rank, process=a.process))
     return out
 
 

@@ -84,6 +84,8 @@ def to_table(cols: AccessColumns) -> pa.Table:
         "ndim": _arrow(cols.ndim, np.int8),
         "coll": _arrow(cols.collective, np.int8),
     }
+    if cols.proc.any():  # only in a run's trace holding followed processes: every other batch as before
+        data["proc"] = _arrow(cols.proc, np.int32)
     for name in _DIMS:
         arr = getattr(cols, name)
         for d in range(cols.width):
@@ -204,7 +206,7 @@ _FIELDS = (("ds", np.int32, "ds", 0, None), ("write", bool, "op", 0, _nonzero), 
            ("t_step", float, "t_step_ns", 0, _seconds), ("n", np.int64, "n", 0, None),
            ("nbytes", np.int64, "bytes", 0, None), ("rep", np.int64, "rep", 1, None),
            ("kind", np.int8, "kind", 0, None), ("ndim", np.int8, "ndim", 0, None),
-           ("collective", bool, "coll", 0, _nonzero))
+           ("collective", bool, "coll", 0, _nonzero), ("proc", np.int32, "proc", 0, None))
 """(AccessColumns field, dtype, Parquet column, value when the column is absent, conversion of its values)."""
 _DIM_DEFAULTS = {"start": 0, "count": 1, "stride": 1, "block": 1, "step": 0}
 """Per-dimension fields (Parquet columns ``NAME_d``) and their value when absent."""

@@ -253,7 +253,7 @@ def _merge_parts(group: list[Path]) -> None:
         m = re.match(r"^(count|stride|block)_\d+$", name)
         if m and table.column(name).null_count:
             table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(1))
-        elif re.match(r"^(start|step)_\d+$", name) and table.column(name).null_count:
+        elif re.match(r"^(start|step)_\d+$|^proc$", name) and table.column(name).null_count:
             table = table.set_column(table.column_names.index(name), name, table.column(name).fill_null(0))
     table = table.replace_schema_metadata({FORMAT_KEY: FORMAT_VERSION})
     first = _PART.match(group[0].name).group(1)

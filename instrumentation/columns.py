@@ -66,10 +66,16 @@ class AccessColumns:
     irregular: dict = field(default_factory=dict)
     collective: np.ndarray | None = None
     """MPI-IO collective transfer per row (h5py ``with ds.collective:``); None: none is."""
+    proc: np.ndarray | None = None
+    """The process of the rank that made each row's accesses: its index in the rank's header's ``processes`` (0:
+    the process that wrote the trace; 1..: the followed processes merged into it, by pid). Each process holds its
+    own chunk caches (iomodel's replay, advisor.budget). None: all 0."""
 
     def __post_init__(self):
         if self.collective is None:
             object.__setattr__(self, "collective", np.zeros(len(self.ds), bool))
+        if self.proc is None:
+            object.__setattr__(self, "proc", np.zeros(len(self.ds), np.int32))
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -158,6 +164,7 @@ class AccessColumns:
             rep=np.ones(m, np.int64), kind=kind, ndim=ndim,
             start=start, count=count, stride=stride, block=block, step=np.zeros((m, width), np.int64),
             irregular=irregular, collective=np.fromiter((r.collective for r in records), bool, m),
+            proc=np.fromiter((r.process for r in records), np.int32, m),
         )
 
     @classmethod
@@ -330,17 +337,18 @@ class AccessColumns:
         e = self.expanded()
         sels = e.selections()
         ops = (READ, WRITE)
-        return [AccessRecord(int(d), ops[w], s, int(n), int(b), float(t), float(dt), int(r), collective=bool(c))
-                for d, w, s, n, b, t, dt, r, c in zip(e.ds.tolist(), e.write.tolist(), sels, e.n.tolist(),
-                                                       e.nbytes.tolist(), e.t0.tolist(), e.dt.tolist(),
-                                                       e.rank.tolist(), e.collective.tolist())]
+        return [AccessRecord(int(d), ops[w], s, int(n), int(b), float(t), float(dt), int(r), collective=bool(c),
+                             process=int(p))
+                for d, w, s, n, b, t, dt, r, c, p in zip(e.ds.tolist(), e.write.tolist(), sels, e.n.tolist(),
+                                                          e.nbytes.tolist(), e.t0.tolist(), e.dt.tolist(),
+                                                          e.rank.tolist(), e.collective.tolist(), e.proc.tolist())]
 
 
 _DIMS = ("start", "count", "stride", "block", "step")
 CORNER_ROWS = 1 << 15
 """Rows ``upper_corner`` takes at a time (its temporaries stay in the caches)."""
 ARRAYS = ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim",
-           "start", "count", "stride", "block", "step", "collective")
+           "start", "count", "stride", "block", "step", "collective", "proc")
 
 
 def as_columns(accesses) -> AccessColumns:
@@ -362,7 +370,7 @@ def compact_runs(cols: AccessColumns, min_rep: int = 3) -> AccessColumns:
     if m < min_rep or not (cols.rep == 1).all():
         return cols
     same = np.ones(m - 1, bool)
-    for name in ("ds", "write", "rank", "n", "nbytes", "ndim", "collective"):
+    for name in ("ds", "write", "rank", "proc", "n", "nbytes", "ndim", "collective"):
         a = getattr(cols, name)
         same &= a[1:] == a[:-1]
     same &= (cols.kind[1:] == SLAB) & (cols.kind[:-1] == SLAB)
@@ -411,12 +419,14 @@ def compact_runs(cols: AccessColumns, min_rep: int = 3) -> AccessColumns:
 
 def fold_runs(cols: AccessColumns) -> AccessColumns:
     """The columnar form of a trace's accesses: each rank's regular runs folded (``compact_runs``), ranks one
-    after another. A JSON Lines trace is held in this form too, so that nothing read from the accesses (the
-    in-trace calibration reads a run's mean duration) depends on the file the trace came from."""
+    after another, and within a rank its processes one after another (a merged run's trace holds them so). A JSON
+    Lines trace is held in this form too, so that nothing read from the accesses (the in-trace calibration reads a
+    run's mean duration) depends on the file the trace came from."""
     if not cols.rows:
         return cols
-    if (cols.rank[1:] < cols.rank[:-1]).any():
-        cols = cols.take(np.argsort(cols.rank, kind="stable"))
+    key = cols.rank if not cols.proc.any() else (cols.rank.astype(np.int64) << 32) + cols.proc
+    if (key[1:] < key[:-1]).any():
+        cols = cols.take(np.argsort(key, kind="stable"))
     return compact_runs(cols.expanded())
 
 

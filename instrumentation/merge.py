@@ -178,14 +178,15 @@ def replace_records(path: Path, records: bytes) -> None:
     os.replace(tmp, path / META)
 
 
-def adopt(path: Path, batches: list[Path], records: bytes, final_records: bytes | None = None) -> None:
+def adopt(path: Path, batches: list[Path], records: bytes, final_records: bytes | None = None,
+          procs: list[int] | None = None) -> None:
     """Move ``batches`` of traces that share the dataset ids and clock of the trace directory ``path`` into it
-    (``rawparts.adopt_batches``). Its records file becomes ``records`` first (it must name their datasets), then,
-    once every batch is in place, ``final_records`` where given."""
+    (``rawparts.adopt_batches``; ``procs``: each batch's process index). Its records file becomes ``records``
+    first (it must name their datasets), then, once every batch is in place, ``final_records`` where given."""
     from .rawparts import adopt_batches
 
     replace_records(path, records)
-    adopt_batches(path, batches)
+    adopt_batches(path, batches, procs)
     if final_records is not None:
         replace_records(path, final_records)
 

@@ -96,7 +96,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     missed: list[str] = []
     converted = _converted(parts_dir, missed)  # before any salvage: a killed process's converter ends first
     read = _read_columnar_part
-    parts, processes, salvaged = [], [], []
+    parts, owners, processes, salvaged = [], [], [], []  # owners: the pid of each part's process
     beside: dict[int, int] = {}  # pid -> its accesses converted beside it
     for out in converted:
         try:
@@ -105,6 +105,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
             missed.append(f"a process's libhdf5 calls converted beside it could not be read: {exc}")
             continue
         parts.append(part)
+        owners.append(h.pid)
         beside[h.pid] = beside.get(h.pid, 0) + n_access
         missed += [f"process {h.pid}: {m}" for m in h.missed]
     for part_path, state in states.items():
@@ -115,6 +116,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
             continue
         h = header
         parts.append(part)
+        owners.append(h.pid)
         if state == "lost":
             recovered = ""
             out = parts_dir / f".salvage-{h.pid}{part_path.suffix}"
@@ -127,6 +129,7 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
             if found is not None:
                 sh, n_more, more = found
                 parts.append(more)
+                owners.append(h.pid)
                 n_access += n_more
                 missed += [f"process {h.pid}: {m}" for m in sh.missed]
                 recovered = f" (but {n_more} libhdf5 access(es), converted from its interposer log)"
@@ -141,7 +144,9 @@ def merge_parts(path: Path, parts_dir: Path, since_ns: int) -> list[str]:
     if parts:
         processes.sort(key=lambda p: p.pid)
         own_more = sum(beside.values())  # this process's (a child's without a part: none)
-        _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE, own_more)
+        index = {p.pid: i for i, p in enumerate(processes, 1)}  # the header's ``processes``: this process first
+        procs = [index.get(pid, 0) for pid in owners]
+        _merge_columnar(path, parts, processes, missed, parts_dir / DATASETS_FILE, own_more, procs)
     for part_path in [*states, *salvaged, *converted, *parts_dir.glob(f"*{CONVERTED}.lock")]:
         _remove(part_path)
     # a killed process's log directory, converted above; a running one's, as its part
@@ -243,9 +248,11 @@ def _read_columnar_part(path: Path):
     return headers[0], n_access, (resizes, files)
 
 
-def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_more: int) -> None:
+def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_more: int, procs: list[int]) -> None:
     """Move the parts' batches into the trace directory (their dataset ids, clock and rank are already the run's;
     Parquet batches as they are, the raw ones of followed processes converted) and rewrite only its records file.
+    ``procs``: each part's process, its index in the header's ``processes`` (``AccessColumns.proc``): the
+    batches go in process by process.
 
     Crash safety: the records file is replaced whole (a temporary file renamed), first with every
     dataset and resize and the MERGING note, then, once every batch is in place, with the final
@@ -275,9 +282,9 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
                          "".join(dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode(),
                          (dumps({"t": "end", **end}) + "\n").encode()])
 
-    batches = [f for _, files in parts for f in files]
-    adopt(path, batches, records(replace(header, missed=header.missed + (MERGING,)), {}),  # no count: on their way
-          records(header, {"n_access": total}))
+    owned = sorted(((proc, f) for proc, (_, files) in zip(procs, parts) for f in files), key=lambda pf: pf[0])
+    adopt(path, [f for _, f in owned], records(replace(header, missed=header.missed + (MERGING,)), {}),  # no count yet
+          records(header, {"n_access": total}), [proc for proc, _ in owned])
 
 
 __all__ = ["process_alive", "MERGING", "PART_WAIT", "merge_parts", "part_calls", "wait_for_parts"]

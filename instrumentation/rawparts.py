@@ -3,12 +3,13 @@ run's trace directory as Parquet batches."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from .arrowcodec import COMPACT_ROWS, to_table, write_table
-from .columnar_reader import part_files
+from .arrowcodec import COMPACT_ROWS, from_table, to_table, write_table
+from .columnar_reader import parquet_file, part_files
 from .columns import ARRAYS, AccessColumns, compact_runs
 from .tracedir import PART as _PART, PARTS as _PARTS, RAW as _RAW
 from .tracemodel import TraceError
@@ -33,7 +34,8 @@ def read_raw(path: Path) -> AccessColumns:
     """The accesses of a ``write_raw`` batch."""
     try:
         rec = np.load(path)
-        return AccessColumns(**{name: np.ascontiguousarray(rec[name]) for name in ARRAYS})
+        # a field a writer of another version lacks (``proc``, ``collective``) takes its default
+        return AccessColumns(**{name: np.ascontiguousarray(rec[name]) for name in ARRAYS if name in rec.dtype.names})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TraceError(f"{path}: not a readable batch of accesses ({str(exc)[:120]})") from None
 
@@ -46,13 +48,14 @@ def batch_files(path: str | os.PathLike) -> list[Path]:
     return [f for _, f in sorted(raw + parquet)]
 
 
-def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
+def adopt_batches(path: str | os.PathLike, batches: list[Path], procs: list[int] | None = None) -> None:
     """Move batch files of other traces into the trace directory ``path``, after its own batches.
 
     For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
     each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``, one row per access) become
     Parquet files of up to COMPACT_ROWS rows, their runs folded batch by batch as the writer folds its own. Its
-    ``_meta.jsonl`` must already name their datasets."""
+    ``_meta.jsonl`` must already name their datasets. ``procs``: the process index of each batch's accesses
+    (``AccessColumns.proc``; None: all 0); a Parquet batch of a process other than 0 is rewritten with it."""
     path = Path(path)
     last = -1
     for f in path.iterdir():
@@ -61,6 +64,7 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
             last = max(last, int(m.groups()[-1]))
     n = last + 1
     raw: list[tuple[Path, AccessColumns]] = []
+    raw_proc = 0  # the process of the raw batches gathered (one file holds one process's)
 
     def convert() -> None:
         nonlocal n
@@ -72,14 +76,27 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path]) -> None:
                 f.unlink()
             raw.clear()
 
-    for batch in batches:
+    for batch, proc in zip(batches, procs if procs is not None else [0] * len(batches)):
         if _RAW.match(batch.name):
-            cols = read_raw(batch)
-            if raw and sum(c.rows for _, c in raw) + cols.rows > COMPACT_ROWS:
+            cols = owned(read_raw(batch), proc)
+            if raw and (sum(c.rows for _, c in raw) + cols.rows > COMPACT_ROWS or raw_proc != proc):
                 convert()
             raw.append((batch, cols))
+            raw_proc = proc
             continue
         convert()
-        os.replace(batch, path / f"part-{n:06d}.parquet")
+        if proc:
+            write_table(to_table(owned(from_table(parquet_file(batch).read_all(), str(batch)), proc)),
+                        path / f"part-{n:06d}.parquet")
+            batch.unlink()
+        else:
+            os.replace(batch, path / f"part-{n:06d}.parquet")
         n += 1
     convert()
+
+
+def owned(cols: AccessColumns, proc: int) -> AccessColumns:
+    """``cols`` made by process ``proc`` of its rank (``AccessColumns.proc``)."""
+    if not cols.rows or (proc == 0 and not cols.proc.any()):
+        return cols
+    return replace(cols, proc=np.full(cols.rows, proc, np.int32))

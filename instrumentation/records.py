@@ -408,6 +408,8 @@ class AccessRecord:
     rank: int = 0
     collective: bool = False
     """An MPI-IO collective transfer (h5py ``with dset.collective:``, the dxpl in force)."""
+    process: int = 0
+    """The process of its rank that made it (``AccessColumns.proc``: 0 the trace's own, 1.. its followed ones)."""
 
     def get_config(self) -> dict:
         return {
@@ -420,6 +422,7 @@ class AccessRecord:
             "dt": self.duration,
             **({"rank": self.rank} if self.rank else {}),
             **({"coll": True} if self.collective else {}),
+            **({"proc": self.process} if self.process else {}),
         }
 
     @classmethod
@@ -443,7 +446,16 @@ class AccessRecord:
             duration=float(typed(config["dt"], (int, float), "dt")),
             rank=typed(config.get("rank", rank), int, "rank"),
             collective=flag(config.get("coll", False), "coll"),
+            process=_process(config.get("proc", 0)),
         )
+
+
+def _process(value) -> int:
+    """An access record's ``proc`` field: a process index, >= 0."""
+    process = typed(value, int, "proc")
+    if process < 0:
+        raise RecordError(f"field 'proc' must be >= 0, got {process}")
+    return process
 
 
 @dataclass(frozen=True)

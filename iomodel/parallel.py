@@ -8,6 +8,12 @@ through MPI-IO without their chunk caches, one request per run contiguous in bot
 chunk and buffer (counted by ``count_variables(..., parallel=True)``, see
 ``mpio_uncached``); read-only ranks keep their chunk caches. The job takes as
 long as its slowest rank.
+
+p counts MPI ranks only (``AccessColumns.rank``). The processes one rank followed (DataLoader or pool workers:
+``AccessColumns.proc``) each replay through their own chunk cache, but their variables add up to their rank's,
+with no contention term of their own: they share one host's device and page cache, and the time their
+concurrent calls took together (``intrace.traced_seconds``: the union of the rank's calls) is what the in-trace
+calibration scales the rank's prediction onto.
 """
 from __future__ import annotations
 

@@ -133,9 +133,16 @@ def _spec(layout: Layout, parallel: bool, n_inner: int, index_bytes: int, preall
     return spec
 
 
+def new_chunk_cache(layout: Layout) -> tuple:
+    """An empty HDF5 chunk cache of ``layout`` as the kernel takes it (entries, list heads and counts, evicted)."""
+    nslots = max(1, layout.rdcc_nslots)
+    return (np.full((6, nslots), -1, np.int64), np.array([-1, -1, 0, 0, 0], np.int64),
+            np.empty(nslots + 2, np.int64))
+
+
 class Replay:
     """One rank's accesses of ``dataset`` replayed against ``layout``, fed window by window (``feed``): the
-    library's chunk cache, the page cache, the device positions and the allocation order carry over, so the
+    library's chunk cache (one per process of the rank: ``AccessColumns.proc``), the page cache, the device positions and the allocation order carry over, so the
     counts (``result``) equal one replay of the whole sequence. ``options`` (or its fields as keyword
     arguments): ``ReplayOptions``; ``page_cache``: the process's page cache, shared with its other arrays
     (``count_variables``)."""
@@ -180,9 +187,11 @@ class Replay:
         self._fspec = np.zeros(F_CURVE + sum(len(c) for c in curve), np.float64)
         self._fspec[F_W0], self._fspec[F_ZARR_OVERLAP] = layout.rdcc_w0, opts.zarr_overlap
         self._fspec[F_CURVE:] = np.concatenate(curve) if curve else ()
-        nslots = max(1, layout.rdcc_nslots)
-        self._chunk_cache = (np.full((6, nslots), -1, np.int64), np.array([-1, -1, 0, 0, 0], np.int64),
-                             np.empty(nslots + 2, np.int64))
+        self._chunk_cache = new_chunk_cache(layout)
+        self._caches = {0: self._chunk_cache}
+        """Process index (``AccessColumns.proc``) -> that process's chunk cache: each process of a rank (its
+        followed DataLoader or pool workers) holds its own; the page cache and the file are the rank's."""
+        self._proc = 0
         node_bytes = index_block_bytes(layout)
         mdc = new_page_cache(HDF5_METADATA_CACHE, min(layout.nchunks // layout.index_block_chunks,
                                                       HDF5_METADATA_CACHE // node_bytes) + 2)
@@ -213,7 +222,7 @@ class Replay:
         """Replay the next accesses (``visits``: their ``trace_visits`` against this layout, if already walked)."""
         if self._closed:
             raise RuntimeError("replay already closed by result()")
-        if not cols.rows:
+        if not cols.rows or self._fed_by_process(cols):
             return
         lay = self.layout
         vis = trace_visits(cols, lay) if visits is None else visits
@@ -229,11 +238,30 @@ class Replay:
                  self._maps)
         self._state[0][S_OSPILL] += output_spill(vis, lay.itemsize, lay.chunk_nbytes, self._llc)
 
+    def _fed_by_process(self, cols: AccessColumns) -> bool:
+        """Take the chunk cache of the process of ``cols`` (``_caches``). When ``cols`` holds several processes'
+        accesses (in time order, or a window across the end of one's), feed them process after process, each in
+        its own order, and say so (True): their turns interleave at the granularity of a window
+        (WINDOW_ACCESSES), as a merged run's trace holds them process after process anyway."""
+        proc = cols.proc
+        first = int(proc[0])
+        if proc.min() == proc.max():
+            if first != self._proc:
+                if first not in self._caches:
+                    self._caches[first] = new_chunk_cache(self.layout)
+                self._chunk_cache, self._proc = self._caches[first], first
+            return False
+        cols = cols.take(np.argsort(proc, kind="stable"))
+        cuts = (np.flatnonzero(np.diff(cols.proc)) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, cols.rows]):
+            self.feed(cols.rows_between(lo, hi))
+        return True
+
     def snapshot(self) -> Variables:
         """The variables if the run ended after the accesses fed so far (the close included), without ending
         the replay: ``feed`` may go on."""
-        ent = self._chunk_cache[0]
-        if self._closed or not (ent[5] == 1).any():  # no dirty chunk: the close adds nothing
+        caches = list(self._caches.values())
+        if self._closed or not any((cache[0][5] == 1).any() for cache in caches):  # no dirty chunk: nothing to add
             return Variables.from_array(self._state[0])
         self._shared.enter(self._key0)
         (nodes, free, st, index), (out, pos, ra) = self._shared.state, self._state
@@ -241,14 +269,17 @@ class Replay:
         copies = new_maps(copy_int64_dict(maps[M_ALLOC]), copy_int64_dict(maps[M_WTOUCHED]), copy_int64_dict(index),
                           maps[M_INDEX_BLOCKS])
         out = out.copy()
-        close(self._spec, (out, pos.copy(), ra), self._chunk_cache, (nodes.copy(), free.copy(), st.copy()), copies)
+        state, pages = (out, pos.copy(), ra), (nodes.copy(), free.copy(), st.copy())
+        for cache in caches:  # every process closes its file
+            close(self._spec, state, cache, pages, copies)
         return Variables.from_array(out)
 
     def result(self) -> Variables:
         """The counted variables, after the close (dirty chunks written back); no more ``feed`` after it."""
         if not self._closed:
             self._shared.enter(self._key0)
-            close(self._spec, self._state, self._chunk_cache, self._shared.state[:3], self._maps)
+            for cache in self._caches.values():  # every process closes its file
+                close(self._spec, self._state, cache, self._shared.state[:3], self._maps)
             self._closed = True
         return Variables.from_array(self._state[0])
 

@@ -129,3 +129,55 @@ def test_only_a_layout_holding_the_array_in_one_chunk_or_its_cache_relies_on_its
     assert not relies_on_fit(Candidate("hdf5", None), shape, 4)  # contiguous: reads what is selected
     assert relies_on_fit(Candidate("zarr", (1000, 600)), shape, 4) and not relies_on_fit(
         Candidate("zarr", (1000, 100)), shape, 4)
+
+
+def _worker_reads(path, name, barrier):
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        x = f[name]
+        for i in range(0, 200, 3):
+            x[i]
+        barrier.wait(30)  # both workers' datasets open at once
+        for i in range(1, 200, 3):
+            x[i]
+
+
+def test_followed_workers_each_hold_their_own_caches_and_budget(tmp_path):
+    """A traced program whose main process reads x, then two forked workers read x and y at the same time:
+    x's chunks are loaded again by its worker (its own chunk cache), and x and y, open together but in
+    different processes, each get a whole process's budget."""
+    import multiprocessing as mp
+
+    import h5py
+
+    import advisor
+    from iomodel.layout import Layout
+    from iomodel.predict import Workload, pick_dataset
+
+    data = tmp_path / "d.h5"
+    with h5py.File(data, "w") as f:
+        for name in ("x", "y"):
+            f.create_dataset(name, data=np.arange(800.0).reshape(200, 4), chunks=(50, 4), compression="gzip")
+    ctx = mp.get_context("fork")
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        with h5py.File(data, "r") as f:
+            for i in range(200):
+                f["x"][i]
+        barrier = ctx.Barrier(2)
+        workers = [ctx.Process(target=_worker_reads, args=(data, name, barrier)) for name in ("x", "y")]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    assert [w.exitcode for w in workers] == [0, 0]
+    trace = t.load()
+    assert len(trace.header.processes) == 3 and trace.nprocs == 1  # one rank, three processes
+    x = pick_dataset(trace, "x")
+    cols = trace.columns_of(x.id)
+    y = pick_dataset(trace, "y")
+    x_procs, y_procs = set(cols.proc.tolist()), set(trace.columns_of(y.id).proc.tolist())
+    assert len(x_procs) == 2 and 0 in x_procs and len(y_procs) == 1 and not y_procs & x_procs
+    v = Workload.of_trace(trace, x).variables(Layout.from_dataset(x), 1 << 30)[0]
+    assert v.s_decode == 2 * 4 * (50 * 4 * 8)  # 4 chunks, decoded by the main process and again by its worker
+    assert cache_shares(trace.columns, 64 * MiB) == {x.id: 64 * MiB, y.id: 64 * MiB}

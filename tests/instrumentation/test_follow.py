@@ -77,6 +77,8 @@ def assert_process_tree(trace, min_workers):
     readers = [p for p in procs[1:] if p.accesses]
     assert len(readers) >= min_workers
     assert sum(p.accesses for p in procs) == len(trace.accesses)
+    # each access names its process (its index in ``processes``), whatever the trace's format
+    assert Counter(a.process for a in trace.accesses) == {i: p.accesses for i, p in enumerate(procs) if p.accesses}
     assert not trace.missed
     assert "child processes" in trace.header.capture
 
@@ -136,9 +138,9 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
         copies["parts"] = [shutil.copytree(p, tmp_path / "parts" / p.name) for p in partsdir.part_paths(parts_dir)]
         return real_merge(path, parts_dir, since_ns)
 
-    def adopt_batches(path, batches):
+    def adopt_batches(path, batches, procs=None):
         moved.extend((b, b.stat().st_ino) for b in batches)
-        real_adopt(path, batches)
+        real_adopt(path, batches, procs)
 
     monkeypatch.setattr(parts, "merge_parts", merge_parts)
     monkeypatch.setattr(rawparts, "adopt_batches", adopt_batches)
@@ -149,7 +151,8 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     assert len(raw) == 3  # the forked children wrote no Parquet
     inodes = {f.stat().st_ino for f in columnar.part_files(t.path)}
     assert {ino for b, ino in moved if b.suffix != ".npy"} <= inodes  # the same files, renamed
-    assert len(inodes) == len(moved) - len(raw) + 2  # the trace's own batch, the raw ones in one
+    # the trace's own batch, the raw ones in one per process (a batch holds one process's accesses)
+    assert len(inodes) == len(moved) - len(raw) + 1 + 3
 
     def part(path):  # a part with its raw batches as Parquet (their runs folded, as the writer folds), as a reader takes it
         for n, f in enumerate(columnar.batch_files(path)):
@@ -172,6 +175,13 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     assert rows(trace) == rows(reference)
     assert sorted(a.selection.start[0] for a in trace.accesses if a.selection.count == (1, 1)
                   and a.selection.block == (1, 4)) == [0, 1, 2, 3, 4, 5, 6]
+    # the rows each process read, told apart by the access's process (0: the run's own)
+    by_process = {}
+    for a in trace.accesses:
+        if a.selection.block == (1, 4):
+            by_process.setdefault(a.process, set()).add(a.selection.start[0])
+    assert by_process[0] == {0} and sorted(map(sorted, by_process.values())) == [[0], [1, 2], [3], [4, 5, 6]]
+    assert trace.columns.proc.max() == 3
     assert len(trace.datasets) == 1  # one id for the dataset every process read
 
 
@@ -185,8 +195,8 @@ def test_sigkill_mid_merge_leaves_a_readable_trace_that_says_so(tmp_path, data):
     code = ("import os, signal, sys, h5py, advisor\n"
             "from instrumentation import rawparts\n"
             "real = rawparts.adopt_batches\n"
-            "def adopt(path, batches):\n"
-            "    real(path, batches[:1])\n"
+            "def adopt(path, batches, procs=None):\n"
+            "    real(path, batches[:1], procs[:1])\n"
             "    os.kill(os.getpid(), signal.SIGKILL)\n"
             "rawparts.adopt_batches = adopt\n"
             f"f = h5py.File({str(data)!r}, 'r')\n"
