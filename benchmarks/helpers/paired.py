@@ -45,6 +45,15 @@ def paired(run, slowdown, *, min_pairs: int, max_pairs: int, target: float, max_
             break
     return plain, traced
 
+def median_seconds(fn, repeat: int) -> float:
+    """Median wall seconds of ``repeat`` calls of ``fn()`` in a row (a warm loop: the investigations' per-call figures)."""
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
 
 def summary(plain, traced, value, label: str) -> dict:
     """Median slowdown of ``value(sample)`` (percent), its bootstrap 95% interval, and min-min, as

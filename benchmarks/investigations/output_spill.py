@@ -19,25 +19,17 @@ import argparse
 import os
 import shutil
 import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.helpers.paired import median_seconds
 
 ROWS, COLUMNS = 1_000_000, 16
 CHUNK_ROWS = (62_500, 250_000, 1_000_000)
 STRIPS = (1, 2, 4, 8)
 CACHE = 256 << 20
 """h5py's chunk cache: holds every chunk of a strip (HDF5 reads whole chunks and copies from the cache)."""
-
-
-def _median_seconds(fn, repeat: int) -> float:
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
 
 
 def _model(library: str, rows: int, k: int) -> tuple[float, float, float]:
@@ -107,7 +99,7 @@ def main(argv=None) -> int:
             for rows in CHUNK_ROWS:
                 read, handle = _reader(lib, root, rows, data)
                 for k in STRIPS:
-                    t = _median_seconds(lambda: read(k), args.repeat) / len(range(0, COLUMNS, k))
+                    t = median_seconds(lambda: read(k), args.repeat) / len(range(0, COLUMNS, k))
                     m, m0, spill = _model(lib, rows, k)
                     got[rows, k] = (t, m0, spill)
                     print(f"| {lib} | {rows}x1 | {k} | {t * 1e3:.2f} | {m * 1e3:.2f} ({t / m:.2f}) | "

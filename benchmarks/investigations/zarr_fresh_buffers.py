@@ -21,24 +21,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.helpers.paired import median_seconds
+
 SIZES = (64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
 """Bytes of one chunk (float32 rows of one column)."""
 COLUMNS = 8
-
-
-def _median_seconds(fn, repeat: int) -> float:
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return statistics.median(runs)
 
 
 def _predicted(rows: int, repeat_cols: int, strip: int = 1) -> float:
@@ -97,7 +88,7 @@ def main(argv=None) -> int:
                 for c in range(0, COLUMNS, k):
                     z[:, c:c + k]
 
-            per = [_median_seconds(fn, args.repeat) / COLUMNS for fn in (pread, read_bytes, through_zarr)]
+            per = [median_seconds(fn, args.repeat) / COLUMNS for fn in (pread, read_bytes, through_zarr)]
             model = _predicted(rows, COLUMNS, k) / COLUMNS
             print(f"| {size >> 10} KiB | " + " | ".join(f"{s * 1e3:.3f} ms ({size / s / 1e9:.2f} GB/s)"
                                                       for s in per + [model]) + " |")
