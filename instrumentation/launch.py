@@ -193,7 +193,7 @@ class NativeRun:
             elif f.name.endswith(".meta"):
                 if any(line and not line.startswith(_NOTHING) for line in f.read_bytes().split(b"\n")):
                     return True
-        return any(p.name != RUN_FILE for p in self._parts.iterdir())
+        return self._children()
 
     def _children(self) -> bool:
         """Did a followed process start a part (or log directory) in the run's parts directory?"""
