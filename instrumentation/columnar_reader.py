@@ -33,8 +33,9 @@ def part_files(path: str | os.PathLike) -> list[Path]:
     return [f for _, f in sorted(out)]
 
 
-def read_meta(path: str | os.PathLike, allow_truncated: bool):
-    """(headers, datasets, resizes, complete, n_access at end) of a trace directory."""
+def read_meta(path: str | os.PathLike, allow_truncated: bool, opens: list | None = None):
+    """(headers, datasets, resizes, complete, n_access at end) of a trace directory (``opens`` collects its open
+    records)."""
     meta = Path(path) / META
     try:
         raw = meta.read_bytes()
@@ -42,7 +43,7 @@ def read_meta(path: str | os.PathLike, allow_truncated: bool):
         raise TraceError(f"{path}: a directory without {META}, not an ioadvisor columnar trace") from None
     except OSError as exc:
         raise TraceError(f"{meta}: cannot read trace ({exc.strerror})") from None
-    return read_records(str(meta), raw, allow_truncated, None)
+    return read_records(str(meta), raw, allow_truncated, None, opens)
 
 
 THREADED_ROWS = 1 << 15
@@ -171,7 +172,8 @@ def read_parts(path: str | os.PathLike, datasets, *, times=TIMES):
 
 def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, times=TIMES, step=None) -> Trace:
     """The trace in directory ``path`` (``load_trace``); ``step(rows read, rows)`` after each row group."""
-    headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated)
+    opens: list = []
+    headers, datasets, resizes, complete, n_end = read_meta(path, allow_truncated, opens)
     groups = _groups([_open_part(p) for p in part_files(path)], times)  # listed once: a live trace may gain parts
     cols = allocate_columns(sum(g.info.num_rows for g in groups), max([dim_width(g.names) for g in groups], default=0),
                      [g.columns for g in groups])
@@ -185,7 +187,7 @@ def load_columnar(path: str | os.PathLike, *, allow_truncated: bool = False, tim
     if complete and n_end is not None and cols.n_access != n_end:
         raise TraceError(f"{Path(path) / META}: end record counts {n_end} accesses, the batches hold "
                          f"{cols.n_access}")
-    return Trace(headers, datasets, cols, resizes, complete, str(path))
+    return Trace(headers, datasets, cols, resizes, complete, str(path), opens=opens)
 
 
 def count_accesses(path: str | os.PathLike) -> tuple[dict, int, int, int]:

@@ -78,6 +78,10 @@ class ColumnarTraceWriter:
         if rows:
             self._meta_text(resize_lines(rows), at_once=False)
 
+    def opened(self, rec) -> None:
+        """An open or close of a file or dataset (``opens.OpenRecord``), written with the next batch."""
+        self._meta_text(dumps({"t": "o", **rec.get_config()}) + "\n", at_once=False)
+
     def access(self, rec: AccessRecord) -> None:
         s = rec.selection
         with self._lock:

@@ -70,12 +70,18 @@ class AccessColumns:
     """The process of the rank that made each row's accesses: its index in the rank's header's ``processes`` (0:
     the process that wrote the trace; 1..: the followed processes merged into it, by pid). Each process holds its
     own chunk caches (iomodel's replay, advisor.budget). None: all 0."""
+    epoch: np.ndarray | None = None
+    """The open span of its dataset, in its process, each row's accesses were made under: the closes of the dataset
+    or its file by that process before them (``instrumentation.opens.mark_epochs``, from the trace's ``o`` records;
+    not stored in batches). The model empties the process's chunk cache where it changes. None: all 0."""
 
     def __post_init__(self):
         if self.collective is None:
             object.__setattr__(self, "collective", np.zeros(len(self.ds), bool))
         if self.proc is None:
             object.__setattr__(self, "proc", np.zeros(len(self.ds), np.int32))
+        if self.epoch is None:
+            object.__setattr__(self, "epoch", np.zeros(len(self.ds), np.int32))
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -180,7 +186,7 @@ class AccessColumns:
         for p in parts:
             irregular.update({base + i: s for i, s in p.irregular.items()})
             base += p.rows
-        cat = {name: np.concatenate([getattr(p, name) for p in parts]) for name in ARRAYS}
+        cat = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _ALL}
         return cls(**cat, irregular=irregular)
 
     def widen(self, width: int) -> "AccessColumns":
@@ -193,8 +199,27 @@ class AccessColumns:
             out[name] = np.concatenate([getattr(self, name), np.full((m, pad), fill, np.int64)], axis=1)
         return self._with(**out)
 
+    def with_epochs(self, epoch: np.ndarray) -> "AccessColumns":
+        """The same rows with ``epoch`` set (one value per row)."""
+        return self._with(epoch=np.asarray(epoch, np.int32))
+
+    def unrolled(self, rows: np.ndarray) -> "AccessColumns":
+        """The same accesses with the runs of the rows ``rows`` (a boolean mask) one row per access."""
+        if not rows.any():
+            return self
+        reps = np.where(rows, self.rep, 1)
+        idx = np.repeat(np.arange(self.rows), reps)
+        k = np.arange(len(idx)) - np.repeat(np.cumsum(reps) - reps, reps)
+        out = self.take(idx)
+        m = rows[idx]
+        k = np.where(m, k, 0)
+        return out._with(
+            start=out.start + k[:, None] * out.step, t0=out.t0 + k * out.t_step,
+            dt=np.where(m, out.dt / out.rep, out.dt), t_step=np.where(m, 0.0, out.t_step),
+            rep=np.where(m, 1, out.rep), step=np.where(m[:, None], 0, out.step))
+
     def _with(self, **changes) -> "AccessColumns":
-        kw = {name: getattr(self, name) for name in ARRAYS}
+        kw = {name: getattr(self, name) for name in _ALL}
         kw["irregular"] = self.irregular
         kw.update(changes)
         return AccessColumns(**kw)
@@ -207,14 +232,14 @@ class AccessColumns:
         if self.irregular:
             inv = {int(r): i for i, r in enumerate(rows.tolist()) if int(r) in self.irregular}
             irregular = {i: self.irregular[r] for r, i in inv.items()}
-        kw = {name: getattr(self, name)[rows] for name in ARRAYS}
+        kw = {name: getattr(self, name)[rows] for name in _ALL}
         return AccessColumns(**kw, irregular=irregular)
 
     def rows_between(self, a: int, b: int) -> "AccessColumns":
         """Rows a..b-1 as views (no copy)."""
         if a == 0 and b >= self.rows:
             return self
-        return self._with(**{name: getattr(self, name)[a:b] for name in ARRAYS},
+        return self._with(**{name: getattr(self, name)[a:b] for name in _ALL},
                           irregular={i - a: s for i, s in self.irregular.items() if a <= i < b})
 
     def of_dataset(self, ds: int) -> "AccessColumns":
@@ -349,6 +374,8 @@ CORNER_ROWS = 1 << 15
 """Rows ``upper_corner`` takes at a time (its temporaries stay in the caches)."""
 ARRAYS = ("ds", "write", "rank", "t0", "dt", "t_step", "n", "nbytes", "rep", "kind", "ndim",
            "start", "count", "stride", "block", "step", "collective", "proc")
+_ALL = (*ARRAYS, "epoch")
+"""``ARRAYS`` and the columns derived at load (not stored: ``epoch``)."""
 
 
 def as_columns(accesses) -> AccessColumns:
@@ -370,7 +397,7 @@ def compact_runs(cols: AccessColumns, min_rep: int = 3) -> AccessColumns:
     if m < min_rep or not (cols.rep == 1).all():
         return cols
     same = np.ones(m - 1, bool)
-    for name in ("ds", "write", "rank", "proc", "n", "nbytes", "ndim", "collective"):
+    for name in ("ds", "write", "rank", "proc", "epoch", "n", "nbytes", "ndim", "collective"):
         a = getattr(cols, name)
         same &= a[1:] == a[:-1]
     same &= (cols.kind[1:] == SLAB) & (cols.kind[:-1] == SLAB)

@@ -72,7 +72,7 @@ def _into_trace(out: Path, trace: Path) -> None:
             known.add(json.loads(line)["id"])
     more = [line for line in (out / META).read_bytes().splitlines()
             if (line.startswith(b'{"t":"d"') and (json.loads(line)["id"] not in known or b'"chunk_offsets":[' in line))
-            or line.startswith(b'{"t":"r"')]  # an id completed at the close (instrumentation/chunklisting.py) too
+            or line.startswith((b'{"t":"r"', b'{"t":"o"'))]  # an id completed at the close (instrumentation/chunklisting.py) too
     adopt(trace, batch_files(out), have + b"".join(line + b"\n" for line in more))
 
 

@@ -27,6 +27,7 @@ from h5py._hl import dataset as _dataset
 from h5py._hl import group as _group
 from h5py._hl import selections as _selections
 
+from . import hooks_h5py_opens
 from .chunklisting import list_offsets, remember_open
 from .jsonvalue import plain
 from .locations import hdf5_location
@@ -66,6 +67,7 @@ def reset() -> None:
     _by_obj.clear()
     _by_dsid.clear()
     _changed()
+    hooks_h5py_opens.reset()
 
 
 def _filters(dcpl) -> tuple[Filter, ...]:
@@ -422,4 +424,5 @@ def patches() -> list[tuple[object, str, object]]:
         (Dataset, "resize", _traced_resize(Dataset.resize)),
         (Group, "create_dataset", _traced_create(Group.create_dataset)),
         (Group, "__setitem__", _traced_group_setitem(Group.__setitem__)),
-    ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh, _refreshed))] if hasattr(Dataset, "refresh") else [])
+    ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh, _refreshed))] if hasattr(Dataset, "refresh") else []) \
+        + hooks_h5py_opens.patches()  # opens and closes: File.__init__/close, Dataset.__init__

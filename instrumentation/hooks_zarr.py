@@ -24,10 +24,12 @@ from dataclasses import replace
 from time import perf_counter
 
 import zarr
+from zarr.api import asynchronous as _async_api
 from zarr.core import array as _array
 
 from .jsonvalue import plain
 from .locations import store_location
+from .opens import OPEN, OpenRecord
 from .records import READ, WRITE, DatasetRecord, Filter, dtype_string, type_class
 from .selection import field_itemsize, from_zarr_indexer, zarr_hyperslab
 from .tracer import HUB, DatasetInfo
@@ -201,6 +203,24 @@ def _traced_save_metadata(original):
     return functools.update_wrapper(_save_metadata, original)
 
 
+def _traced_open(original, whole: bool):
+    """``zarr.api.asynchronous.open_array`` / ``open_group`` (``zarr.open*`` and xarray's zarr engine end there):
+    an open of the array (``whole``: of a group, the store as a whole at its root) recorded; zarr has no close."""
+
+    async def wrapper(*args, **kwargs):
+        result = await original(*args, **kwargs)
+        if HUB.active:
+            try:
+                sp = result.store_path
+                path = None if whole and not sp.path else sp.path
+                HUB.opened(OpenRecord(store_location(sp.store), path, OPEN, 0.0, via="zarr"), perf_counter())
+            except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+                HUB.error(exc)
+        return result
+
+    return functools.update_wrapper(wrapper, original)
+
+
 def patches() -> list[tuple[object, str, object]]:
     """(owner, attribute, replacement) for the tracer to install."""
     return [
@@ -208,4 +228,6 @@ def patches() -> list[tuple[object, str, object]]:
         (_array, "_set_selection", _traced_selection(WRITE, _array._set_selection)),
         (_array, "_resize", _traced_resize(_array._resize)),
         (_array.AsyncArray, "_save_metadata", _traced_save_metadata(_array.AsyncArray._save_metadata)),
+        (_async_api, "open_array", _traced_open(_async_api.open_array, whole=False)),
+        (_async_api, "open_group", _traced_open(_async_api.open_group, whole=True)),
     ]

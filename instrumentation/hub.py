@@ -104,6 +104,11 @@ class _Hub:
             if tr.spans is not None:
                 tr.spans.append((info.key, t0, t1))
 
+    def opened(self, rec, t: float) -> None:
+        """A file or dataset opened or closed at ``t`` (``opens.OpenRecord``; rare: outside the hooks' recorder)."""
+        for tr in self.active:
+            tr.opened(rec, t)
+
     def created(self, info: DatasetInfo) -> None:
         for tr in self.active:
             tr.register(info, created=True)

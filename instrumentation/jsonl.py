@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import replace
 
+from .opens import OpenRecord
 from .records import AccessRecord, DatasetRecord, RecordError, ResizeRecord, TraceHeader
 
 from .tracemodel import Trace, TraceError, dumps
@@ -46,6 +47,8 @@ def _parse_line(text: str, where: str, rank: int):
             return kind, DatasetRecord.from_config(obj)
         if kind == "r":
             return kind, ResizeRecord.from_config(obj, rank)
+        if kind == "o":
+            return kind, OpenRecord.from_config(obj, rank)
         if kind == "h":
             return kind, TraceHeader.from_config(obj)
         if kind in ("end", "pending"):  # pending: a native run's raw logs wait (instrumentation/pendingbatch.py)
@@ -70,9 +73,10 @@ def _not_a_trace(path: str, raw: bytes, exc: Exception) -> str:
     return f"{path}:1: {what}"
 
 
-def read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | None):
+def read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | None, opens: list | None = None):
     """Header(s), datasets, resizes and completeness of JSON Lines records (``accesses`` collects access records;
-    None: access lines are an error, as in a columnar trace's ``_meta.jsonl``)."""
+    None: access lines are an error, as in a columnar trace's ``_meta.jsonl``; ``opens`` collects open records,
+    None: they are skipped)."""
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")
     if ends_clean:
@@ -120,6 +124,9 @@ def read_records(path: str, raw: bytes, allow_truncated: bool, accesses: list | 
             if rec.dataset not in datasets:
                 raise TraceError(f"{where}: resize refers to unknown dataset id {rec.dataset}")
             resizes.append(rec)
+        elif kind == "o":
+            if opens is not None:
+                opens.append(rec)
         elif kind == "pending":
             continue  # converted before any read (load_trace): here only when its batch was never sealed
         elif kind == "end":
@@ -153,8 +160,9 @@ def load_jsonl(path: str, allow_truncated: bool = False) -> Trace:
     except OSError as exc:
         raise TraceError(f"{path}: cannot read trace ({exc.strerror})") from None
     accesses: list[AccessRecord] = []
-    headers, datasets, resizes, complete, _ = read_records(path, raw, allow_truncated, accesses)
-    return Trace(headers, datasets, accesses, resizes, complete, path)
+    opens: list[OpenRecord] = []
+    headers, datasets, resizes, complete, _ = read_records(path, raw, allow_truncated, accesses, opens)
+    return Trace(headers, datasets, accesses, resizes, complete, path, opens=opens)
 
 
 def write_jsonl(trace: Trace, path: str | os.PathLike) -> None:
@@ -169,6 +177,8 @@ def write_jsonl(trace: Trace, path: str | os.PathLike) -> None:
             fh.write(dumps({"t": "a", **a.get_config()}) + "\n")
         for r in trace.resizes:
             fh.write(dumps({"t": "r", **r.get_config()}) + "\n")
+        for o in trace.opens:
+            fh.write(dumps({"t": "o", **o.get_config()}) + "\n")
         fh.write(dumps({"t": "end", "n_access": trace.n_access}) + "\n")
 
 

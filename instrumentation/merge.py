@@ -74,8 +74,9 @@ def open_source(path: str | os.PathLike, allow_truncated: bool):
     from .tracemodel import Trace
 
     if os.path.isdir(path):
-        headers, datasets, resizes, complete, _ = read_meta(path, allow_truncated)
-        return Trace(headers, datasets, None, resizes, complete, str(path))
+        opens: list = []
+        headers, datasets, resizes, complete, _ = read_meta(path, allow_truncated, opens)
+        return Trace(headers, datasets, None, resizes, complete, str(path), opens=opens)
     return load_jsonl(str(path), allow_truncated)
 
 
@@ -125,7 +126,7 @@ def _stream_columnar(sources: list, output, missed: tuple[str, ...]) -> tuple[in
     """One columnar trace of ``sources``, batch by batch: no two ranks' accesses in memory together."""
     from .columnar_reader import read_parts
     from .columns import fold_runs
-    from .tracemodel import clock_shift, remap_columns, unify
+    from .tracemodel import clock_shift, remap_columns, shift_opens, unify
 
     traces = [t for _, t in sources]
     by_key, remaps = unify(traces)
@@ -140,6 +141,8 @@ def _stream_columnar(sources: list, output, missed: tuple[str, ...]) -> tuple[in
     for t, remap in zip(traces, remaps):
         for r in t.resizes:
             out.record("r", replace(r, dataset=remap[r.dataset]).get_config())
+        for o in shift_opens(t.opens, t.headers, origin, t.header.rank if len(t.headers) == 1 else None):
+            out.record("o", o.get_config())
     for (p, t), remap in zip(sources, remaps):
         own = t.header.rank if len(t.headers) == 1 else None  # one process's own file: its accesses are its rank's
         batches = read_parts(p, t.datasets) if os.path.isdir(p) else [t.columns]

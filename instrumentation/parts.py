@@ -241,11 +241,12 @@ def _read_columnar_part(path: Path):
     accesses of a part not closed)."""
     from .columnar import batch_files, count_accesses, read_meta, read_raw
 
-    headers, _, resizes, complete, n_end = read_meta(path, allow_truncated=True)
+    opens: list = []
+    headers, _, resizes, complete, n_end = read_meta(path, allow_truncated=True, opens=opens)
     files = batch_files(path)
     n_access = n_end if complete and n_end is not None else \
         count_accesses(path)[2] + sum(read_raw(f).n_access for f in files if RAW.match(f.name))
-    return headers[0], n_access, (resizes, files)
+    return headers[0], n_access, (resizes, files, opens)
 
 
 def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_more: int, procs: list[int]) -> None:
@@ -263,7 +264,8 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
     from .records import ProcessInfo
     from .tracemodel import dumps
 
-    headers, _, resizes, _, n_end = read_meta(path, allow_truncated=False)
+    opens: list = []
+    headers, _, resizes, _, n_end = read_meta(path, allow_truncated=False, opens=opens)
     own = headers[0]
     n_own = (n_end if n_end is not None else count_accesses(path)[2]) + own_more
     me = ProcessInfo(own.pid, own.ppid, own.argv, n_own, "exited")
@@ -274,15 +276,17 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
         datasets = b""
     datasets = whole_lines(datasets)  # a writer killed mid-line: its dataset was never used
     datasets = b"".join(line + b"\n" for line in datasets.split(b"\n") if line.startswith(b'{"t":"d"'))
-    resizes = [*resizes, *(r for rs, _ in parts for r in rs)]
+    resizes = [*resizes, *(r for rs, *_ in parts for r in rs)]
+    opens = [*opens, *(replace(o, process=proc) for proc, (*_, os_) in zip(procs, parts) for o in os_)]
     total = n_own + sum(p.accesses for p in processes)
 
     def records(h, end: dict) -> bytes:
         return b"".join([(dumps({"t": "h", **h.get_config()}) + "\n").encode(), datasets,
                          "".join(dumps({"t": "r", **r.get_config()}) + "\n" for r in resizes).encode(),
+                         "".join(dumps({"t": "o", **o.get_config()}) + "\n" for o in opens).encode(),
                          (dumps({"t": "end", **end}) + "\n").encode()])
 
-    owned = sorted(((proc, f) for proc, (_, files) in zip(procs, parts) for f in files), key=lambda pf: pf[0])
+    owned = sorted(((proc, f) for proc, (_, files, *_) in zip(procs, parts) for f in files), key=lambda pf: pf[0])
     adopt(path, [f for _, f in owned], records(replace(header, missed=header.missed + (MERGING,)), {}),  # no count yet
           records(header, {"n_access": total}), [proc for proc, _ in owned])
 

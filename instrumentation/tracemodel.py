@@ -14,6 +14,7 @@ import numpy as np
 from .errors import IoadvisorError
 from .jsonvalue import json_value
 from .columns import KINDS, AccessColumns, as_columns, fold_runs
+from .opens import mark_epochs
 from .records import AccessRecord, DatasetRecord, TraceHeader
 
 
@@ -49,21 +50,27 @@ class Trace:
     resizes: list
     complete: bool
     source: str
+    opens: list
+    """The opens and closes of files and datasets recorded (``instrumentation.opens.OpenRecord``); the accesses'
+    ``epoch`` comes from them."""
 
     def __init__(self, headers: list[TraceHeader], datasets: dict[int, DatasetRecord],
                  accesses: "AccessColumns | Sequence[AccessRecord]" = (), resizes=(), complete: bool = True,
-                 source: str = ""):
+                 source: str = "", opens=()):
         self.headers = list(headers)
         self.datasets = datasets
         self.resizes = list(resizes)
         self.complete = complete
         self.source = source
+        self.opens = list(opens)
         if accesses is None:
             accesses = ()
         if isinstance(accesses, AccessColumns):
             self.columns, self._records = accesses, None
         else:
             self.accesses = accesses
+        if self.opens:
+            self.columns = mark_epochs(self.columns, self.opens, datasets)
 
     @property
     def accesses(self) -> list[AccessRecord]:
@@ -231,6 +238,16 @@ def clock_shift(cols: AccessColumns, headers: list[TraceHeader], origin: float) 
     return cols._with(t0=cols.t0 + by_rank[cols.rank])
 
 
+def shift_opens(opens, headers: list[TraceHeader], origin: float, rank: int | None) -> list:
+    """Open records moved onto a clock starting at ``origin`` (as ``clock_shift``), rank set (None: kept)."""
+    by_rank = {h.rank: h.t_origin_unix - origin for h in headers}
+    out = []
+    for o in opens:
+        r = o.rank if rank is None else rank
+        out.append(replace(o, rank=r, t_start=o.t_start + by_rank.get(r, by_rank.get(o.rank, 0.0))))
+    return out
+
+
 def merge_traces(traces: list[Trace]) -> Trace:
     """One view of several ranks' traces: datasets unified by key, accesses keep their rank, in time order.
 
@@ -239,11 +256,12 @@ def merge_traces(traces: list[Trace]) -> Trace:
         raise ValueError("no traces to merge")
     by_key, remaps = unify(traces)
     origin = min(h.t_origin_unix for tr in traces for h in tr.headers)
-    parts, resizes = [], []
+    parts, resizes, opens = [], [], []
     for tr, remap in zip(traces, remaps):
         own = tr.header.rank if len(tr.headers) == 1 else None  # one process's own file: its accesses are its rank's
         parts.append(clock_shift(remap_columns(tr.columns, remap, 0.0, own), tr.headers, origin))
         resizes += [replace(r, dataset=remap[r.dataset]) for r in tr.resizes]
+        opens += shift_opens(tr.opens, tr.headers, origin, own)
     cols = AccessColumns.concat(parts)
     if cols.rows:
         cols = cols.take(np.argsort(cols.t0, kind="stable"))
@@ -254,8 +272,9 @@ def merge_traces(traces: list[Trace]) -> Trace:
         resizes=resizes,
         complete=all(tr.complete for tr in traces),
         source=",".join(tr.source for tr in traces),
+        opens=opens,
     )
 
 
 __all__ = ["Trace", "TraceError", "array_identities", "clock_shift", "dumps", "extent", "merge_traces",
-           "remap_columns", "unify"]
+           "remap_columns", "shift_opens", "unify"]

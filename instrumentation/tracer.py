@@ -453,6 +453,11 @@ class Tracer:
             tid = self._register(info)
         self._recorder.append(ResizeRecord(tid, info.shape, t0 - self._origin))
 
+    def opened(self, rec, t: float) -> None:
+        """``rec`` (``opens.OpenRecord``) happened at ``t`` (perf_counter clock): written in this trace's clock and
+        rank (rare: not through the hooks' recorder)."""
+        self._writer.opened(replace(rec, t_start=t - self._origin, rank=self.rank))
+
     def drain(self, force: bool = True) -> None:
         """Hand what the hooks recorded to the writer (the flusher thread, a full recorder, or exit)."""
         writer = self._writer

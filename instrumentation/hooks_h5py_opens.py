@@ -1,0 +1,144 @@
+"""Hooks on h5py's opens and closes (``opens.OpenRecord``): ``File.__init__`` and ``File.close`` (the whole file),
+``Dataset.__init__`` and the end of the dataset's last handle (the dataset).
+
+HDF5 frees a dataset's chunk cache when its last identifier closes (every handle on one dataset in one file shares
+it) or when its file closes (h5py's ``File.close`` closes every object of the file). A ``Dataset`` object made by
+``f["x"]`` holds a new identifier, closed when the object goes away: ``f["x"][i]`` on a temporary object, with no
+other handle on ``x`` held, opens and closes the dataset, and empties its cache, at every access (0.007 ms against
+37 ms for a gzip'd chunk read twice here: benchmarks/investigations/reopen_cache.py). So the dataset is open while
+at least one of its identifiers seen here lives: the first records an open, the end of the last (a weakref
+callback on its ``DatasetID``) a close. Handles made before the tracer started are not seen: a dataset held open
+through one of them may be recorded closed while it is not.
+
+Opens are rare next to accesses: these run in Python, outside the per-call hooks (``hooks_h5py``), and never
+change what the program computes or raises (an error while recording is counted, ``HUB.error``).
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+from time import perf_counter
+
+from h5py._hl import dataset as _dataset
+from h5py._objects import ObjectID
+from h5py._hl import files as _files
+
+from .locations import hdf5_location
+from .opens import CLOSE, OPEN, OpenRecord
+from .tracer import HUB
+
+_live: dict[tuple[str, str], int] = {}
+"""(file, dataset path) -> identifiers seen open on it now."""
+_ids: dict[int, tuple] = {}
+"""id() of a DatasetID seen -> (weakref to it, its key, the file's generation at its open)."""
+_generation: dict[str, int] = {}
+"""file -> how many times ``File.close`` closed it (identifiers of an earlier generation were closed with it)."""
+
+
+def reset() -> None:
+    """Forget the handles seen (the last tracer exited)."""
+    _live.clear()
+    _ids.clear()
+    _generation.clear()
+
+
+def _emit(file: str, path: str | None, event: str, t: float) -> None:
+    HUB.opened(OpenRecord(file, path, event, 0.0, via="h5py"), t)
+
+
+def _file_key(f) -> str:
+    return hdf5_location(f.filename, f.driver)
+
+
+def _dataset_opened(ds) -> None:
+    dsid = ds.id
+    if id(dsid) in _ids and _ids[id(dsid)][0]() is dsid:
+        return  # another Dataset object on a handle seen: no open
+    file, path = _file_key(ds.file), ds.name or ""
+    key = (file, path)
+    generation = _generation.get(file, 0)
+    n = _live.get(key, 0)
+    _live[key] = n + 1
+    if n == 0:
+        _emit(file, path, OPEN, perf_counter())
+
+    def gone(ref, key=key, generation=generation, handle=id(dsid)):
+        entry = _ids.get(handle)
+        if entry is not None and entry[0] is ref:
+            del _ids[handle]
+        if not HUB.active or _generation.get(key[0], 0) != generation:
+            return  # closed with its file already
+        left = _live.get(key, 0) - 1
+        if left > 0:
+            _live[key] = left
+            return
+        _live.pop(key, None)
+        try:
+            _emit(key[0], key[1], CLOSE, perf_counter())
+        except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+            HUB.error(exc)
+
+    _ids[id(dsid)] = (weakref.ref(dsid, gone), key, generation)
+
+
+def _traced_dataset_init(original):
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if HUB.active:
+            try:
+                _dataset_opened(self)
+            except Exception as exc:  # noqa: BLE001 - tracing must never raise into user code
+                HUB.error(exc)
+
+    return functools.update_wrapper(__init__, original)
+
+
+def _traced_file_init(original):
+    """A File made of a name or file object opens the file; one bound to an open FileID (``ds.file``) does not."""
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        name = args[0] if args else kwargs.get("name")
+        if HUB.active and not isinstance(name, ObjectID):
+            try:
+                _emit(_file_key(self), None, OPEN, perf_counter())
+            except Exception as exc:  # noqa: BLE001
+                HUB.error(exc)
+
+    return functools.update_wrapper(__init__, original)
+
+
+def _traced_file_close(original):
+    def close(self):
+        file = None
+        if HUB.active:
+            try:
+                if self.id.valid:
+                    file = _file_key(self)
+            except Exception as exc:  # noqa: BLE001
+                HUB.error(exc)
+        t = perf_counter()
+        result = original(self)
+        if file is not None:
+            try:
+                _generation[file] = _generation.get(file, 0) + 1
+                for key in [k for k in _live if k[0] == file]:
+                    del _live[key]
+                _emit(file, None, CLOSE, t)
+            except Exception as exc:  # noqa: BLE001
+                HUB.error(exc)
+        return result
+
+    return functools.update_wrapper(close, original)
+
+
+def patches() -> list[tuple[object, str, object]]:
+    """(owner, attribute, replacement) for the tracer to install (through ``hooks_h5py.patches``)."""
+    return [
+        (_dataset.Dataset, "__init__", _traced_dataset_init(_dataset.Dataset.__init__)),
+        (_files.File, "__init__", _traced_file_init(_files.File.__init__)),
+        (_files.File, "close", _traced_file_close(_files.File.close)),
+    ]
+
+
+__all__ = ["patches", "reset"]
