@@ -162,7 +162,7 @@ def advise(trace_or_path: Trace | str | os.PathLike, options: AdviseOptions | No
         raise InputError(f"cache budget must be positive, got {cache_budget}")
     allowed_codecs("<f8", max_error=max_error, lossless_only=lossless_only, compressors=compressors)  # user errors
     cols = trace.columns
-    shares = cache_shares(cols, cache_budget)
+    shares = cache_shares(cols, cache_budget, trace.opens, trace.datasets)
     rewritten = _read_back(trace)
     if goal.kind == "read" and cols.write.any():  # write once, read many: the reads alone are ranked, of data
         # that is on disk (not chunks the model would take for never written: fill values, no I/O)

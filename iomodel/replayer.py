@@ -191,6 +191,8 @@ class Replay:
         self._caches = {0: self._chunk_cache}
         """Process index (``AccessColumns.proc``) -> that process's chunk cache: each process of a rank (its
         followed DataLoader or pool workers) holds its own; the page cache and the file are the rank's."""
+        self._epochs = {0: 0}
+        """Process index -> the open span (``AccessColumns.epoch``) its chunk cache belongs to: a reopen empties it."""
         self._proc = 0
         node_bytes = index_block_bytes(layout)
         mdc = new_page_cache(HDF5_METADATA_CACHE, min(layout.nchunks // layout.index_block_chunks,
@@ -243,19 +245,33 @@ class Replay:
         accesses (in time order, or a window across the end of one's), feed them process after process, each in
         its own order, and say so (True): their turns interleave at the granularity of a window
         (WINDOW_ACCESSES), as a merged run's trace holds them process after process anyway."""
-        proc = cols.proc
+        proc, epoch = cols.proc, cols.epoch
         first = int(proc[0])
-        if proc.min() == proc.max():
+        if proc.min() == proc.max() and epoch.min() == epoch.max():
             if first != self._proc:
                 if first not in self._caches:
-                    self._caches[first] = new_chunk_cache(self.layout)
+                    self._caches[first], self._epochs[first] = new_chunk_cache(self.layout), 0
                 self._chunk_cache, self._proc = self._caches[first], first
+            self._reopen(first, int(epoch[0]))
             return False
-        cols = cols.take(np.argsort(proc, kind="stable"))
-        cuts = (np.flatnonzero(np.diff(cols.proc)) + 1).tolist()
+        key = (proc.astype(np.int64) << 32) + epoch  # process after process, each open span after the other
+        cols = cols.take(np.argsort(key, kind="stable"))
+        key = (cols.proc.astype(np.int64) << 32) + cols.epoch
+        cuts = (np.flatnonzero(np.diff(key)) + 1).tolist()
         for lo, hi in zip([0, *cuts], [*cuts, cols.rows]):
             self.feed(cols.rows_between(lo, hi))
         return True
+
+    def _reopen(self, proc: int, epoch: int) -> None:
+        """Process ``proc`` now accesses under open span ``epoch``: a later span than its cache's (the dataset or
+        its file was closed and opened again) closes that cache (dirty chunks written back, as HDF5 does at the
+        close) and starts an empty one."""
+        if epoch <= self._epochs[proc]:
+            return
+        self._shared.enter(self._key0)
+        close(self._spec, self._state, self._caches[proc], self._shared.state[:3], self._maps)
+        self._chunk_cache = self._caches[proc] = new_chunk_cache(self.layout)
+        self._epochs[proc] = epoch
 
     def snapshot(self) -> Variables:
         """The variables if the run ended after the accesses fed so far (the close included), without ending

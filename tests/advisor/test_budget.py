@@ -162,8 +162,9 @@ def test_followed_workers_each_hold_their_own_caches_and_budget(tmp_path):
     ctx = mp.get_context("fork")
     with advisor.trace(tmp_path / "t.parquet") as t:
         with h5py.File(data, "r") as f:
+            x = f["x"]  # held: one open span (a temporary f["x"] per read would reopen x, its cache empty each time)
             for i in range(200):
-                f["x"][i]
+                x[i]
         barrier = ctx.Barrier(2)
         workers = [ctx.Process(target=_worker_reads, args=(data, name, barrier)) for name in ("x", "y")]
         for w in workers:
