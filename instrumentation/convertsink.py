@@ -61,6 +61,10 @@ class ConvertedSink:
     def resize(self, info: DatasetInfo, t0: float) -> None:
         self._resized.append(ResizeRecord(self.register(info), info.shape, t0 - self._origin))
 
+    def opened(self, rec, t: float) -> None:
+        """``rec`` (``opens.OpenRecord``) at ``t`` (perf_counter clock), in this trace's clock and rank."""
+        self._writer.opened(replace(rec, t_start=t - self._origin, rank=self.rank))
+
     def columns(self, cols) -> None:
         self.drain(force=False)  # the resizes before them go first
         self._writer.access_columns(cols)

@@ -79,6 +79,11 @@ def _file_location(name: str, driver: str | None) -> str:
     return hdf5_location(name, driver)
 
 
+def file_location(name: str) -> str:
+    """The location of a file an interposer ``f`` line names, as its datasets' records name it."""
+    return _file_location(name, None)
+
+
 def _offsets_array(offsets: list, chunks: list) -> np.ndarray:
     """(n, ndim + 2) chunk-grid coordinates, byte offset, stored size, from the interposer's flat list of element
     offsets, addresses and sizes."""
@@ -219,6 +224,7 @@ class ProcessLog:
         self.datasets: dict[int, dict] = {}
         self.selections: dict[int, dict] = {}
         self.resizes: list[dict] = []  # extent changes, in the order of the accesses they precede
+        self.files: list[dict] = []  # opens and closes of files ("f" lines), not yet handed over
         self.linked_in: dict | None = None  # the process's program has libhdf5 linked in, unseen ("static" line)
         self.n_read = 0
         self.bad_lines = 0
@@ -263,6 +269,8 @@ class ProcessLog:
                 self.resizes.append(ev)
             elif kind == "static":
                 self.linked_in = ev
+            elif kind == "f":
+                self.files.append(ev)
         try:
             with open(self.acc_path, "rb") as fh:
                 fh.seek(self._acc_at)

@@ -51,6 +51,7 @@ from .h5log import (  # noqa: F401 - the log format's names, also public here
     ACCESS, BATCH, BATCH_ALIKE_MAGIC, BATCH_MAGIC, HDF5_TYPE_CLASSES, KIND_ALL, KIND_NONE, KIND_REGULAR, MAXD,
     READ_BYTES, ProcessLog, blocks_selection, canonical_hyperslabs, dataset_template, numpy_dtype, read_batches)
 from .libraries import mapped_libhdf5
+from .opens import CLOSE, OPEN, OpenRecord
 from .selection import points_selection
 from .sink import DatasetInfo
 
@@ -229,6 +230,19 @@ class LibraryCapture:
                 log.more = False
             if len(rec):
                 self._deliver(log, rec, log.n_read - len(rec), tracers)
+        self._files(log, tracers, cutoff)
+
+    @staticmethod
+    def _files(log: ProcessLog, tracers, cutoff: float) -> None:
+        """Hand ``log``'s file opens and closes (H5Fopen/H5Fclose) before ``cutoff`` to ``tracers``."""
+        while log.files and float(log.files[0].get("at", 0.0)) <= cutoff:
+            ev = log.files.pop(0)
+            rec = OpenRecord(h5log.file_location(str(ev.get("file", ""))), None, CLOSE if ev.get("ev") == CLOSE
+                             else OPEN, 0.0, via="libhdf5")
+            at = float(ev.get("at", 0.0))
+            for tr in tracers:
+                if at >= tr.origin:
+                    tr.opened(rec, at)
 
     def take_spans(self, sink) -> list:
         """The h5py calls of ``sink`` kept here to drop their libhdf5 duplicates, handed over (to its converter)."""

@@ -1276,6 +1276,25 @@ static const char *substituted(const char *name) {
     return out;
 }
 
+/* An open or close of a file, in an "f" line of the metadata (the model empties the chunk caches of a file's
+ * datasets when it is opened again: instrumentation/opens.py). NAME as the program gave it, made absolute as
+ * describe makes a dataset's file. */
+static void file_event(const char *event, const char *name, long long t_ns) {
+    char cwd[4096], abs[8200];
+    if (!recording || !name || !*name) return;
+    if (name[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        snprintf(abs, sizeof abs, "%s/%s", cwd, name);
+        name = abs;
+    }
+    LOCK();
+    if (recording) {
+        meta_printf("{\"t\":\"f\",\"ev\":\"%s\",\"at\":%.9f,\"file\":", event, (double)t_ns * 1e-9);
+        meta_string(name);
+        meta_printf("}\n");
+    }
+    UNLOCK();
+}
+
 hid_t HOOK(H5Fopen)(const char *name, unsigned flags, hid_t fapl) {
     struct caller *c = caller_for(__builtin_return_address(0));
     hid_t (*real)(const char *, unsigned, hid_t) = c && c->lib->Fopen ? c->lib->Fopen : NULL;
@@ -1287,7 +1306,32 @@ hid_t HOOK(H5Fopen)(const char *name, unsigned flags, hid_t fapl) {
         fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
         return -1;
     }
-    return real(substituted(name), flags, fapl);
+    hid_t fid = real(substituted(name), flags, fapl);
+    if (fid >= 0 && recording) file_event("open", name, now_ns());
+    return fid;
+}
+
+/* The file's name asked before the close (after it the id is gone); a failed query records nothing. */
+herr_t HOOK(H5Fclose)(hid_t fid) {
+    struct caller *c = caller_for(__builtin_return_address(0));
+    if (!c || !c->lib->Fclose) {
+        fprintf(stderr, "ioadvisor: cannot find the libhdf5 behind this call; call refused\n");
+        return -1;
+    }
+    char file[4096] = "";
+    long long t0 = 0;
+    if (recording) {
+        H5E_auto2_t func;
+        void *data;
+        c->lib->Eget_auto2(H5E_DEFAULT, &func, &data);
+        c->lib->Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a bad id: the real call reports it, not this query */
+        if (c->lib->Fget_name(fid, file, sizeof file) < 0) file[0] = 0;
+        c->lib->Eset_auto2(H5E_DEFAULT, func, data);
+        t0 = now_ns();
+    }
+    herr_t status = c->lib->Fclose(fid);
+    if (status >= 0 && file[0]) file_event("close", file, t0);
+    return status;
 }
 #endif
 
