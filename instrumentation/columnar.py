@@ -53,7 +53,9 @@ def write_columnar(trace: Trace, path: str | os.PathLike) -> None:
         out.record("d", d.get_config())
     for r in trace.resizes:
         out.record("r", r.get_config())
-    out.batch(fold_runs(trace.columns))
+    for o in trace.opens:
+        out.record("o", o.get_config())
+    out.batch(fold_runs(trace.columns))  # its open spans (``epoch``) kept apart
     out.close()
 
 

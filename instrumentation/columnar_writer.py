@@ -14,6 +14,7 @@ import numpy as np
 from .arrowcodec import COMPACT_ROWS, FORMAT_KEY, FORMAT_VERSION, StreamedBatch, pa, pq, to_table, write_table
 from .columns import ORTHOGONAL, POINTS, AccessColumns, compact_runs
 from .jsonl import resize_lines
+from .opens import CLOSE, cut_at
 from .rawparts import write_raw
 from .records import WRITE, AccessRecord, RecordError, Selection, TraceHeader
 from .tracedir import META, PART as _PART, prepare as _prepare
@@ -56,6 +57,7 @@ class ColumnarTraceWriter:
         self.raw = False
         self._open: StreamedBatch | None = None  # the batch ``stage`` writes into, not yet in place
         self.n_access = 0
+        self._closes: list[float] = []  # times of the closes recorded (``opened``), in order
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(dumps({"t": "h", **header.get_config()}) + "\n")
         self._meta.flush()
@@ -79,8 +81,12 @@ class ColumnarTraceWriter:
             self._meta_text(resize_lines(rows), at_once=False)
 
     def opened(self, rec) -> None:
-        """An open or close of a file or dataset (``opens.OpenRecord``), written with the next batch."""
+        """An open or close of a file or dataset (``opens.OpenRecord``), written with the next batch; no run of
+        accesses is folded across a close (``opens.cut_at``)."""
         self._meta_text(dumps({"t": "o", **rec.get_config()}) + "\n", at_once=False)
+        if rec.event == CLOSE:
+            with self._lock:
+                self._closes.append(rec.t_start)
 
     def access(self, rec: AccessRecord) -> None:
         s = rec.selection
@@ -178,7 +184,7 @@ class ColumnarTraceWriter:
                 write_raw(cols, self.path / f"{name}.npy")
                 return
             part = self.path / f"{name}.parquet"
-            write_table(to_table(compact_runs(cols)), part)
+            write_table(to_table(compact_runs(cut_at(cols, self._closes))), part)
             self._parts.append(part)
 
     def stage(self) -> None:
@@ -198,7 +204,7 @@ class ColumnarTraceWriter:
             return
         parts = self._columns + ([self._take_rows()] if self._rows else [])
         self._columns, self._column_rows = [], 0
-        table = to_table(compact_runs(AccessColumns.concat(parts)))
+        table = to_table(compact_runs(cut_at(AccessColumns.concat(parts), self._closes)))
         if self._open is not None and not self._open.fits(table):
             self._open.close()
             self._open = None

@@ -126,6 +126,7 @@ def _stream_columnar(sources: list, output, missed: tuple[str, ...]) -> tuple[in
     """One columnar trace of ``sources``, batch by batch: no two ranks' accesses in memory together."""
     from .columnar_reader import read_parts
     from .columns import fold_runs
+    from .opens import mark_epochs
     from .tracemodel import clock_shift, remap_columns, shift_opens, unify
 
     traces = [t for _, t in sources]
@@ -141,14 +142,19 @@ def _stream_columnar(sources: list, output, missed: tuple[str, ...]) -> tuple[in
     for t, remap in zip(traces, remaps):
         for r in t.resizes:
             out.record("r", replace(r, dataset=remap[r.dataset]).get_config())
-        for o in shift_opens(t.opens, t.headers, origin, t.header.rank if len(t.headers) == 1 else None):
+    shifted = [shift_opens(t.opens, t.headers, origin, t.header.rank if len(t.headers) == 1 else None)
+               for t in traces]
+    merged = {d.id: d for d in by_key.values()}
+    for opens in shifted:
+        for o in opens:
             out.record("o", o.get_config())
-    for (p, t), remap in zip(sources, remaps):
+    for (p, t), remap, opens in zip(sources, remaps, shifted):
         own = t.header.rank if len(t.headers) == 1 else None  # one process's own file: its accesses are its rank's
         batches = read_parts(p, t.datasets) if os.path.isdir(p) else [t.columns]
         for cols in batches:
             cols = clock_shift(remap_columns(cols, remap, 0.0, own), t.headers, origin)
-            out.batch(cols if own is not None else fold_runs(cols))
+            # ranks regrouped: no run folded across a close (the batches' own folds respected them)
+            out.batch(cols if own is not None else fold_runs(mark_epochs(cols, opens, merged) if opens else cols))
     out.close()
     return len(traces), out.n_access, len(by_key)
 
@@ -182,14 +188,15 @@ def replace_records(path: Path, records: bytes) -> None:
 
 
 def adopt(path: Path, batches: list[Path], records: bytes, final_records: bytes | None = None,
-          procs: list[int] | None = None) -> None:
+          procs: list[int] | None = None, closes: dict | None = None) -> None:
     """Move ``batches`` of traces that share the dataset ids and clock of the trace directory ``path`` into it
     (``rawparts.adopt_batches``; ``procs``: each batch's process index). Its records file becomes ``records``
-    first (it must name their datasets), then, once every batch is in place, ``final_records`` where given."""
+    first (it must name their datasets), then, once every batch is in place, ``final_records`` where given;
+    ``closes``: each process's close times (``rawparts.adopt_batches``)."""
     from .rawparts import adopt_batches
 
     replace_records(path, records)
-    adopt_batches(path, batches, procs)
+    adopt_batches(path, batches, procs, closes)
     if final_records is not None:
         replace_records(path, final_records)
 

@@ -113,6 +113,15 @@ def mark_epochs(cols, opens, datasets):
     return mark_epochs(cols.unrolled(cut), opens, datasets)
 
 
+def cut_at(cols, closes) -> "object":
+    """``cols`` (one row per access, not folded yet) with ``epoch`` counting the ``closes`` (sorted times, any
+    file's) before each access: a writer folds no run across a close (``columns.compact_runs`` keeps epochs
+    apart), so each access's time, and so its open span, stays exact where it matters. None or empty: ``cols``."""
+    if closes is None or not len(closes) or not cols.rows:
+        return cols
+    return cols.with_epochs(np.searchsorted(np.asarray(closes, float), cols.t0, side="right"))
+
+
 def open_lines(records) -> str:
     """``o`` lines of ``records`` (JSON Lines)."""
     import json
@@ -120,5 +129,5 @@ def open_lines(records) -> str:
     return "".join(json.dumps({"t": "o", **r.get_config()}, separators=(",", ":")) + "\n" for r in records)
 
 
-__all__ = ["CLOSE", "EVENTS", "OPEN", "OpenRecord", "close_times", "covers", "mark_epochs", "open_lines",
+__all__ = ["CLOSE", "EVENTS", "OPEN", "OpenRecord", "close_times", "covers", "cut_at", "mark_epochs", "open_lines",
            "recorded_processes"]

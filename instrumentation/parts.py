@@ -278,6 +278,11 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
     datasets = b"".join(line + b"\n" for line in datasets.split(b"\n") if line.startswith(b'{"t":"d"'))
     resizes = [*resizes, *(r for rs, *_ in parts for r in rs)]
     opens = [*opens, *(replace(o, process=proc) for proc, (*_, os_) in zip(procs, parts) for o in os_)]
+    closes: dict[int, list[float]] = {}  # no run of a raw batch folded across its process's closes
+    for o in opens:
+        if o.event == "close":
+            closes.setdefault(o.process, []).append(o.t_start)
+    closes = {proc: sorted(times) for proc, times in closes.items()}
     total = n_own + sum(p.accesses for p in processes)
 
     def records(h, end: dict) -> bytes:
@@ -288,7 +293,7 @@ def _merge_columnar(path: Path, parts, processes, missed, registry: Path, own_mo
 
     owned = sorted(((proc, f) for proc, (_, files, *_) in zip(procs, parts) for f in files), key=lambda pf: pf[0])
     adopt(path, [f for _, f in owned], records(replace(header, missed=header.missed + (MERGING,)), {}),  # no count yet
-          records(header, {"n_access": total}), [proc for proc, _ in owned])
+          records(header, {"n_access": total}), [proc for proc, _ in owned], closes)
 
 
 __all__ = ["process_alive", "MERGING", "PART_WAIT", "merge_parts", "part_calls", "wait_for_parts"]

@@ -11,6 +11,7 @@ import numpy as np
 from .arrowcodec import COMPACT_ROWS, from_table, to_table, write_table
 from .columnar_reader import parquet_file, part_files
 from .columns import ARRAYS, AccessColumns, compact_runs
+from .opens import cut_at
 from .tracedir import PART as _PART, PARTS as _PARTS, RAW as _RAW
 from .tracemodel import TraceError
 
@@ -48,14 +49,17 @@ def batch_files(path: str | os.PathLike) -> list[Path]:
     return [f for _, f in sorted(raw + parquet)]
 
 
-def adopt_batches(path: str | os.PathLike, batches: list[Path], procs: list[int] | None = None) -> None:
+def adopt_batches(path: str | os.PathLike, batches: list[Path], procs: list[int] | None = None,
+                  closes: dict | None = None) -> None:
     """Move batch files of other traces into the trace directory ``path``, after its own batches.
 
     For traces that share ``path``'s dataset ids, clock and rank (the parts of a followed run):
     each Parquet batch is renamed, not rewritten; runs of raw batches (``write_raw``, one row per access) become
     Parquet files of up to COMPACT_ROWS rows, their runs folded batch by batch as the writer folds its own. Its
     ``_meta.jsonl`` must already name their datasets. ``procs``: the process index of each batch's accesses
-    (``AccessColumns.proc``; None: all 0); a Parquet batch of a process other than 0 is rewritten with it."""
+    (``AccessColumns.proc``; None: all 0); a Parquet batch of a process other than 0 is rewritten with it.
+    ``closes``: process index -> the times its files and datasets were closed (no run folded across one:
+    ``opens.cut_at``)."""
     path = Path(path)
     last = -1
     for f in path.iterdir():
@@ -69,7 +73,8 @@ def adopt_batches(path: str | os.PathLike, batches: list[Path], procs: list[int]
     def convert() -> None:
         nonlocal n
         if raw:
-            write_table(to_table(AccessColumns.concat(compact_runs(cols) for _, cols in raw)),
+            cuts = (closes or {}).get(raw_proc)
+            write_table(to_table(AccessColumns.concat(compact_runs(cut_at(cols, cuts)) for _, cols in raw)),
                         path / f"part-{n:06d}.parquet")
             n += 1
             for f, _ in raw:

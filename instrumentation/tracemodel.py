@@ -82,6 +82,8 @@ class Trace:
     def accesses(self, records: Sequence[AccessRecord]) -> None:
         records = list(records)
         unfolded = AccessColumns.from_records(records)
+        if getattr(self, "opens", None):  # no run folded across a close (``opens.cut_at``)
+            unfolded = mark_epochs(unfolded, self.opens, self.datasets)
         self.columns = fold_runs(unfolded)
         # records in another order than the columns' (ranks regrouped) are made again from the columns
         self._records = records if self.columns is unfolded else None

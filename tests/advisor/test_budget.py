@@ -182,3 +182,51 @@ def test_followed_workers_each_hold_their_own_caches_and_budget(tmp_path):
     v = Workload.of_trace(trace, x).variables(Layout.from_dataset(x), 1 << 30)[0]
     assert v.s_decode == 2 * 4 * (50 * 4 * 8)  # 4 chunks, decoded by the main process and again by its worker
     assert cache_shares(trace.columns, 64 * MiB) == {x.id: 64 * MiB, y.id: 64 * MiB}
+
+
+def test_recorded_open_spans_decide_which_datasets_share_the_budget():
+    """x read early and y late, in one process: by their accesses they are never open together. Recorded: x held
+    open to the end shares the budget with y; x closed before y opened does not; a process without recorded
+    opens keeps its access spans."""
+    from instrumentation.opens import CLOSE, OPEN, OpenRecord
+
+    x = DatasetRecord(0, "hdf5", "2", "/d/a.h5", "/x", (100, 8), "float32", chunks=(10, 8))
+    y = DatasetRecord(1, "hdf5", "2", "/d/b.h5", "/y", (100, 8), "float32", chunks=(10, 8))
+    datasets = {0: x, 1: y}
+    cols = AccessColumns.from_records([acc(0, (i, 0), (1, 8), 0.1 * i) for i in range(5)]
+                                      + [acc(1, (i, 0), (1, 8), 2.0 + 0.1 * i) for i in range(5)])
+    opened = [OpenRecord("/d/a.h5", None, OPEN, 0.0), OpenRecord("/d/b.h5", None, OPEN, 1.9)]
+    assert cache_shares(cols, 64 * MiB) == {0: 64 * MiB, 1: 64 * MiB}
+    assert cache_shares(cols, 64 * MiB, opened, datasets) == {0: 32 * MiB, 1: 32 * MiB}
+    closed = opened + [OpenRecord("/d/a.h5", None, CLOSE, 1.0)]
+    assert cache_shares(cols, 64 * MiB, closed, datasets) == {0: 64 * MiB, 1: 64 * MiB}
+    elsewhere = [OpenRecord(o.file, o.path, o.event, o.t_start, rank=1) for o in opened]
+    assert cache_shares(cols, 64 * MiB, elsewhere, datasets) == {0: 64 * MiB, 1: 64 * MiB}
+
+
+def test_advise_shares_the_budget_by_the_recorded_open_spans(tmp_path):
+    """A traced program keeps a.h5 open while it reads b.h5 later: the advice's cache note says two datasets
+    share the budget."""
+    import h5py
+
+    import advisor
+
+    for name in ("a", "b"):
+        with h5py.File(tmp_path / f"{name}.h5", "w") as f:
+            f.create_dataset(name, data=np.zeros((400, 8), "f4"), chunks=(100, 8))
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        fa = h5py.File(tmp_path / "a.h5", "r")
+        a = fa["a"]
+        for i in range(0, 400, 50):
+            a[i]
+        with h5py.File(tmp_path / "b.h5", "r") as fb:
+            b = fb["b"]
+            for i in range(0, 400, 50):
+                b[i]
+        fa.close()
+    trace = t.load()
+    shares = cache_shares(trace.columns, 64 * MiB, trace.opens, trace.datasets)
+    assert sorted(shares.values()) == [32 * MiB, 32 * MiB]
+    assert sorted(cache_shares(trace.columns, 64 * MiB).values()) == [64 * MiB, 64 * MiB]  # by the accesses
+    notes = [n for d in advise(trace, read_data=False, jobs=1).datasets for n in d.notes]
+    assert sum("up to 32MiB" in n and "shared by 2 datasets open together" in n for n in notes) == 2
