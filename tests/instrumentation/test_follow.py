@@ -19,6 +19,7 @@ import advisor
 from advisor.commands.trace import format_trace
 from instrumentation.columns import compact_runs
 from instrumentation.follow import PTH_NAME
+from instrumentation.opens import cut_at
 from instrumentation.patterns import summarize
 from instrumentation.tracefile import load_trace
 
@@ -138,9 +139,9 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
         copies["parts"] = [shutil.copytree(p, tmp_path / "parts" / p.name) for p in partsdir.part_paths(parts_dir)]
         return real_merge(path, parts_dir, since_ns)
 
-    def adopt_batches(path, batches, procs=None):
+    def adopt_batches(path, batches, procs=None, closes=None):
         moved.extend((b, b.stat().st_ino) for b in batches)
-        real_adopt(path, batches, procs)
+        real_adopt(path, batches, procs, closes)
 
     monkeypatch.setattr(parts, "merge_parts", merge_parts)
     monkeypatch.setattr(rawparts, "adopt_batches", adopt_batches)
@@ -154,10 +155,13 @@ def test_columnar_merge_moves_batches_and_loads_as_the_full_merge(tmp_path, data
     # the trace's own batch, the raw ones in one per process (a batch holds one process's accesses)
     assert len(inodes) == len(moved) - len(raw) + 1 + 3
 
-    def part(path):  # a part with its raw batches as Parquet (their runs folded, as the writer folds), as a reader takes it
+    def part(path):  # a part with its raw batches as Parquet (their runs folded, as the writer folds: not across
+        opens = []  # a close of its process, opens.cut_at), as a reader takes it
+        columnar.read_meta(path, True, opens)
+        closes = sorted(o.t_start for o in opens if o.event == "close")
         for n, f in enumerate(columnar.batch_files(path)):
             if f.suffix == ".npy":
-                columnar.write_table(columnar.to_table(compact_runs(columnar.read_raw(f))),
+                columnar.write_table(columnar.to_table(compact_runs(cut_at(columnar.read_raw(f), closes))),
                                      f.with_name(f"part-{n:06d}.parquet"))
                 f.unlink()
         return load_trace(path)
@@ -195,8 +199,8 @@ def test_sigkill_mid_merge_leaves_a_readable_trace_that_says_so(tmp_path, data):
     code = ("import os, signal, sys, h5py, advisor\n"
             "from instrumentation import rawparts\n"
             "real = rawparts.adopt_batches\n"
-            "def adopt(path, batches, procs=None):\n"
-            "    real(path, batches[:1], procs[:1])\n"
+            "def adopt(path, batches, procs=None, closes=None):\n"
+            "    real(path, batches[:1], procs[:1], closes)\n"
             "    os.kill(os.getpid(), signal.SIGKILL)\n"
             "rawparts.adopt_batches = adopt\n"
             f"f = h5py.File({str(data)!r}, 'r')\n"
