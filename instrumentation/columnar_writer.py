@@ -184,8 +184,18 @@ class ColumnarTraceWriter:
                 write_raw(cols, self.path / f"{name}.npy")
                 return
             part = self.path / f"{name}.parquet"
-            write_table(to_table(compact_runs(cut_at(cols, self._closes))), part)
+            write_table(to_table(compact_runs(self._cut(cols))), part)
             self._parts.append(part)
+
+    def _cut(self, cols: AccessColumns) -> AccessColumns:
+        """``cols`` with the closes recorded among them told (``opens.cut_at``); closes before its last access are
+        forgotten (a later batch's accesses come after them: only their order against the closes matters)."""
+        closes = self._closes
+        if not closes or not cols.rows:
+            return cols
+        last = float(cols.t0.max())
+        self._closes = [c for c in closes if c > last]
+        return cut_at(cols, closes)
 
     def stage(self) -> None:
         """Write what is buffered (STAGE_ROWS or more) as a row group of a batch that stays under its temporary
@@ -204,7 +214,7 @@ class ColumnarTraceWriter:
             return
         parts = self._columns + ([self._take_rows()] if self._rows else [])
         self._columns, self._column_rows = [], 0
-        table = to_table(compact_runs(cut_at(AccessColumns.concat(parts), self._closes)))
+        table = to_table(compact_runs(self._cut(AccessColumns.concat(parts))))
         if self._open is not None and not self._open.fits(table):
             self._open.close()
             self._open = None
