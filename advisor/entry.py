@@ -73,8 +73,12 @@ def _traced(argv: list[str], start, pid: int) -> int:
     from .cli import guarded
     from .commands.run import exit_with, traced
 
-    return guarded("run", lambda: traced(lambda: NativeRun.started(start), lambda _: exit_with(ns.wait(pid)),
-                                         argv == sys.argv[1:]))
+    def execute(_):
+        status = ns.wait(pid)
+        start.program_ended()
+        exit_with(status)
+
+    return guarded("run", lambda: traced(lambda: NativeRun.started(start), execute, argv == sys.argv[1:]))
 
 
 def _from_front_end():

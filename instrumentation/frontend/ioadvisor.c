@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -456,9 +457,16 @@ int main(int argc, char **argv) {
         if (holds) release_hold(site);
         python_entry(NULL);
     }
+    /* the interpreter's start and the launcher's imports, beside the program: below it while it runs (this
+     * process's nice value, as the watcher's in instrumentation/launch.py); the launcher goes back to the
+     * priority it had when the program ends, where the system allows it (NativeStart.resumed) */
+    errno = 0;
+    int nice_before = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0) nice_before = FC_LAUNCH_NICE;
+    else if (nice_before < FC_LAUNCH_NICE) setpriority(PRIO_PROCESS, 0, FC_LAUNCH_NICE);
     char *state = NULL;
-    if (asprintf(&state, "%d\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", (int)pid, trace, live, parts, logs,
-                 t_unix, origin, holds ? "1" : "0", holds ? "" : hook_why) < 0) {
+    if (asprintf(&state, "%d\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d", (int)pid, trace, live, parts,
+                 logs, t_unix, origin, holds ? "1" : "0", holds ? "" : hook_why, nice_before) < 0) {
         perror("ioadvisor");
         kill(pid, SIGKILL);
         return 127;
