@@ -1,4 +1,9 @@
-"""The ``ioadvisor`` command's entry point (the ``ioadvisor`` script, ``python -m advisor``).
+"""The ``ioadvisor`` command's Python entry point (the ``ioadvisor-python`` script, ``python -m advisor``).
+
+Where it was built, the ``ioadvisor`` command is a native front end (instrumentation/frontend/ioadvisor.c) that
+does what ``run_native`` does below before any interpreter starts, for a program in a virtual environment's
+install, then execs this entry point with the program started (``_from_front_end``); every other command line
+it passes here unchanged.
 
 ``ioadvisor run [-o TRACE] [--force] [--] PROGRAM ARGS...`` of a program that is not Python, serial, starts the
 program before anything else is imported: the parser (argparse), the run command and ``NativeRun`` (pathlib, re,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from instrumentation import preload, startup
+from instrumentation import nativestart, preload, startup
 from instrumentation.pendingbatch import waiting
 from instrumentation.tracedir import META
 from instrumentation.tracefile import load_trace
@@ -171,3 +171,33 @@ def test_a_static_libhdf5_program_goes_to_python_and_says_so(tmp_path):
     assert [m for m in load_trace(tmp_path / "t.parquet").missed if "linked into it statically" in m]
     shown = _run(FRONT, tmp_path, "trace", "show", "t.parquet").stdout
     assert "(complete)" not in shown and "linked into it statically" in shown
+
+
+def test_the_launcher_runs_below_the_program_until_it_ends(tmp_path):
+    """The launcher's start (interpreter, imports) beside the program runs at LAUNCH_NICE (or its own, if lower);
+    the program keeps the caller's priority."""
+    res = _run(FRONT, tmp_path, "run", "-o", "t.parquet", "--", "/bin/sh", "-c",
+               "sleep 0.5; cut -d' ' -f19 /proc/$PPID/stat; cut -d' ' -f19 /proc/$$/stat")
+    assert res.returncode == 0, res.stderr[-3000:]
+    launcher, program = map(int, res.stdout.split())
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert launcher == max(mine, nativestart.LAUNCH_NICE) and program == mine
+
+
+def test_the_launchers_priority_comes_back_at_the_programs_end():
+    """``NativeStart.program_ended``: the nice value the front end found, where the system allows it."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        from instrumentation.nativestart import FIELD_SEPARATOR, NativeStart
+        start, pid = NativeStart.resumed(FIELD_SEPARATOR.join(
+            ["1", "t", "t", "p", "l", "1.5", "2.5", "0", "why", "{before}"]))
+        os.setpriority(os.PRIO_PROCESS, 0, {before} + 3)
+        start.program_ended()
+        print(pid, start.run_config["origin"], start.hook_why, os.getpriority(os.PRIO_PROCESS, 0))
+    """)], capture_output=True, text=True, timeout=120, env=_env())
+    assert probe.returncode == 0, probe.stderr
+    pid, origin, why, after = probe.stdout.split()
+    assert (pid, origin, why) == ("1", "2.5", "why")
+    if os.geteuid() == 0:  # else the system may not allow it: the launcher then stays below
+        assert int(after) == before
