@@ -109,7 +109,8 @@ class BuildFrontEnd(build_scripts):
             self.warn(f"the native front end was not built ({exc}): `ioadvisor` starts Python first")
 
 
-setup(cmdclass={"build_ext": BuildWithWrapper, "build_scripts": BuildFrontEnd}, scripts=[FRONT_END], ext_modules=[Extension(
+setup(cmdclass={"build_ext": BuildWithWrapper, "build_scripts": BuildFrontEnd}, scripts=[FRONT_END],
+      ext_modules=[Extension(
     "instrumentation._hotpath",
     sources=["instrumentation/hotpath/hotpath.c"],
     extra_compile_args=["-O2"],

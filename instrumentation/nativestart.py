@@ -237,5 +237,6 @@ def log_dir() -> str:
         return tempfile.mkdtemp(prefix="ioadvisor-h5-")
 
 
-__all__ = ["DEFAULT_TRACE", "FIELD_SEPARATOR", "FRONT_ARGV0", "FRONT_STARTED", "LAUNCH_NICE", "HDF5_VERSION_MARK", "NativeStart", "RECORDS_FILE", "is_python_file", "is_trace_file", "links_hdf5_in",
-           "log_dir", "spawn", "wait", "which"]
+__all__ = ["DEFAULT_TRACE", "FIELD_SEPARATOR", "FRONT_ARGV0", "FRONT_STARTED", "HDF5_VERSION_MARK", "LAUNCH_NICE",
+           "NativeStart", "RECORDS_FILE", "is_python_file", "is_trace_file", "links_hdf5_in", "log_dir", "spawn", "wait",
+           "which"]

@@ -172,4 +172,5 @@ def release_startup_hook() -> None:
         pass  # left for the next holder to remove
 
 
-__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "adopt_startup_hook", "ensure_startup_hook", "release_startup_hook", "site_packages"]
+__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "adopt_startup_hook", "ensure_startup_hook", "release_startup_hook",
+           "site_packages"]

@@ -9,8 +9,8 @@ The traced run goes through a driver script that wraps advisor/entry.py's ``main
 line runs, when ``nativestart.spawn`` starts the program, when ``nativestart.wait`` returns, and when the
 launcher calls ``os._exit``. Where the ``ioadvisor`` command is the native front end
 (instrumentation/frontend/ioadvisor.c), a copy of it runs beside the driver as its Python entry point: the
-program then starts before the driver, at the run's clock origin (the spawn's mark). The caller notes the whole process's wall time; h5loop prints its loop's wall time.
-Medians over rounds; ``--baseline`` adds another checkout's launcher (its extensions built), as
+program then starts before the driver, at the run's clock origin (the spawn's mark). The caller notes the
+whole process's wall time; h5loop prints its loop's wall time. Medians over rounds; ``--baseline`` adds another checkout's launcher (its extensions built), as
 tracing_overhead.py's ``--baseline`` does. ``--first-read``: what the run's pending batch (docs/trace-format.md)
 costs its first reader: ``ioadvisor trace show`` of a fresh trace (it converts), again (converted), and of the
 trace the baseline's launcher wrote, each in a fresh process.
