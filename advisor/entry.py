@@ -1,4 +1,9 @@
-"""The ``ioadvisor`` command's entry point (the ``ioadvisor`` script, ``python -m advisor``).
+"""The ``ioadvisor`` command's Python entry point (the ``ioadvisor-python`` script, ``python -m advisor``).
+
+Where it was built, the ``ioadvisor`` command is a native front end (instrumentation/frontend/ioadvisor.c) that
+does what ``run_native`` does below before any interpreter starts, for a program in a virtual environment's
+install, then execs this entry point with the program started (``_from_front_end``); every other command line
+it passes here unchanged.
 
 ``ioadvisor run [-o TRACE] [--force] [--] PROGRAM ARGS...`` of a program that is not Python, serial, starts the
 program before anything else is imported: the parser (argparse), the run command and ``NativeRun`` (pathlib, re,
@@ -16,7 +21,13 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+        resumed = _from_front_end()
+        if resumed is not None:
+            return _traced(argv, *resumed)
+    else:
+        argv = list(argv)
     status = run_native(argv)
     if status is None:
         from .cli import main as cli_main
@@ -56,13 +67,35 @@ def run_native(argv: list[str]) -> int | None:
     except OSError:
         start.abandon()  # the CLI starts it again and reports what fails as the run command does
         return None
+    return _traced(argv, start, pid)
+
+
+def _traced(argv: list[str], start, pid: int) -> int:
+    """The run of the program ``pid``, started by ``start`` (nativestart.NativeStart), until its end."""
+    from instrumentation import nativestart as ns
     from instrumentation.launch import NativeRun
 
     from .cli import guarded
     from .commands.run import exit_with, traced
 
-    return guarded("run", lambda: traced(lambda: NativeRun.started(start), lambda _: exit_with(ns.wait(pid)),
-                                         argv == sys.argv[1:]))
+    def execute(_):
+        status = ns.wait(pid)
+        start.program_ended()
+        exit_with(status)
+
+    return guarded("run", lambda: traced(lambda: NativeRun.started(start), execute, argv == sys.argv[1:]))
+
+
+def _from_front_end():
+    """(NativeStart, pid) of a program the native front end (instrumentation/frontend/ioadvisor.c) started before
+    it became this process, else None; this process's ``sys.argv[0]`` and environment made the command's."""
+    if "IOADVISOR_FRONT_ARGV0" not in os.environ:  # nativestart.FRONT_ARGV0, without the import for other commands
+        return None
+    from instrumentation import nativestart as ns
+
+    sys.argv[0] = os.environ.pop(ns.FRONT_ARGV0)
+    state = os.environ.pop(ns.FRONT_STARTED, None)
+    return None if state is None else ns.NativeStart.resumed(state)
 
 
 def _parse(argv: list[str]) -> tuple[str, bool, list[str]] | None:

@@ -43,7 +43,8 @@ def traced_program(argv: Sequence[str]) -> bool:
     """The trace holds a whole Python program's run: recorded by ``ioadvisor run [...] -- [python] prog.py``
     (its header's ``argv``), not by ``advisor.trace`` inside a program whose other work is unknown."""
     argv = list(argv)
-    if not argv or os.path.basename(argv[0]) not in ("ioadvisor", "__main__.py") or "run" not in argv[1:3]:
+    command = ("ioadvisor", "ioadvisor-python", "__main__.py")  # the Python entry point re-executed for a Python program
+    if not argv or os.path.basename(argv[0]) not in command or "run" not in argv[1:3]:
         return False
     if "--" not in argv:
         return False

@@ -19,7 +19,7 @@ from . import preload
 from .errors import OutputExistsError
 from .partsdir import RUN_FILE, child_environment
 from .pendingbatch import is_pending_name, remove_tree
-from .startup import ensure_startup_hook, release_startup_hook
+from .startup import adopt_startup_hook, ensure_startup_hook, release_startup_hook
 
 DEFAULT_TRACE = "ioadvisor-trace.parquet"
 """The trace ``ioadvisor run`` writes where not told (advisor/commands/run.py, advisor/entry.py)."""
@@ -29,6 +29,16 @@ _RESET_SIGNALS = tuple(getattr(signals, name) for name in ("SIGPIPE", "SIGXFZ", 
 """Signals Python ignores that a child starts with at their default, as ``subprocess`` (``restore_signals``)."""
 HDF5_VERSION_MARK = b"HDF5 library version: "
 """What every build of libhdf5 holds (``linkage.inspect``): in a program's own file, libhdf5 is linked in."""
+FRONT_STARTED = "IOADVISOR_FRONT_STARTED"
+"""Set by the native front end (instrumentation/frontend/ioadvisor.c) when it execs the Python entry point with
+the program started already: the ``NativeStart`` it did, fields separated by FIELD_SEPARATOR (``resumed``)."""
+FRONT_ARGV0 = "IOADVISOR_FRONT_ARGV0"
+"""Set by the native front end: the command's own ``argv[0]`` (the Python entry point's is its script's)."""
+FIELD_SEPARATOR = "\x1f"
+LAUNCH_NICE = 19
+"""The launcher's nice value while the program the native front end started runs: its interpreter's start and
+its imports run beside the program, below it (within the session's CPU share: on a machine with no idle core
+they took the program's time; benchmarks/speed/tracing_overhead.py --fixed-only, the 20,000-box C program)."""
 READ_WHOLE = 16 << 20
 """Programs up to this size are read to be searched, larger ones mapped: loading the mmap module (a shared
 library) costs a start about as much as reading a few MB here."""
@@ -52,6 +62,33 @@ class NativeStart:
         self.holds_hook = False
         self.parts = self.logs = ""
         self.saved: dict[str, str | None] = {}
+        self.nice_before: int | None = None  # the front end's (``resumed``)
+
+    @classmethod
+    def resumed(cls, state: str) -> tuple["NativeStart", int]:
+        """(the ``NativeStart`` the native front end did before it started the program, the program's pid), from
+        its FRONT_STARTED variable: the trace directory cleared, the start-up hook held by this process (the same
+        one: the front end execs its Python entry point), the program's variables in its environment only."""
+        pid, path, live, parts, logs, t_unix, origin, holds, why, nice = state.split(FIELD_SEPARATOR)
+        start = cls.__new__(cls)
+        start.path, start.live, start.parts, start.logs = path, live, parts, logs
+        start.run_config = {"t_origin_unix": float(t_unix), "origin": float(origin), "rank": 0, "size": 1}
+        start.holds_hook = holds == "1"
+        start.hook_why = None if start.holds_hook else why
+        start.saved = {}
+        start.nice_before = int(nice)
+        if start.holds_hook:
+            adopt_startup_hook()
+        return start, int(pid)
+
+    def program_ended(self) -> None:
+        """The launcher's priority back to what it was before the front end lowered it (``resumed``), where the
+        system allows it (an unprivileged process may not lower its nice value: it then stays)."""
+        if self.nice_before is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, self.nice_before)
+            except OSError:
+                pass
 
     def clear_trace_dir(self) -> bool:
         """The empty trace directory ``tracedir.prepare`` makes, where what is at ``live`` is surely an earlier
@@ -200,5 +237,6 @@ def log_dir() -> str:
         return tempfile.mkdtemp(prefix="ioadvisor-h5-")
 
 
-__all__ = ["DEFAULT_TRACE", "HDF5_VERSION_MARK", "NativeStart", "RECORDS_FILE", "is_python_file", "is_trace_file", "links_hdf5_in",
-           "log_dir", "spawn", "wait", "which"]
+__all__ = ["DEFAULT_TRACE", "FIELD_SEPARATOR", "FRONT_ARGV0", "FRONT_STARTED", "HDF5_VERSION_MARK", "LAUNCH_NICE",
+           "NativeStart", "RECORDS_FILE", "is_python_file", "is_trace_file", "links_hdf5_in", "log_dir", "spawn", "wait",
+           "which"]

@@ -141,6 +141,14 @@ def ensure_startup_hook() -> str | None:
     return None
 
 
+def adopt_startup_hook() -> None:
+    """This process holds the hook already: its holder file (HOST-PID) was made before an exec by the native
+    front end (instrumentation/frontend/ioadvisor.c), which wrote the hook as ``ensure_startup_hook`` does."""
+    if _held["pid"] != os.getpid():
+        _held.update(pid=os.getpid(), count=0)
+    _held["count"] += 1
+
+
 def release_startup_hook() -> None:
     """Let go of the hook (``ensure_startup_hook``); the last holder removes it."""
     if _held["pid"] != os.getpid() or not _held["count"]:
@@ -164,4 +172,5 @@ def release_startup_hook() -> None:
         pass  # left for the next holder to remove
 
 
-__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "ensure_startup_hook", "release_startup_hook", "site_packages"]
+__all__ = ["HOLDERS", "PTH_LINE", "PTH_NAME", "adopt_startup_hook", "ensure_startup_hook", "release_startup_hook",
+           "site_packages"]

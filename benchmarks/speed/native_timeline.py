@@ -7,8 +7,10 @@ traced run marked inside the launcher against the caller's clock (docs/tracing-o
 
 The traced run goes through a driver script that wraps advisor/entry.py's ``main``: it notes when its first
 line runs, when ``nativestart.spawn`` starts the program, when ``nativestart.wait`` returns, and when the
-launcher calls ``os._exit``. The caller notes the whole process's wall time; h5loop prints its loop's wall time.
-Medians over rounds; ``--baseline`` adds another checkout's launcher (its extensions built), as
+launcher calls ``os._exit``. Where the ``ioadvisor`` command is the native front end
+(instrumentation/frontend/ioadvisor.c), a copy of it runs beside the driver as its Python entry point: the
+program then starts before the driver, at the run's clock origin (the spawn's mark). The caller notes the
+whole process's wall time; h5loop prints its loop's wall time. Medians over rounds; ``--baseline`` adds another checkout's launcher (its extensions built), as
 tracing_overhead.py's ``--baseline`` does. ``--first-read``: what the run's pending batch (docs/trace-format.md)
 costs its first reader: ``ioadvisor trace show`` of a fresh trace (it converts), again (converted), and of the
 trace the baseline's launcher wrote, each in a fresh process.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,11 +52,31 @@ def marked_exit(code):
     real_exit(code)
 os._exit = marked_exit
 marks.append(("script", time.time()))
+started = os.environ.get("IOADVISOR_FRONT_STARTED")  # the native front end spawned it: at its clock origin
+if started:
+    origin = float(started.split("\x1f")[6])
+    marks.insert(0, ("spawn", marks[-1][1] - (time.perf_counter() - origin)))
 from advisor.entry import main
 sys.argv = ["ioadvisor", *sys.argv[1:]]
 sys.exit(main())
 '''
 BOXES = 20_000
+COMMAND = Path(sys.executable).parent / "ioadvisor"
+FRONT_END = HERE / "front-end-not-found"  # main() sets it: COMMAND where it is the native front end
+
+
+def _front_end(tmp: Path) -> Path:
+    """A copy of the native front end beside the driver as its Python entry point, or a path that is not there
+    (the ``ioadvisor`` command is a Python script: the driver alone)."""
+    with open(COMMAND, "rb") as fh:
+        if fh.read(4) != b"\x7fELF":
+            return tmp / "front" / "none"
+    (tmp / "front").mkdir()
+    shutil.copy(COMMAND, tmp / "front" / "ioadvisor")
+    entry = tmp / "front" / "ioadvisor-python"
+    entry.write_text(f"#!{sys.executable}" + DRIVER)
+    entry.chmod(0o755)
+    return tmp / "front" / "ioadvisor"
 
 
 def _env(checkout: Path | None) -> dict:
@@ -67,8 +90,10 @@ def _env(checkout: Path | None) -> dict:
 def one_run(tool: str, program: list[str], tmp: Path, driver: Path, checkout: Path | None) -> dict[str, float]:
     """Wall time, loop time and the launcher's marks (ms from the caller's start) of one run."""
     env = _env(checkout)
+    launcher = [str(driver.parent / "front" / "ioadvisor")] if tool == "ioadvisor" and FRONT_END.exists() else \
+        [sys.executable, str(driver)]
     cmd = program if tool == "plain" else \
-        [sys.executable, str(driver), "run", "--force", "-o", str(tmp / f"{tool}.parquet"), "--", *program]
+        [*launcher, "run", "--force", "-o", str(tmp / f"{tool}.parquet"), "--", *program]
     t0 = time.time()
     env["IOADVISOR_T0"] = repr(t0)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp, check=True)
@@ -122,6 +147,8 @@ def main() -> None:
             return
         driver = tmp / "driver.py"
         driver.write_text(DRIVER)
+        global FRONT_END
+        FRONT_END = _front_end(tmp)
         tools = {"plain": None, "ioadvisor": None, **({"baseline": args.baseline} if args.baseline else {})}
         for tool, checkout in tools.items():  # once each first: page cache, .pyc files
             one_run(tool, program, tmp, driver, checkout)

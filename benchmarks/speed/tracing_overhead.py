@@ -295,6 +295,10 @@ SPAWNED = 8
 """Children of the spawn case: a child's cost is (traced - plain) of SPAWNED children minus that of none, / SPAWNED."""
 
 
+IOADVISOR_COMMAND = Path(sys.executable).parent / "ioadvisor"
+"""The ``ioadvisor`` command installed with this interpreter (section 4)."""
+
+
 def _tool_command(tool: str, cmd: list[str], tmp: Path, baseline: Path | None = None) -> tuple[list[str], dict]:
     """``cmd`` as run plain, through ``ioadvisor run`` (what a user types, its default Parquet trace), through the
     ``ioadvisor run`` of another checkout (``baseline``, its extensions built) or with Darshan preloaded (logs in
@@ -304,7 +308,10 @@ def _tool_command(tool: str, cmd: list[str], tmp: Path, baseline: Path | None = 
         if tool == "baseline":
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), os.environ.get("PYTHONPATH")]))
         out = tmp / f"fixed-{tool}.parquet"  # its own: an older checkout may not replace a newer trace
-        return [sys.executable, "-m", "advisor", "run", "--force", "-o", str(out), "--", *cmd], env
+        # the command a user types (the venv's `ioadvisor`: the native front end where it was built); another
+        # checkout's through `python -m advisor` (its entry point: its `ioadvisor` script cost the same)
+        command = [sys.executable, "-m", "advisor"] if tool == "baseline" else [str(IOADVISOR_COMMAND)]
+        return [*command, "run", "--force", "-o", str(out), "--", *cmd], env
     if tool == "darshan":
         env.update(LD_PRELOAD=str(DARSHAN), DARSHAN_ENABLE_NONMPI="1", DARSHAN_LOGPATH=str(tmp / "darshan-logs"))
     return cmd, env

@@ -1454,8 +1454,11 @@ __attribute__((unused)) CONTROL double ioadv_described(double t0, double t1) {
     return (double)ns * 1e-9;
 }
 
-/* Start recording into DIR (or stop with NULL); what was buffered goes to the old place first. */
-CONTROL void ioadv_set_dir(const char *dir) {
+/* Start recording into DIR (or stop with NULL); what was buffered goes to the old place first. FRESH: the
+ * process's first start (the constructor), whose caches are as the loader zeroed them: clearing them again
+ * touched every page of their 3 MB, about 2 ms of a traced program's start (page faults; perf stat of
+ * benchmarks/c/h5loop.c "boxes 0", preloaded with and without a log directory). */
+static void set_dir(const char *dir, int fresh) {
     LOCK();
     flush_locked();
     if (meta_fd >= 0) close(meta_fd);
@@ -1466,8 +1469,10 @@ CONTROL void ioadv_set_dir(const char *dir) {
         strcpy(out_dir, dir);
         recording = 1;
         /* the new files describe again what they refer to */
-        memset(dsets, 0, sizeof dsets);
-        memset(spaces, 0, sizeof spaces); /* changes made while not recording were not followed */
+        if (!fresh) {
+            memset(dsets, 0, sizeof dsets);
+            memset(spaces, 0, sizeof spaces); /* changes made while not recording were not followed */
+        }
         n_dsets = 0;
         for (int i = 0; i < n_libs; i++) {
             unsigned maj = 0, min = 0, rel = 0;
@@ -1486,6 +1491,8 @@ CONTROL void ioadv_set_dir(const char *dir) {
     }
     UNLOCK();
 }
+
+CONTROL void ioadv_set_dir(const char *dir) { set_dir(dir, 0); }
 
 static void at_fork_child(void) {
     /* the parent writes what it buffered; the child starts its own files */
@@ -1508,7 +1515,7 @@ __attribute__((constructor)) static void start(void) {
 #if defined(IOADV_WRAP) || defined(IOADV_VOL)
     if (dir && *dir && interposer_serves()) return;
 #endif
-    if (dir && *dir) ioadv_set_dir(dir);
+    if (dir && *dir) set_dir(dir, 1);
 }
 
 #if !defined(IOADV_WRAP) && !defined(IOADV_VOL)

@@ -26,10 +26,9 @@ from test_interpose import IOADVISOR, SERIAL, _env, compile_c
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path, exe, output="t.parquet", *extra, python_flags=(), data="known.h5"):
-    command = [sys.executable, *python_flags, str(IOADVISOR)] if python_flags else [str(IOADVISOR)]
-    return subprocess.run([*command, "run", *extra, "-o", output, "--", str(exe), str(tmp_path / data)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+def _run(tmp_path, exe, output="t.parquet", *extra, env=(), data="known.h5"):
+    return subprocess.run([str(IOADVISOR), "run", *extra, "-o", output, "--", str(exe), str(tmp_path / data)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**_env(), **dict(env)})
 
 
 @pytest.fixture
@@ -103,7 +102,8 @@ def _same_as_eager(tmp_path, path: Path, summary: str):
 
 def test_the_launcher_imports_neither_numpy_nor_arrow(tmp_path):
     exe = compile_c(tmp_path, "known_accesses.c", SERIAL)
-    res = _run(tmp_path, exe, "t.parquet", python_flags=("-X", "importtime"))
+    # the launcher's interpreter (the native front end's Python entry point, or the ioadvisor script) says
+    res = _run(tmp_path, exe, "t.parquet", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     imported = {line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
     assert "instrumentation.launch" in imported and "instrumentation.pendingbatch" in imported
