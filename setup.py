@@ -80,7 +80,7 @@ def front_end_config(inplace):
             "INPLACE_DIR": os.path.join(HERE, "instrumentation") if inplace else ""}
     lines = [f"#define FC_{name} {_c_string(value)}" for name, value in text.items()]
     lines.append(f"#define FC_LAUNCH_NICE {int(nativestart.LAUNCH_NICE)}")
-    variables = [rank for rank, _ in getattr(mpi, "_LAUNCHER_ENV")]  # mpi.launched's variables
+    variables = [rank for rank, _ in mpi.LAUNCHER_ENV]  # mpi.launched's variables
     lines.append("#define FC_MPI_VARS {" + ", ".join(map(_c_string, variables)) + "}")
     return "\n".join(lines) + "\n"
 

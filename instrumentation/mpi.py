@@ -23,11 +23,12 @@ from . import settings
 # .tracefile (numpy), pathlib and .tracedir (re) are imported where used: a serial run's launcher imports this
 # module to learn that it is serial before its program starts (instrumentation/nativestart.py)
 
-_LAUNCHER_ENV = (
+LAUNCHER_ENV = (
     ("PMI_RANK", "PMI_SIZE"),  # MPICH / Hydra, Intel MPI, srun --mpi=pmi2
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),  # Open MPI
     ("PMIX_RANK", None),  # PMIx launchers (srun --mpi=pmix, prrte): no size variable
 )
+"""(rank, size) environment variables of the MPI launchers; the native front end checks the same ones (setup.py)."""
 
 WAIT_SECONDS = settings.mpi_wait()
 """Longest wait for the other ranks in ``finish`` (a rank killed without closing its file)."""
@@ -52,14 +53,14 @@ def _world():
 
 def launched() -> bool:
     """Was this process started by an MPI launcher (its environment says so)? Without importing mpi4py."""
-    return any(rank_var in os.environ for rank_var, _ in _LAUNCHER_ENV)
+    return any(rank_var in os.environ for rank_var, _ in LAUNCHER_ENV)
 
 
 def rank_size(comm=None) -> tuple[int, int]:
     """(rank, size) of this process: from ``comm`` (mpi4py), else from the launcher's environment."""
     if comm is not None:
         return comm.Get_rank(), comm.Get_size()
-    for rank_var, size_var in _LAUNCHER_ENV:
+    for rank_var, size_var in LAUNCHER_ENV:
         if rank_var not in os.environ:
             continue
         if size_var is not None and size_var in os.environ:
