@@ -127,7 +127,8 @@ class VerifyResult:
             rows = self.rows_of(name)
             src = rows[0].data
             upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
-            ranks = next((" " + concurrency_text(r.process_groups) + "," for r in rows if r.process_groups), "")
+            ranks = next((" " + concurrency_text(r.process_groups) + "," for r in rows if r.process_groups),
+                         " replayed concurrently," if any(r.parallel for r in rows) else "")
             if any(r.stack == "netcdf4" for r in rows):  # the program's own stack
                 ranks += " built and read through netCDF4-python" + ("," if all(r.stack for r in rows)
                                                                     else " where it writes the layout,")
