@@ -115,6 +115,44 @@ def process_groups(accesses: Sequence[AccessRecord]) -> list[list[tuple[int, int
     return out
 
 
+def overlapped_seconds(units: Sequence[tuple[int, int]], events: Sequence[list], calls: Sequence[np.ndarray]) -> float:
+    """The seconds of a group of processes replayed at once, as the trace's time counts them
+    (``iomodel.intrace.traced_seconds``): per rank, the time inside at least one call of its processes; the slowest
+    rank's. A replay runs its calls back to back, while the program's processes spent time of their own between
+    calls (a DataLoader worker's sample loop and collation), so two workers' calls overlapped only partly: each
+    process's replayed calls are laid on its traced timeline, starting at its traced offset within its rank's
+    group and separated by its traced gaps (the time between one call's end and the next call's start), and the
+    union of those intervals is taken. One process per rank: the sum of its calls.
+
+    ``units``: (rank, process) of each replayed process; ``events``: its traced events (time order); ``calls``:
+    the replayed seconds of each of its accesses."""
+    by_rank: dict[int, list] = {}
+    for unit, ev, d in zip(units, events, calls):
+        by_rank.setdefault(unit[0], []).append(([e for e in ev if isinstance(e, AccessRecord)], d))
+    best = 0.0
+    for procs in by_rank.values():
+        if len(procs) == 1:
+            best = max(best, float(procs[0][1].sum()))
+            continue
+        origin = min(acc[0].t_start for acc, _ in procs if acc)
+        begins, ends = [], []
+        for acc, d in procs:
+            if not acc:
+                continue
+            t0 = np.array([a.t_start for a in acc])
+            dt = np.array([a.duration for a in acc])
+            gaps = np.clip(t0[1:] - (t0[:-1] + dt[:-1]), 0.0, None)
+            begin = (t0[0] - origin) + np.concatenate([[0.0], np.cumsum(d[:-1] + gaps)])
+            begins.append(begin)
+            ends.append(begin + d)
+        b, e = np.concatenate(begins), np.concatenate(ends)
+        order = np.argsort(b, kind="stable")
+        b, e = b[order], e[order]
+        before = np.maximum.accumulate(np.concatenate([[-np.inf], e[:-1]]))  # latest end of the earlier calls
+        best = max(best, float(np.clip(e - np.maximum(b, before), 0.0, None).sum()))
+    return best
+
+
 @dataclass
 class LayoutRuns:
     """Measurements of one distinct layout so far."""
@@ -145,7 +183,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
 
     A trace of several processes (MPI ranks, followed workers) that only read replays each process in its own
     process (its own chunk cache and open file, the layout's cache settings), those that ran at the same time
-    together (``process_groups``): the time is the sum over the groups of the slowest. Returns the runs per
+    together (``process_groups``): the time is the sum over the groups of each group's time inside the calls as
+    they overlapped (``overlapped_seconds``). Returns the runs per
     choice and the sizes of those groups (() when replayed in one process, in time order: one traced process,
     or writes, which serial h5py cannot share between processes).
     """
@@ -165,6 +204,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
             distinct[key] = LayoutRuns(workdir / f"layout{len(distinct)}")
     keep_built = reads_only and data.nbytes * len(distinct) <= ROUND_ROBIN_BYTES
     first = {k: choices[keys.index(k)] for k in distinct}
+    if not parallel:
+        groups = [[(0, 0)]]
     jobs = [[_events(trace, ds, u) for u in g] for g in groups] if parallel else [[events]]
     pooled = parallel or deadline is not None
     data_file = None
@@ -198,7 +239,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
                 want = check and runs.error is None
                 try:
                     if pooled:
-                        runs.times.append(pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline))
+                        calls = pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline)
+                        runs.times.append(sum(overlapped_seconds(g, ev, c) for g, ev, c in zip(groups, jobs, calls)))
                         runs.stored = stored_bytes(data_path(spec, runs.workdir))
                     else:
                         res = replay(events, spec, runs.workdir, rebuild=False, cold=True, data=data,
@@ -231,4 +273,5 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
         os.unlink(data_file)
     return [distinct[k] for k in keys], tuple(map(len, jobs)) if parallel else ()
 
-__all__ = ["LayoutRuns", "ROUND_ORDER_SEED", "ROUND_ROBIN_BYTES", "measure_all", "process_groups"]
+__all__ = ["LayoutRuns", "ROUND_ORDER_SEED", "ROUND_ROBIN_BYTES", "measure_all", "overlapped_seconds",
+           "process_groups"]

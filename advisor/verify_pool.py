@@ -39,7 +39,10 @@ def rank_main() -> None:
         print("ready", flush=True)
         sys.stdin.buffer.readline()
         try:
-            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=None, data=data).total_seconds}
+            res = replay(events, spec, workdir, rebuild=False, cold=None, data=data)
+            calls = res.per_access.tolist() or [0.0]
+            calls[-1] += res.close_seconds  # the file's close (write-back) ends the last call, as total_seconds counts
+            out = {"calls": calls}
         except Exception as exc:  # reported by the parent, which owns the error message
             out = {"error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps(out), flush=True)
@@ -80,10 +83,10 @@ class ReplayPool:
         return p.stdout.readline()
 
     def run(self, groups: list[list[list]], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
-            timeout: float | None = None) -> float:
-        """Replay ``groups`` one after another, the event lists of a group at once (one process each): the sum
-        over the groups of the slowest process's seconds. The page cache is emptied once, before the first group
-        (later groups find what the earlier ones read, as the program did).
+            timeout: float | None = None) -> list[list[np.ndarray]]:
+        """Replay ``groups`` one after another, the event lists of a group at once (one process each): per group,
+        per process, the seconds of each access (the last one's with the file's close). The page cache is emptied
+        once, before the first group (later groups find what the earlier ones read, as the program did).
 
         ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
         the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
@@ -91,7 +94,7 @@ class ReplayPool:
         if any(len(g) > self.nprocs for g in groups):
             raise ValueError(f"a group of {max(map(len, groups))} processes, the pool has {self.nprocs}")
         until = None if timeout is None else time.monotonic() + timeout
-        total = 0.0
+        out = []
         for k, group in enumerate(groups):
             procs = self.procs[:len(group)]
             for p, ev in zip(procs, group):
@@ -116,8 +119,8 @@ class ReplayPool:
             failed = [f"process {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
             if failed:
                 raise ReplayError(failed[0])
-            total += max(g["seconds"] for g in got)
-        return total
+            out.append([np.asarray(g["calls"], dtype=np.float64) for g in got])
+        return out
 
     def close(self) -> None:
         for p in self.procs:

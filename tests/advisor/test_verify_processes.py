@@ -5,10 +5,12 @@ import multiprocessing as mp
 from dataclasses import replace
 
 import h5py
+import numpy as np
+import pytest
 
 import advisor
 from advisor.verify import VerifyResult, current_choice, synthetic, verify, verify_choices
-from advisor.verify_measure import process_groups
+from advisor.verify_measure import overlapped_seconds, process_groups
 from instrumentation.records import AccessRecord, Selection
 from instrumentation.tracefile import Trace, load_trace
 from iomodel.predict import pick_dataset
@@ -64,6 +66,26 @@ def test_processes_group_as_they_overlapped():
     ranks = [_access(0.0, 1.0, rank=0), _access(5.0, 1.0, rank=1)]
     assert process_groups(ranks) == [[(0, 0), (1, 0)]]
     assert process_groups([_access(0.0, 1.0)]) == [[(0, 0)]]
+
+
+def test_the_time_of_processes_replayed_at_once_is_their_calls_as_they_overlapped():
+    """Two workers that took turns (calls of 1 s, 1 s apart, the second worker 1 s behind) kept exactly one call
+    going: replayed at 0.5 s a call, their calls on the traced timelines no longer touch (3 s inside a call); in step,
+    they overlap whole (1.5 s). The slowest worker alone would say 1.5 s in both cases."""
+    def worker(process, offset):
+        return [_access(offset + 2.0 * i, 1.0, process=process) for i in range(3)]
+
+    half = np.full(3, 0.5)
+    turns = [worker(0, 0.0), worker(1, 1.0)]
+    assert overlapped_seconds([(0, 0), (0, 1)], turns, [half, half]) == pytest.approx(3.0)
+    assert overlapped_seconds([(0, 0), (0, 1)], turns, [np.full(3, 1.0)] * 2) == pytest.approx(6.0)
+    in_step = [worker(0, 0.0), worker(1, 0.0)]
+    assert overlapped_seconds([(0, 0), (0, 1)], in_step, [half, half]) == pytest.approx(1.5)
+    # a call replayed slower than traced pushes the worker's later calls back (the gaps stay the program's): A
+    # [0, 2], [3, 3.5], [4.5, 5]; B [0, 0.5], [1.5, 2], [3, 3.5] inside them
+    assert overlapped_seconds([(0, 0), (0, 1)], in_step, [np.array([2.0, 0.5, 0.5]), half]) == pytest.approx(3.0)
+    # MPI ranks: each rank's own time, the slowest rank's counts
+    assert overlapped_seconds([(0, 0), (1, 0)], turns, [half, np.full(3, 0.7)]) == pytest.approx(2.1)
 
 
 def _worker(path, lo, barrier):
