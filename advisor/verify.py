@@ -13,8 +13,11 @@ a PyTorch DataLoader's or a multiprocessing pool's, each access carrying its
 process): when every access of a dataset is a read, each traced process
 replays in a process of its own (its own open file and chunk cache, set as
 the layout sets it), those that ran at the same time together
-(``advisor.verify_measure.process_groups``), and the time is the sum over
-those groups of the slowest process's (the parallel model's max over ranks).
+(``advisor.verify_measure.process_groups``). A group's time is the time
+inside at least one call, as the trace counts it: each process's replayed
+calls laid on its traced timeline (its traced gaps between calls kept), the
+union per rank, the slowest rank's (``verify_measure.overlapped_seconds``);
+the run's is the sum over the groups.
 Serial h5py cannot have two writers on one file, so a trace with writes
 replays its accesses in time order in one process (``VerifyRow.parallel`` is
 False then; ``VerifyRow.process_groups`` says what ran concurrently).
