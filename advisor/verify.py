@@ -8,11 +8,19 @@ or zarr (``iomodel.replay``). The measured seconds sit next to the predicted
 ones; that closes the loop for the user (does the advice hold here?) and for
 the models (``measured / predicted``).
 
-Traces from several MPI ranks: when every access of a dataset is a read, the
-ranks replay at the same time, one process each, and the time is the slowest
-rank's (the parallel model's max over ranks). Serial h5py cannot have two
-writers on one file, so a multi-rank trace with writes replays its accesses
-in time order in one process (``VerifyRow.parallel`` is False then).
+Traces of several processes (MPI ranks; the workers a program forked, such as
+a PyTorch DataLoader's or a multiprocessing pool's, each access carrying its
+process): when every access of a dataset is a read, each traced process
+replays in a process of its own (its own open file and chunk cache, set as
+the layout sets it), those that ran at the same time together
+(``advisor.verify_measure.process_groups``). A group's time is the time
+inside at least one call, as the trace counts it: each process's replayed
+calls laid on its traced timeline (its traced gaps between calls kept), the
+union per rank, the slowest rank's (``verify_measure.overlapped_seconds``);
+the run's is the sum over the groups.
+Serial h5py cannot have two writers on one file, so a trace with writes
+replays its accesses in time order in one process (``VerifyRow.parallel`` is
+False then; ``VerifyRow.process_groups`` says what ran concurrently).
 
 With a ``deadline`` every replay runs in a separate process that is killed
 when it runs past it (some default layouts take minutes); its time is then a
@@ -185,7 +193,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
         raise VerifyError(f"dataset {dataset_name(ds)}: {nbytes / 2**30:.1f} GiB is more than verify rebuilds "
                           f"({max_bytes / 2**30:.1f} GiB); pass a larger max_bytes or a smaller trace")
     data, source = load_data(ds, shape, seed)
-    runs, parallel = measure_all(choices, trace, ds, data, Path(workdir) / f"ds{ds.id}", repeat=repeat,
+    runs, groups = measure_all(choices, trace, ds, data, Path(workdir) / f"ds{ds.id}", repeat=repeat,
                                  check=source == "user", budget=budget, deadline=deadline)
     rows = []
     for choice, r in zip(choices, runs):
@@ -196,7 +204,7 @@ def verify_choices(trace: Trace, ds: DatasetRecord, choices: Sequence[Choice], w
             compressor=choice.compressor or _filters_name(choice.filters), error_bound=choice.error_bound,
             predicted_seconds=choice.predicted_seconds, measured_seconds=statistics.median(r.times),
             measured_all=tuple(r.times), stored_bytes=r.stored, data=source, max_error=r.error,
-            parallel=parallel, timed_out=r.timed_out, stack=choice.stack))
+            parallel=bool(groups), timed_out=r.timed_out, stack=choice.stack, process_groups=groups))
     return rows
 
 

@@ -21,13 +21,14 @@ from instrumentation.tracefile import Trace
 from iomodel.replay import DATASET_NAME, LayoutSpec, ReplayError, data_path, evict, index_of, replay, stored_bytes
 
 
-def _events(trace: Trace, ds: DatasetRecord, rank: int | None = None) -> list:
-    """The dataset's accesses and resizes in time order (one rank's, or every rank's). The accesses and resizes of
-    a folded run carry interpolated start times, which can put an access just before the resize that made room
-    for it: an access beyond the array's shape comes after the resizes that precede it."""
-    accesses = sorted((a for a in trace.accesses if a.dataset == ds.id and (rank is None or a.rank == rank)),
-                      key=lambda e: e.t_start)
-    resizes = sorted((one for r in trace.resizes if r.dataset == ds.id and (rank is None or r.rank == rank)
+def _events(trace: Trace, ds: DatasetRecord, unit: tuple[int, int] | None = None) -> list:
+    """The dataset's accesses and resizes in time order (one traced process's, ``unit`` = (rank, process), or
+    every process's). The accesses and resizes of a folded run carry interpolated start times, which can put an
+    access just before the resize that made room for it: an access beyond the array's shape comes after the
+    resizes that precede it."""
+    accesses = sorted((a for a in trace.accesses if a.dataset == ds.id
+                       and (unit is None or (a.rank, a.process) == unit)), key=lambda e: e.t_start)
+    resizes = sorted((one for r in trace.resizes if r.dataset == ds.id and (unit is None or r.rank == unit[0])
                       for one in r.expanded()), key=lambda e: e.t_start)
     shape, ev, i = tuple(ds.shape), [], 0
     for a in accesses:
@@ -90,6 +91,68 @@ def _stored_error(spec: LayoutSpec, workdir: Path, data: np.ndarray, events: lis
     return _error(stored, expected)
 
 
+def process_groups(accesses: Sequence[AccessRecord]) -> list[list[tuple[int, int]]]:
+    """The traced processes, (rank, process), grouped as they ran: the groups one after another, the processes of
+    a group at the same time. Within a rank, processes whose spans of accesses (first start to last end, on the
+    rank's clock) overlap, directly or through another, form a group (a DataLoader's workers; the main process
+    that read before forking them is a group of its own). MPI ranks run at once: a rank's k-th group runs with
+    every other rank's k-th (ranks' clocks are not compared)."""
+    spans: dict[tuple[int, int], list[float]] = {}
+    for a in accesses:
+        span = spans.setdefault((a.rank, a.process), [a.t_start, a.t_start + a.duration])
+        span[0], span[1] = min(span[0], a.t_start), max(span[1], a.t_start + a.duration)
+    out: list[list[tuple[int, int]]] = []
+    for rank in sorted({u[0] for u in spans}):
+        k, end = -1, None
+        for unit in sorted((u for u in spans if u[0] == rank), key=lambda u: spans[u][0]):
+            if end is None or spans[unit][0] >= end:  # starts after every process so far has ended
+                k, end = k + 1, spans[unit][1]
+                if k == len(out):
+                    out.append([])
+            else:
+                end = max(end, spans[unit][1])
+            out[k].append(unit)
+    return out
+
+
+def overlapped_seconds(units: Sequence[tuple[int, int]], events: Sequence[list], calls: Sequence[np.ndarray]) -> float:
+    """The seconds of a group of processes replayed at once, as the trace's time counts them
+    (``iomodel.intrace.traced_seconds``): per rank, the time inside at least one call of its processes; the slowest
+    rank's. A replay runs its calls back to back, while the program's processes spent time of their own between
+    calls (a DataLoader worker's sample loop and collation), so two workers' calls overlapped only partly: each
+    process's replayed calls are laid on its traced timeline, starting at its traced offset within its rank's
+    group and separated by its traced gaps (the time between one call's end and the next call's start), and the
+    union of those intervals is taken. One process per rank: the sum of its calls.
+
+    ``units``: (rank, process) of each replayed process; ``events``: its traced events (time order); ``calls``:
+    the replayed seconds of each of its accesses."""
+    by_rank: dict[int, list] = {}
+    for unit, ev, d in zip(units, events, calls):
+        by_rank.setdefault(unit[0], []).append(([e for e in ev if isinstance(e, AccessRecord)], d))
+    best = 0.0
+    for procs in by_rank.values():
+        if len(procs) == 1:
+            best = max(best, float(procs[0][1].sum()))
+            continue
+        origin = min(acc[0].t_start for acc, _ in procs if acc)
+        begins, ends = [], []
+        for acc, d in procs:
+            if not acc:
+                continue
+            t0 = np.array([a.t_start for a in acc])
+            dt = np.array([a.duration for a in acc])
+            gaps = np.clip(t0[1:] - (t0[:-1] + dt[:-1]), 0.0, None)
+            begin = (t0[0] - origin) + np.concatenate([[0.0], np.cumsum(d[:-1] + gaps)])
+            begins.append(begin)
+            ends.append(begin + d)
+        b, e = np.concatenate(begins), np.concatenate(ends)
+        order = np.argsort(b, kind="stable")
+        b, e = b[order], e[order]
+        before = np.maximum.accumulate(np.concatenate([[-np.inf], e[:-1]]))  # latest end of the earlier calls
+        best = max(best, float(np.clip(e - np.maximum(b, before), 0.0, None).sum()))
+    return best
+
+
 @dataclass
 class LayoutRuns:
     """Measurements of one distinct layout so far."""
@@ -109,21 +172,28 @@ ROUND_ORDER_SEED = 0
 
 def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data: np.ndarray, workdir: Path, *,
                 repeat: int = 1, check: bool = False, budget: float | None = None,
-                deadline: float | None = None) -> tuple[list[LayoutRuns], bool]:
+                deadline: float | None = None) -> tuple[list[LayoutRuns], tuple[int, ...]]:
     """Replay every choice ``repeat`` times, round robin (repeat i of every layout before repeat i+1, so a
     burst of load on the shared machine hits all layouts alike; each round after the first in a new order, so
     no layout always follows the same one); identical layouts are measured once.
 
     A layout stops repeating once its replays took ``budget`` seconds; a replay
     still running after ``deadline`` seconds is stopped and counts as
-    ``deadline`` (a lower bound, ``timed_out``). Returns the runs per choice and
-    whether the ranks ran concurrently.
+    ``deadline`` (a lower bound, ``timed_out``).
+
+    A trace of several processes (MPI ranks, followed workers) that only read replays each process in its own
+    process (its own chunk cache and open file, the layout's cache settings), those that ran at the same time
+    together (``process_groups``): the time is the sum over the groups of each group's time inside the calls as
+    they overlapped (``overlapped_seconds``). Returns the runs per
+    choice and the sizes of those groups (() when replayed in one process, in time order: one traced process,
+    or writes, which serial h5py cannot share between processes).
     """
     events = _events(trace, ds)
-    ranks = sorted({e.rank for e in events if isinstance(e, AccessRecord)})
-    reads_only = all(e.op == READ for e in events if isinstance(e, AccessRecord))
+    accesses = [e for e in events if isinstance(e, AccessRecord)]
+    reads_only = all(e.op == READ for e in accesses)
     resizes = [e for e in events if isinstance(e, ResizeRecord)]
-    parallel = len(ranks) > 1 and reads_only and not resizes
+    groups = process_groups(accesses)
+    parallel = sum(map(len, groups)) > 1 and reads_only and not resizes
     shape = tuple(int(s) for s in (ds.shape if ds.created else data.shape))
     distinct: dict[tuple, LayoutRuns] = {}
     keys = []
@@ -134,7 +204,9 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
             distinct[key] = LayoutRuns(workdir / f"layout{len(distinct)}")
     keep_built = reads_only and data.nbytes * len(distinct) <= ROUND_ROBIN_BYTES
     first = {k: choices[keys.index(k)] for k in distinct}
-    jobs = [_events(trace, ds, r) for r in ranks] if parallel else [events]
+    if not parallel:
+        groups = [[(0, 0)]]
+    jobs = [[_events(trace, ds, u) for u in g] for g in groups] if parallel else [[events]]
     pooled = parallel or deadline is not None
     data_file = None
     if pooled and not reads_only:
@@ -151,7 +223,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     rounds = np.random.default_rng(ROUND_ORDER_SEED)
     bar = progress.current()
     bar.add_total(len(order) * max(1, repeat))
-    with ReplayPool(len(jobs)) if pooled else contextlib.nullcontext() as pool:
+    with ReplayPool(max(map(len, jobs))) if pooled else contextlib.nullcontext() as pool:
         for k in range(max(1, repeat)):
             if k:  # the layout replayed after a long one ran slower (w09: 5-20%): no layout keeps one place
                 order = [order[i] for i in rounds.permutation(len(order))]
@@ -167,7 +239,8 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
                 want = check and runs.error is None
                 try:
                     if pooled:
-                        runs.times.append(pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline))
+                        calls = pool.run(jobs, spec, runs.workdir, data_file=data_file, timeout=deadline)
+                        runs.times.append(sum(overlapped_seconds(g, ev, c) for g, ev, c in zip(groups, jobs, calls)))
                         runs.stored = stored_bytes(data_path(spec, runs.workdir))
                     else:
                         res = replay(events, spec, runs.workdir, rebuild=False, cold=True, data=data,
@@ -198,6 +271,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
         shutil.rmtree(runs.workdir, ignore_errors=True)
     if data_file is not None:
         os.unlink(data_file)
-    return [distinct[k] for k in keys], parallel
+    return [distinct[k] for k in keys], tuple(map(len, jobs)) if parallel else ()
 
-__all__ = ["LayoutRuns", "ROUND_ORDER_SEED", "ROUND_ROBIN_BYTES", "measure_all"]
+__all__ = ["LayoutRuns", "ROUND_ORDER_SEED", "ROUND_ROBIN_BYTES", "measure_all", "overlapped_seconds",
+           "process_groups"]

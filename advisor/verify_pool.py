@@ -1,5 +1,5 @@
-"""Replay processes of ``advisor.verify``: one fresh interpreter per rank, started together on each job, and
-killed at a deadline (``ReplayPool``)."""
+"""Replay processes of ``advisor.verify``: one fresh interpreter per traced process (MPI rank, followed worker),
+those that ran at the same time started together, and killed at a deadline (``ReplayPool``)."""
 from __future__ import annotations
 
 import json
@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from advisor.verify_results import VerifyError
-from iomodel.replay import LayoutSpec, ReplayError, replay
+from iomodel.replay import LayoutSpec, ReplayError, data_path, evict, replay
 
 
 def rank_main() -> None:
-    """A process of ``ReplayPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it."""
+    """A process of ``ReplayPool``: per job, read it, say ready, wait for go, replay, answer; EOF ends it. The
+    page cache is the parent's to empty (once for the processes started together): the replay leaves it as is."""
     # imported up front so no rank pays it inside a timed replay; hdf5plugin and zarr_sz3 register the
     # compressed candidates' HDF5 filters and zarr codec
     import h5py  # noqa: F401
@@ -38,7 +39,10 @@ def rank_main() -> None:
         print("ready", flush=True)
         sys.stdin.buffer.readline()
         try:
-            out = {"seconds": replay(events, spec, workdir, rebuild=False, cold=True, data=data).total_seconds}
+            res = replay(events, spec, workdir, rebuild=False, cold=None, data=data)
+            calls = res.per_access.tolist() or [0.0]
+            calls[-1] += res.close_seconds  # the file's close (write-back) ends the last call, as total_seconds counts
+            out = {"calls": calls}
         except Exception as exc:  # reported by the parent, which owns the error message
             out = {"error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps(out), flush=True)
@@ -49,14 +53,15 @@ class ReplayTimeout(Exception):
 
 
 class ReplayPool:
-    """Long-lived replay processes, one per rank, started together on each job.
+    """Long-lived replay processes, started together on each job: one per traced process that ran at that time.
 
-    Used for the ranks of an MPI read trace (run concurrently) and for serial
-    replays that must be stoppable (a deadline: some default layouts take
-    minutes). Fresh interpreters, not fork: HDF5 reads HDF5_USE_FILE_LOCKING
-    once at start-up and every rank opens the one file (replay opens it r+);
-    not multiprocessing's spawn either, which re-runs the caller's ``__main__``.
-    Started once per dataset so the imports are paid once.
+    Used for the processes of a multi-process read trace (MPI ranks, followed
+    workers: each its own process, chunk cache and open file, run concurrently)
+    and for serial replays that must be stoppable (a deadline: some default
+    layouts take minutes). Fresh interpreters, not fork: HDF5 reads
+    HDF5_USE_FILE_LOCKING once at start-up and every process opens the one file
+    (replay opens it r+); not multiprocessing's spawn either, which re-runs the
+    caller's ``__main__``. Started once per dataset so the imports are paid once.
     """
 
     def __init__(self, nprocs: int):
@@ -77,35 +82,45 @@ class ReplayPool:
                 raise ReplayTimeout
         return p.stdout.readline()
 
-    def run(self, rank_events: list[list], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
-            timeout: float | None = None) -> float:
-        """Every rank's events at once (each empties the page cache first); the slowest rank's seconds.
+    def run(self, groups: list[list[list]], spec: LayoutSpec, workdir: Path, *, data_file: str | None = None,
+            timeout: float | None = None) -> list[list[np.ndarray]]:
+        """Replay ``groups`` one after another, the event lists of a group at once (one process each): per group,
+        per process, the seconds of each access (the last one's with the file's close). The page cache is emptied
+        once, before the first group (later groups find what the earlier ones read, as the program did).
 
         ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
         the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
         """
-        for p, ev in zip(self.procs, rank_events):
-            pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
-            p.stdin.flush()
-        for r, p in enumerate(self.procs):
-            if p.stdout.readline().strip() != b"ready":
-                raise VerifyError(f"replay process {r} stopped (exit {p.poll()})")
-        for p in self.procs:
-            p.stdin.write(b"go\n")
-            p.stdin.flush()
+        if any(len(g) > self.nprocs for g in groups):
+            raise ValueError(f"a group of {max(map(len, groups))} processes, the pool has {self.nprocs}")
         until = None if timeout is None else time.monotonic() + timeout
-        try:
-            got = [json.loads(self._line(p, until) or b'{"error": "no result"}') for p in self.procs]
-        except ReplayTimeout:
-            for p in self.procs:
-                p.kill()
-                p.wait()
-            self._start()
-            raise
-        failed = [f"rank {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
-        if failed:
-            raise ReplayError(failed[0])
-        return max(g["seconds"] for g in got)
+        out = []
+        for k, group in enumerate(groups):
+            procs = self.procs[:len(group)]
+            for p, ev in zip(procs, group):
+                pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
+                p.stdin.flush()
+            for r, p in enumerate(procs):
+                if p.stdout.readline().strip() != b"ready":
+                    raise VerifyError(f"replay process {r} stopped (exit {p.poll()})")
+            if k == 0:
+                evict(data_path(spec, workdir))
+            for p in procs:
+                p.stdin.write(b"go\n")
+                p.stdin.flush()
+            try:
+                got = [json.loads(self._line(p, until) or b'{"error": "no result"}') for p in procs]
+            except ReplayTimeout:
+                for p in self.procs:
+                    p.kill()
+                    p.wait()
+                self._start()
+                raise
+            failed = [f"process {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
+            if failed:
+                raise ReplayError(failed[0])
+            out.append([np.asarray(g["calls"], dtype=np.float64) for g in got])
+        return out
 
     def close(self) -> None:
         for p in self.procs:

@@ -58,6 +58,10 @@ class VerifyRow:
     parallel: bool = False
     timed_out: bool = False  # stopped at the deadline: measured_seconds is a lower bound
     stack: str = ""  # built and replayed through: "" the library's own (h5py, zarr), "netcdf4" netCDF4-python
+    process_groups: tuple[int, ...] = ()
+    """The traced processes (MPI ranks, followed workers) replayed each in a process of its own: how many in each
+    group, the groups one after another, a group's processes at the same time (``advisor.verify_measure``); ()
+    when every access replayed in one process."""
 
     @property
     def description(self) -> str:
@@ -76,7 +80,7 @@ class VerifyRow:
 
     def get_config(self) -> dict:
         cfg = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("chunks", "shards", "measured_all"):
+        for k in ("chunks", "shards", "measured_all", "process_groups"):
             cfg[k] = None if cfg[k] is None else list(cfg[k])
         cfg["ratio"] = self.ratio
         return cfg
@@ -87,6 +91,7 @@ class VerifyRow:
         for k in ("chunks", "shards", "measured_all"):
             kw[k] = None if kw[k] is None else tuple(kw[k])
         kw["stack"] = kw["stack"] or ""
+        kw["process_groups"] = tuple(kw["process_groups"] or ())
         return cls(**kw)
 
 
@@ -122,7 +127,8 @@ class VerifyResult:
             rows = self.rows_of(name)
             src = rows[0].data
             upto = "up to " if any(len(r.measured_all) < self.repeat for r in rows) else ""
-            ranks = " ranks replayed concurrently," if any(r.parallel for r in rows) else ""
+            ranks = next((" " + concurrency_text(r.process_groups) + "," for r in rows if r.process_groups),
+                         " replayed concurrently," if any(r.parallel for r in rows) else "")
             if any(r.stack == "netcdf4" for r in rows):  # the program's own stack
                 ranks += " built and read through netCDF4-python" + ("," if all(r.stack for r in rows)
                                                                     else " where it writes the layout,")
@@ -148,11 +154,20 @@ class VerifyResult:
                 worst = max(errs, key=lambda r: r.max_error)
                 out.append(f"  data read back: max |error| {worst.max_error:.3g} ({worst.label})")
             if any(not r.parallel for r in rows) and any(r.parallel for r in rows):
-                out.append("  note: some layouts replayed sequentially (writes from several ranks)")
+                out.append("  note: some layouts replayed sequentially (writes from several processes)")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.table()
+
+
+def concurrency_text(groups: tuple[int, ...]) -> str:
+    """``3 processes replayed, each its own: 1, then 2 at once`` (``VerifyRow.process_groups``)."""
+    n = sum(groups)
+    if len(groups) == 1:
+        return f"{n} processes replayed concurrently, each its own chunk cache"
+    return (f"{n} processes replayed, each its own chunk cache, as they overlapped: "
+            + ", then ".join(str(g) if g == 1 else f"{g} at once" for g in groups))
 
 
 def _mb(n: int) -> str:
@@ -167,4 +182,4 @@ def dataset_name(ds: DatasetRecord) -> str:
     return f"{base}/{ds.path}" if ds.path else base
 
 
-__all__ = ["Choice", "VerifyError", "VerifyResult", "VerifyRow", "dataset_name"]
+__all__ = ["Choice", "VerifyError", "VerifyResult", "VerifyRow", "concurrency_text", "dataset_name"]

@@ -484,14 +484,15 @@ def _write_values(spec: LayoutSpec, kind: str, key, sel: Selection, data: np.nda
 class RunOptions:
     """How ``replay`` runs the accesses for real.
 
-    ``cold``: evict every file of the array from the page cache before the first access; otherwise read them
-    all once (warm). ``fill``: fill the array when building it (with ``data`` or random values).
+    ``cold``: evict every file of the array from the page cache before the first access; False: read them
+    all once (warm); None: leave the page cache as it is (a replay process of ``advisor.verify`` whose parent
+    emptied it once for all the processes replayed at the same time). ``fill``: fill the array when building it (with ``data`` or random values).
     ``initial_shape``: the shape it is built with (appends grow it). ``keep_values`` keeps what each read
     returned (tests). ``rebuild=False`` reuses the array an earlier replay of the same layout left in the work
     directory (several read patterns on one filled array). ``dtype``/``filters`` complete a layout that lacks
     them (``iomodel.layout.Layout`` has an itemsize and a ``filtered`` flag only)."""
 
-    cold: bool = True
+    cold: bool | None = True
     fill: bool = True
     initial_shape: Sequence[int] | None = None
     keep_values: bool = False
@@ -529,7 +530,7 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
     evicted: tuple[str, ...] = ()
     if opts.cold:
         evicted = tuple(evict(path))
-    else:
+    elif opts.cold is not None:
         warm(path)
     t = time.perf_counter()
     target = _open(path, spec, writable=any(p[0] == "resize" or p[3] is not None for p in prepared))
