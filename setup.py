@@ -45,7 +45,7 @@ class BuildWithWrapper(build_ext):
 
 setup(cmdclass={"build_ext": BuildWithWrapper}, ext_modules=[Extension(
     "instrumentation._hotpath",
-    sources=["instrumentation/hotpath/hotpath.c"],
+    sources=["instrumentation/hotpath/hotpath.c", "instrumentation/hotpath/fold.c"],
     extra_compile_args=["-O2"],
     optional=True,
 ), Extension(

@@ -657,6 +657,8 @@ static PyObject *set_depth(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+PyObject *hotpath_fold(PyObject *m, PyObject *args); /* fold.c */
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(known, simple_types, overflow, max_pending[, shape_slot]): the hooks' shared state; shape_slot, "
@@ -666,6 +668,8 @@ static PyMethodDef methods[] = {
     {"set_recorders", set_recorders, METH_O, "set_recorders(recorders): the active tracers' Recorders; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},
+    {"fold", hotpath_fold, METH_VARARGS, "fold(chunks, width): a batch's records with their runs folded "
+     "(instrumentation/hotpath/fold.c)."},
     {NULL}
 };
 
