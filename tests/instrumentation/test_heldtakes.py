@@ -90,3 +90,27 @@ def test_a_traced_loop_is_written_in_runs_and_read_back_whole(tmp_path):
     assert tr.columns.rows < 50  # runs folded: 30 strided scans, one irregular read, one run of 500
     starts = tr.columns.expanded().start[:, 0].tolist()
     assert starts[:3000] == [i % 100 for i in range(3000)] and starts[3000] == 1 and set(starts[3001:]) == {0}
+
+
+def test_a_take_hands_its_buffers_over_and_the_recorder_carries_on_in_others(tmp_path, monkeypatch):
+    h5py = pytest.importorskip("h5py")
+    from instrumentation import hub
+
+    monkeypatch.setattr(hub, "FLUSH_INTERVAL", 3600.0)  # no take but these
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        ds = f.create_dataset("x", data=np.zeros((1000, 4)), chunks=(10, 4))
+        with advisor.trace(tmp_path / "t.parquet") as t:
+            ds[0, 0:2]  # the first access: the Python hooks describe the dataset
+            t.flush()
+            kept = []
+            for k in range(12):  # more takes than the pool holds buffers
+                for i in range(300):
+                    ds[k * 50 + i % 50, 0:2]
+                heads, dims, _, _ = t.recorder.take()
+                head = np.frombuffer(heads, RECORD_HEAD)
+                vals = np.frombuffer(dims, np.int64).reshape(-1, 4, 2)
+                assert len(head) == 300 and vals[:, 0, 0].tolist() == [k * 50 + i % 50 for i in range(300)]
+                if k % 3:
+                    kept.append((k, vals))  # held while later takes reuse the others' memory
+            for k, vals in kept:
+                assert vals[:, 0, 0].tolist() == [k * 50 + i % 50 for i in range(300)]
