@@ -43,16 +43,15 @@ def _take(rng, m: int, width: int):
 def test_the_fold_keeps_the_rows_compact_runs_keeps(seed):
     rng = np.random.default_rng(seed)
     width = int(rng.integers(1, 4))
-    held = HeldTakes(fold, ORIGIN, rank=2)
+    held, copy = HeldTakes(fold, ORIGIN, rank=2), HeldTakes(fold, ORIGIN, rank=2)
     for _ in range(int(rng.integers(1, 6))):
         head, vals, tids = _take(rng, int(rng.integers(0, 400)), width)
         # a dataset's first access, recorded by the Python hooks, among the C hooks' records
         items = [(int(rng.integers(0, len(head) + 1)), [3, False, (1,) * width, (1,) * width, (1,) * width,
                                                         (2,) * width, 2 ** width, 4 * 2 ** width, 0.5, 1e-6])]
-        assert held.hold(head, vals, tids, items if rng.random() < 0.5 else [])
-    copy = HeldTakes(fold, ORIGIN, rank=2)
-    copy._chunks, copy.rows, copy.width = list(held._chunks), held.rows, held.width
-    want = compact_runs(copy.take(folded=False))
+        items = items if rng.random() < 0.5 else []
+        assert held.hold(head, vals, tids, items) and copy.hold(head, vals, tids, items)
+    want = compact_runs(copy.take(folded=False))  # what the writer wrote of these before
     got = held.take(folded=True)
     assert held.rows == 0 and held.take(folded=True) is None
     assert got.rows == want.rows and got.rows <= want.n_access
