@@ -33,8 +33,9 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 - The traced thread only records an access (h5py reads, writes and resizes of
   a known dataset by ints and slices in C, normalized at the call:
   ``_hotpath.Recorder``); the ``ioadvisor-flush`` thread takes the records as
-  arrays, formats and writes them every FLUSH_INTERVAL seconds
-  (docs/tracing-overhead.md).
+  arrays every FLUSH_INTERVAL seconds, holds them as taken until the batch is
+  due, then folds its runs in C and writes it (instrumentation/heldtakes.py,
+  docs/tracing-overhead.md).
 """
 from __future__ import annotations
 
