@@ -323,6 +323,10 @@ class Tracer:
         """``__exit__`` raised while this process ends (instrumentation/sigterm.py): end the file with the note,
         if it is not closed yet, so that the part says why it may not be whole."""
         self.missed.append(why)
+        try:  # what the flusher held for the batch goes with the rest the writer has
+            self._release(force=True)
+        except Exception:  # noqa: BLE001 - the file is closed whatever happened
+            pass
         self._writer.close(tuple(self.missed), (), gather=False)
 
     def orphan(self) -> "Tracer | None":
