@@ -32,12 +32,44 @@ typedef struct {
     int16_t pad;
 } rec_head_t; /* hotpath.c's head_t, decode.RECORD_HEAD */
 
+/* The fold's working arrays (about 46 bytes a record), kept from batch to batch: allocated anew, their pages were
+ * faulted in at every batch, and a fault costs tens of microseconds when the machine reclaims memory for other
+ * processes (the flusher's CPU then grew 3-5 fold in some runs of benchmarks/speed/tracing_overhead.py
+ * --per-call-only, on the earlier code as well). One fold at a time uses them (it runs without the GIL): another
+ * allocates its own. */
+#define SCRATCH_KEPT (4 << 20)
+static void *scratch;
+static size_t scratch_size;
+static int scratch_busy;
+
+static void *work_get(size_t size, int *kept) {
+    *kept = 0;
+    if (scratch_busy || size > SCRATCH_KEPT) return PyMem_Malloc(size);
+    if (size > scratch_size) {
+        void *p = PyMem_Realloc(scratch, size);
+        if (p == NULL) return NULL;
+        scratch = p;
+        scratch_size = size;
+    }
+    scratch_busy = *kept = 1;
+    return scratch;
+}
+
+static void work_put(void *p, int kept) {
+    if (kept) scratch_busy = 0;
+    else PyMem_Free(p);
+}
+
 typedef struct {
     Py_ssize_t m, width;
     const rec_head_t **h; /* record i's head */
     const int64_t **v;    /* record i's 4 x width values */
     int32_t *ds;          /* record i's dataset id */
     double *t0;           /* record i's start on the trace's clock */
+    Py_ssize_t *ends;     /* the runs' first and last records */
+    uint8_t *flags;       /* 2 x m: find_runs' same and brk */
+    void *work;           /* what all these are carved from (work_get) */
+    int kept;
 } records_t;
 
 /* Whether records i and i+1 may be consecutive accesses of one run (compact_runs' `same`). */
@@ -108,11 +140,18 @@ static int gather(PyObject *chunks, Py_ssize_t width, Py_buffer *views, Py_ssize
     r->m = m;
     r->width = width;
     size_t mm = (size_t)(m ? m : 1);
-    r->h = PyMem_Malloc(sizeof(*r->h) * mm);
-    r->v = PyMem_Malloc(sizeof(*r->v) * mm);
-    r->ds = PyMem_Malloc(sizeof(*r->ds) * mm);
-    r->t0 = PyMem_Malloc(sizeof(*r->t0) * mm);
-    if (r->h == NULL || r->v == NULL || r->ds == NULL || r->t0 == NULL) { PyErr_NoMemory(); return -1; }
+    /* h, v, t0, then first/last (m + 2), then ds, then the two flag arrays (m each): 8-byte items first */
+    size_t size = mm * (sizeof(*r->h) + sizeof(*r->v) + sizeof(*r->t0)) + sizeof(Py_ssize_t) * (mm + 2) +
+                  mm * sizeof(*r->ds) + 2 * mm + 2;
+    char *work = work_get(size, &r->kept);
+    if (work == NULL) { PyErr_NoMemory(); return -1; }
+    r->work = work;
+    r->h = (const rec_head_t **)work;
+    r->v = (const int64_t **)(work + mm * sizeof(*r->h));
+    r->t0 = (double *)(work + mm * (sizeof(*r->h) + sizeof(*r->v)));
+    r->ends = (Py_ssize_t *)(work + mm * (sizeof(*r->h) + sizeof(*r->v) + sizeof(*r->t0)));
+    r->ds = (int32_t *)((char *)r->ends + sizeof(Py_ssize_t) * (mm + 2));
+    r->flags = (uint8_t *)(r->ds + mm);
     Py_ssize_t i = 0;
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
         const rec_head_t *h = views[3 * c].buf;
@@ -144,16 +183,13 @@ PyObject *hotpath_fold(PyObject *module, PyObject *args) {
     if (chunks == NULL) return NULL;
     Py_ssize_t n_chunks = PySequence_Fast_GET_SIZE(chunks);
     Py_buffer *views = PyMem_Calloc((size_t)(3 * n_chunks + 1), sizeof(Py_buffer));
-    records_t r = {0, 0, NULL, NULL, NULL, NULL};
-    uint8_t *flags = NULL;
-    Py_ssize_t *ends = NULL;
+    records_t r = {0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
     PyObject *o[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (views == NULL) { PyErr_NoMemory(); goto done; }
     if (gather(chunks, width, views, n_chunks, &r) < 0) goto done;
     Py_ssize_t m = r.m, w = width, hv = 4 * w, runs = 0;
-    flags = PyMem_Malloc((size_t)(2 * m + 2));
-    ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(m + 2));
-    if (flags == NULL || ends == NULL) { PyErr_NoMemory(); goto done; }
+    uint8_t *flags = r.flags;
+    Py_ssize_t *ends = r.ends;
     Py_ssize_t *first = ends, *last = ends + m / 2 + 1; /* runs hold 3 or more accesses each: at most m / 3 */
     Py_BEGIN_ALLOW_THREADS
     if (m >= MIN_REP) runs = find_runs(&r, flags, flags + m, first, last);
@@ -208,12 +244,7 @@ done:
             if (views[c].obj != NULL) PyBuffer_Release(&views[c]);
         PyMem_Free(views);
     }
-    PyMem_Free(r.h);
-    PyMem_Free((void *)r.v);
-    PyMem_Free(r.ds);
-    PyMem_Free(r.t0);
-    PyMem_Free(flags);
-    PyMem_Free(ends);
+    if (r.work != NULL) work_put(r.work, r.kept);
     Py_DECREF(chunks);
     return out;
 }
