@@ -50,6 +50,7 @@ class ColumnarTraceWriter:
         self._other_rank: dict[int, int] = {}  # row -> rank, for records of another rank (an import, a merge)
         self._columns: list[AccessColumns] = []  # buffered before self._rows
         self._column_rows = 0
+        self._prefolded = False  # all that is buffered came folded (``access_columns(folded=True)``)
         self._since = time.perf_counter()
         self._rank = header.rank
         self._next_part = 0
@@ -107,6 +108,7 @@ class ColumnarTraceWriter:
             self._rows.append((rec.dataset, rec.op == WRITE, tuple(start), tuple(count), tuple(stride),
                                tuple(block), rec.nelements, rec.nbytes, rec.t_start, rec.duration))
             self.n_access += 1
+            self._prefolded = False
         self.flush(force=False)
 
     def hyperslab_access(self, ds: int, op: str, start, count, stride, block,
@@ -119,14 +121,18 @@ class ColumnarTraceWriter:
         with self._lock:
             self._rows.extend(rows)
             self.n_access += len(rows)
+            self._prefolded = self._prefolded and not rows
         self.flush(force=False)
 
-    def access_columns(self, cols: AccessColumns) -> None:
+    def access_columns(self, cols: AccessColumns, folded: bool = False) -> None:
         """Many accesses at once as columns (``ds`` this trace's ids, ``t0`` from its origin): the bulk path
-        of converters that hold arrays (the libhdf5 interposer's records), with no Python object per access."""
+        of converters that hold arrays (the libhdf5 interposer's records), with no Python object per access.
+        ``folded``: runs already folded as a batch's are (instrumentation/heldtakes.py), not folded again when
+        the batch holds nothing else."""
         if not cols.rows:
             return
         with self._lock:
+            self._prefolded = folded and not (self._rows or self._column_rows)
             if self._rows:  # file order = call order
                 self._columns.append(self._take_rows())
             self._columns.append(cols)
@@ -145,6 +151,18 @@ class ColumnarTraceWriter:
                 raise ValueError(f"{self.path}: bad access line: {exc}") from None
 
     # -- batches --
+    def pending(self) -> int:
+        """Accesses buffered, not yet in a batch."""
+        with self._lock:
+            return len(self._rows) + self._column_rows
+
+    def due(self, more: int = 0) -> bool:
+        """Whether ``flush(force=False)`` would write a batch with ``more`` accesses buffered besides these."""
+        with self._lock:
+            staged = self._open.rows if self._open is not None else 0
+            return (len(self._rows) + self._column_rows + staged + more >= BATCH_ROWS
+                    or time.perf_counter() - self._since >= BATCH_SECONDS)
+
     def _take_rows(self) -> AccessColumns:
         """The buffered tuples as columns, taken out of the buffer (lock held)."""
         rows, irregular, coll, other = self._rows, self._irregular, self._collective, self._other_rank
@@ -176,6 +194,7 @@ class ColumnarTraceWriter:
             self._columns, self._column_rows = [], 0
             self._since = time.perf_counter()
             cols = AccessColumns.concat(parts)
+            folded, self._prefolded = self._prefolded, False
             name = f"part-{self._next_part:06d}"
             self._next_part += 1
             if self.raw and not cols.irregular:
@@ -184,7 +203,7 @@ class ColumnarTraceWriter:
                 write_raw(cols, self.path / f"{name}.npy")
                 return
             part = self.path / f"{name}.parquet"
-            write_table(to_table(compact_runs(self._cut(cols))), part)
+            write_table(to_table(cols if folded else compact_runs(self._cut(cols))), part)
             self._parts.append(part)
 
     def _cut(self, cols: AccessColumns) -> AccessColumns:
@@ -213,7 +232,7 @@ class ColumnarTraceWriter:
         if not pending:
             return
         parts = self._columns + ([self._take_rows()] if self._rows else [])
-        self._columns, self._column_rows = [], 0
+        self._columns, self._column_rows, self._prefolded = [], 0, False
         table = to_table(compact_runs(self._cut(AccessColumns.concat(parts))))
         if self._open is not None and not self._open.fits(table):
             self._open.close()

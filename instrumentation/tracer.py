@@ -33,8 +33,9 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 - The traced thread only records an access (h5py reads, writes and resizes of
   a known dataset by ints and slices in C, normalized at the call:
   ``_hotpath.Recorder``); the ``ioadvisor-flush`` thread takes the records as
-  arrays, formats and writes them every FLUSH_INTERVAL seconds
-  (docs/tracing-overhead.md).
+  arrays every FLUSH_INTERVAL seconds, holds them as taken until the batch is
+  due, then folds its runs in C and writes it (instrumentation/heldtakes.py,
+  docs/tracing-overhead.md).
 """
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ except ImportError:
     _hotpath = None
 from .columns import AccessColumns
 from .errors import OutputExistsError
+from .heldtakes import HeldTakes
+from .opens import CLOSE
 from .decode import OP_READ, OP_RESIZE, OP_WRITE, RECORD_HEAD, from_c, record_resizes, write_resizes
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeRecord, TraceHeader
 from .runinfo import RunInfo, SharedIds
@@ -134,6 +137,7 @@ class Tracer:
         self._header: TraceHeader | None = None
         self._holds_hook = False  # the start-up hook, until this tracer's end (startup.release_startup_hook)
         self._later = ListLater()  # chunk offsets listed at the end, after the reads (instrumentation/chunklisting.py)
+        self._held: HeldTakes | None = None  # the C hooks' records until the batch is due (heldtakes.py)
 
     @classmethod
     def part(cls, parts_dir: str, run: RunInfo) -> "Tracer":
@@ -257,6 +261,8 @@ class Tracer:
             capture=capture,
         )
         self._origin = origin
+        if _hotpath is not None and hasattr(_hotpath, "fold"):
+            self._held = HeldTakes(_hotpath.fold, origin, self.rank)
         self._header = header
         self._writer = TraceWriter(self._own, header)
         if self._is_part:
@@ -318,12 +324,18 @@ class Tracer:
         """``__exit__`` raised while this process ends (instrumentation/sigterm.py): end the file with the note,
         if it is not closed yet, so that the part says why it may not be whole."""
         self.missed.append(why)
+        try:  # what the flusher held for the batch goes with the rest the writer has
+            self._release(force=True)
+        except Exception:  # noqa: BLE001 - the file is closed whatever happened
+            pass
         self._writer.close(tuple(self.missed), (), gather=False)
 
     def orphan(self) -> "Tracer | None":
         """In a forked child: stop being this process's tracer; returns the child's own part, if followed."""
         self._state = "forked"
         self._recorder = _Recorder(self._ids)  # the parent's records, the parent writes them
+        if self._held is not None:
+            self._held.clear()
         # the inherited descriptor is the parent's file (JSON Lines; a columnar trace's records file): whatever
         # flushes it here goes nowhere
         fh = getattr(self._writer, "_fh", None) or getattr(self._writer, "_meta", None)
@@ -445,6 +457,7 @@ class Tracer:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""
         self.drain(force=False)  # what the hooks recorded before goes first
         with self._drain_lock:
+            self._release(force=True, folded=False)
             self._writer.access_columns(cols)
 
     def resize(self, info, t0) -> None:
@@ -455,7 +468,12 @@ class Tracer:
 
     def opened(self, rec, t: float) -> None:
         """``rec`` (``opens.OpenRecord``) happened at ``t`` (perf_counter clock): written in this trace's clock and
-        rank (rare: not through the hooks' recorder)."""
+        rank (rare: not through the hooks' recorder). Before a close, the records held for a fold in C go to the
+        writer (folded: they all came before it), so no run is folded across the close (``opens.cut_at``)."""
+        if rec.event == CLOSE and self._held is not None:
+            self.drain(force=False)
+            with self._drain_lock:
+                self._release(force=True)
         self._writer.opened(replace(rec, t_start=t - self._origin, rank=self.rank))
 
     def drain(self, force: bool = True) -> None:
@@ -464,10 +482,21 @@ class Tracer:
         with self._drain_lock:
             heads, dims, infos, items = self._recorder.take()
             if not heads and not items and not infos:  # nothing recorded: no numpy call (its first ones cost ms)
+                self._release(force)
                 writer.flush(force)
                 return
-            cols, position, resized, resized_at = self._from_c(np.frombuffer(heads, RECORD_HEAD),
-                                                               np.frombuffer(dims, np.int64), infos)
+            head, vals = np.frombuffer(heads, RECORD_HEAD), np.frombuffer(dims, np.int64)
+            if self.spans is not None:
+                keys = [info.key for info in infos]
+                self.spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
+                                      (head["t0"] + head["dt"]).tolist()))
+            if self._held is not None and not writer.pending() and self._held.hold(head, vals, self._tids(infos),
+                                                                                   items):
+                self._release(force)  # kept until the batch is due: a few rows then, folded in C
+                writer.flush(force)
+                return
+            self._release(force=True, folded=False)  # before these, in call order; the batch is folded as one
+            cols, position, resized, resized_at = self._from_c(head, vals, infos)
             python = [(p, rec) for p, rec in items if type(rec) is ResizeRecord]
             if python:  # rare (a dataset's first resize, zarr's): in call order with the C hook's
                 resized = AccessColumns.concat([resized, record_resizes([rec for _, rec in python], self.rank)])
@@ -499,14 +528,22 @@ class Tracer:
                 writer.access_columns(cols.rows_between(done, cols.rows) if done else cols)
             writer.flush(force)
 
+    def _release(self, force: bool, folded: bool = True) -> None:
+        """Hand the held records (``HeldTakes``) to the writer when its batch is due (or ``force``): folded if
+        the batch holds nothing else, and not a part (a part's batches stay one row per access: rawparts)."""
+        held = self._held
+        if held is None or not held.rows or not (force or self._writer.due(held.rows)):
+            return
+        folded = folded and not self._writer.raw and not self._writer.pending()
+        self._writer.access_columns(held.take(folded), folded=folded)
+
+    def _tids(self, infos: list) -> np.ndarray:
+        """This trace's id of each DatasetInfo of a take (numbering those it has not seen)."""
+        return np.array([self._ids[info] if info in self._ids else self._register(info) for info in infos], np.int32)
+
     def _from_c(self, head: np.ndarray, vals: np.ndarray, infos: list):
-        """What the C hooks recorded, in this trace's ids and clock (``decode.from_c``); the h5py calls kept."""
-        tids = np.array([self._ids[info] if info in self._ids else self._register(info) for info in infos], np.int32)
-        if self.spans is not None:
-            keys = [info.key for info in infos]
-            self.spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
-                                  (head["t0"] + head["dt"]).tolist()))
-        return from_c(head, vals, tids, self._origin, self.rank)
+        """What the C hooks recorded, in this trace's ids and clock (``decode.from_c``)."""
+        return from_c(head, vals, self._tids(infos), self._origin, self.rank)
 
 
 def trace(path=None, *, comm=None, overwrite: bool = False, follow: bool = True) -> Tracer:
