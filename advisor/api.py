@@ -436,12 +436,7 @@ def _advise_one(trace, ds, shape, profile, options: AdviseOptions, context: RunC
             from advisor.search import FINALISTS
 
             # within the chosen library: the program's own, unless another won beyond its interval
-            finalists = [r for r in ranked if feasible(r) and r.library == best.library][:FINALISTS]
-            # and what the user has or gets by default in that library: the robust layout may be one of them
-            finalists += [r for r in result.baselines.values() if r is not None and r.library == best.library
-                          and feasible(r) and all(r.candidate != f.candidate for f in finalists)
-                          and (r is current or within_budget(r.candidate, None if share is None else share.bytes))]
-            sized = at_size(model, best, finalists)
+            sized = at_size(model, best, [r for r in ranked if feasible(r) and r.library == best.library][:FINALISTS])
             if sized.replaced is not None:
                 best, tie_rule = sized.chosen, "robust at size"
                 notes.append(sized.line)

@@ -195,25 +195,3 @@ def test_followed_workers_each_hold_their_own_caches_and_budget(tmp_path):
     assert v.s_decode == 2 * 4 * (50 * 4 * 8)  # 4 chunks, decoded by the main process and again by its worker
     assert cache_shares(trace.columns, 64 * MiB) == {x.id: 64 * MiB, y.id: 64 * MiB}
 
-
-def test_the_robust_check_weighs_the_current_layout_and_the_librarys_defaults(monkeypatch):
-    """The layout a winner that relies on the array's fit may give way to can be the one the program has, or
-    h5py's default (contiguous storage reads what is selected at any size), even when neither is a finalist."""
-    import advisor.robust as robust
-
-    seen = []
-
-    def spy(model, winner, finalists, growth=robust.GROWTH):
-        seen.append([r.candidate for r in finalists])
-        return robust.AtSize((1, 1), tuple(model.work.shape), {}, None, winner, "")
-
-    monkeypatch.setattr(robust, "at_size", spy)
-    shape = (50000, 64)  # 12.8 MB: a 16 MiB cache holds it whole
-    ds = DatasetRecord(0, "hdf5", "2", "/nowhere/x.h5", "/x", shape, "float32", chunks=(50000, 1))
-    rng = np.random.default_rng(3)
-    accs = [acc(0, (int(r), 0), (1, 64), 1e-3 * k) for k, r in enumerate(rng.integers(0, 50000, 2000))]
-    trace = Trace([TraceHeader(1, "h", 1, 0, 1, 0.0)], {0: ds}, accs)
-    adv = advise(trace, read_data=False, jobs=1).datasets[0]
-    assert seen, adv.tie_rule
-    assert any(c.library == "hdf5" and c.chunks is None for c in seen[0])  # h5py's default: contiguous
-    assert adv.current.candidate in seen[0]
