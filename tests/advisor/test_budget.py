@@ -78,9 +78,18 @@ def test_a_table_read_row_by_row_grows_in_rows_not_in_the_fields_a_row_covers():
     rng = np.random.default_rng(2)
     rows = AccessColumns.from_records([acc(0, (int(r), 0), (1, 32), 0.0) for r in rng.integers(0, 125000, 80)])
     assert growth_factors(rows, (125000, 32)) == (16, 1)
-    # a column read of a square image still grows along the rows it covers
+    batches = AccessColumns.from_records([acc(0, (int(r), 0), (64, 128), 0.0) for r in rng.integers(0, 99000, 50)])
+    assert growth_factors(batches, (100000, 128)) == (16, 1)
+    # a column read of a square image still grows along the rows it covers, a time series along its time axis
+    # even where the map is larger, and a box read that covers trailing axes but not thinly along the others as before
     cols = AccessColumns.from_records([acc(0, (0, int(c)), (2000, 1), 0.0) for c in rng.integers(0, 2000, 8)])
     assert growth_factors(cols, (2000, 2000)) == (16, 1)
+    series = AccessColumns.from_records([acc(0, (0, int(i), int(j)), (128, 1, 1), 0.0)
+                                         for i, j in zip(rng.integers(0, 128, 8), rng.integers(0, 256, 8))])
+    assert growth_factors(series, (128, 128, 256)) == (16, 1, 1)
+    blocks = AccessColumns.from_records([acc(0, (t, y, x), (73, 90, 180), 0.0)
+                                         for t in (0, 73) for y in (0, 90) for x in (0, 180)])
+    assert growth_factors(blocks, (146, 180, 360)) == (1, 1, 16)
 
 
 def test_a_winner_that_holds_the_whole_array_in_its_cache_gives_way_at_size():
