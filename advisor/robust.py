@@ -4,7 +4,9 @@ A layout that wins only because the traced array fits in its chunk cache (or in
 one chunk) loses that edge when the data grows, as real data does. The pattern is
 grown along the axes it scans: the axes a single access covers most of (a time
 series' time axis, a column read's rows), else the axes its accesses are spread
-over (random mini-batches' rows; a covered axis counts only as the selection's long side). On a grown axis a selection that spans the
+over (random mini-batches' rows; a covered axis counts only as the selection's long side, and not when every covered axis follows every axis
+the starts spread over and the selection is thin along those: it reads whole records, and a table grows in
+records, not in fields). On a grown axis a selection that spans the
 whole extent spans the new one, and every other start moves with the axis (so
 the accesses stay spread over it the same way); the other axes are unchanged.
 The finalists are then counted on the grown trace by the same (calibrated) model.
@@ -50,11 +52,18 @@ def growth_factors(cols: AccessColumns, shape: Sequence[int], growth: int = GROW
     # covered: one access spans most of the axis, and that is its long side (a time series' time axis, not
     # the 32 columns of a row read)
     longest = np.median(ext.max(axis=1))
-    covered = (np.median(ext / shp, axis=0) >= SPAN) & (np.median(ext, axis=0) >= longest)
+    share = np.median(ext / shp, axis=0)
+    covered = (share >= SPAN) & (np.median(ext, axis=0) >= longest)
     lo = w.start[:, :nd].min(axis=0)
     hi = (w.start[:, :nd] + w.step[:, :nd] * (w.rep[:, None] - 1)).max(axis=0)
     spread = ((hi - lo) / shp >= SPAN) & (np.asarray(shape) > 1)  # the starts move over most of the axis
-    axes = [d for d in range(nd) if covered[d] and shape[d] > 1] or [d for d in range(nd) if spread[d]]
+    along = [d for d in range(nd) if covered[d] and shape[d] > 1]
+    over = [d for d in range(nd) if spread[d] and not covered[d]]
+    # a selection covering only trailing axes, thin along the others, reads whole records (a table's row: regret's
+    # w04 and w13; a mini-batch of rows): a C-order array gains records along its leading axes, the ones such
+    # reads spread over, not fields
+    records = bool(along) and bool(over) and min(along) > max(over) and all(share[d] < SPAN for d in over)
+    axes = over if records else (along or over)
     if not axes:
         axes = [int(np.argmax(shape))]
     f = [1] * nd

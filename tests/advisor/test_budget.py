@@ -70,6 +70,28 @@ def test_a_time_series_grows_along_its_time_axis():
     assert big.start[:, 0].tolist() == [0, 80000, 144000] and (big.count[:, 0] * big.block[:, 0] == 64).all()
 
 
+def test_a_table_read_row_by_row_grows_in_rows_not_in_the_fields_a_row_covers():
+    """A row read covers the row's 32 fields, but the rows its starts spread over are the table's long axis:
+    the table grows in records (regret's w04, w13)."""
+    from advisor.robust import growth_factors
+
+    rng = np.random.default_rng(2)
+    rows = AccessColumns.from_records([acc(0, (int(r), 0), (1, 32), 0.0) for r in rng.integers(0, 125000, 80)])
+    assert growth_factors(rows, (125000, 32)) == (16, 1)
+    batches = AccessColumns.from_records([acc(0, (int(r), 0), (64, 128), 0.0) for r in rng.integers(0, 99000, 50)])
+    assert growth_factors(batches, (100000, 128)) == (16, 1)
+    # a column read of a square image still grows along the rows it covers, a time series along its time axis
+    # even where the map is larger, and a box read that covers trailing axes but not thinly along the others as before
+    cols = AccessColumns.from_records([acc(0, (0, int(c)), (2000, 1), 0.0) for c in rng.integers(0, 2000, 8)])
+    assert growth_factors(cols, (2000, 2000)) == (16, 1)
+    series = AccessColumns.from_records([acc(0, (0, int(i), int(j)), (128, 1, 1), 0.0)
+                                         for i, j in zip(rng.integers(0, 128, 8), rng.integers(0, 256, 8))])
+    assert growth_factors(series, (128, 128, 256)) == (16, 1, 1)
+    blocks = AccessColumns.from_records([acc(0, (t, y, x), (73, 90, 180), 0.0)
+                                         for t in (0, 73) for y in (0, 90) for x in (0, 180)])
+    assert growth_factors(blocks, (146, 180, 360)) == (1, 1, 16)
+
+
 def test_a_winner_that_holds_the_whole_array_in_its_cache_gives_way_at_size():
     from advisor.candidates import Candidate
     from advisor.robust import at_size
