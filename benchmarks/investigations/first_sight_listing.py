@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from iomodel.replay import evict
+
 HERE = Path(__file__).resolve().parents[2]
 SHAPE, CHUNKS, READS = (4096, 16384), (4096, 1), 24
 
@@ -47,15 +49,6 @@ def program(path: str) -> None:
             z[:, int(j)]
             ms.append((time.perf_counter() - t) * 1e3)
     print(json.dumps(ms))
-
-
-def evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def one_run(path: Path, tree: Path | None, trace: Path) -> list[float]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iomodel.replay import DATASET_NAME
+from iomodel.replay import DATASET_NAME, evict
 
 COLS, CHUNK_ROWS, BATCH = 32, 32768, 2048
 CACHE = 16 << 20
@@ -52,15 +52,6 @@ def prepare(path: Path, rows: int) -> None:
             k = np.arange(COLS)[None, :]
             field = np.sin(t * (1 + k / 8)) + 0.3 * np.cos(3 * t + k) + 0.01 * rng.standard_normal((n, COLS))
             x[lo:lo + n] = field.astype("f4")
-
-
-def evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def _reader(path: Path):
@@ -113,13 +104,8 @@ def held(path: Path, batches: int) -> float:
 PROGRAMS = {"reopen per batch": reopening, "one open": held}
 
 
-def evict_all(path: Path) -> None:
-    for f in [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]:
-        evict(f)
-
-
 def timed(program, path: Path, batches: int) -> tuple[float, float]:
-    evict_all(path)
+    evict(path)
     t = time.perf_counter()
     calls = program(path, batches)
     return calls, time.perf_counter() - t

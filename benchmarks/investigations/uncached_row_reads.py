@@ -11,7 +11,6 @@ profile's prediction of the same reads (``iomodel.predict``), by term.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import time
@@ -19,21 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
+from iomodel.replay import evict
+
 LAYOUTS = {  # label -> (chunks, rdcc_nbytes)
     "contiguous": (None, None),
     "1024x64 cache=0": ((1024, 64), 0),
     "1024x64 cache=8MiB": ((1024, 64), 8 << 20),
     "16384x64 cache=16MiB": ((16384, 64), 16 << 20),
 }
-
-
-def _evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def _read(path: Path, cache, order) -> float:
@@ -87,7 +79,7 @@ def main() -> None:
         for label, (_, cache) in LAYOUTS.items():
             for cold in (True, False):
                 if cold:
-                    _evict(paths[label])
+                    evict(paths[label])
                 times[label, cold].append(_read(paths[label], cache, order))
     print(f"{a.reads} random ds[i] reads of ({a.rows}, 64) float32, median of {a.rounds} rounds (ms)")
     print("| layout | cold | warm | model (cold) | model terms |\n|---|---|---|---|---|")
