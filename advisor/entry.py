@@ -89,7 +89,9 @@ def _traced(argv: list[str], start, pid: int) -> int:
 def _from_front_end():
     """(NativeStart, pid) of a program the native front end (instrumentation/frontend/ioadvisor.c) started before
     it became this process, else None; this process's ``sys.argv[0]`` and environment made the command's."""
-    if "IOADVISOR_FRONT_ARGV0" not in os.environ:  # nativestart.FRONT_ARGV0, without the import for other commands
+    from instrumentation import settings  # a leaf (os only): nativestart waits for a run the front end started
+
+    if settings.front_argv0() is None:
         return None
     from instrumentation import nativestart as ns
 

@@ -15,7 +15,7 @@ import _signal as signals  # the signal module's C half: signal.py wraps it in e
 import os
 import time
 
-from . import preload
+from . import preload, settings
 from .errors import OutputExistsError
 from .partsdir import RUN_FILE, child_environment
 from .pendingbatch import is_pending_name, remove_tree
@@ -29,10 +29,10 @@ _RESET_SIGNALS = tuple(getattr(signals, name) for name in ("SIGPIPE", "SIGXFZ", 
 """Signals Python ignores that a child starts with at their default, as ``subprocess`` (``restore_signals``)."""
 HDF5_VERSION_MARK = b"HDF5 library version: "
 """What every build of libhdf5 holds (``linkage.inspect``): in a program's own file, libhdf5 is linked in."""
-FRONT_STARTED = "IOADVISOR_FRONT_STARTED"
+FRONT_STARTED = settings.FRONT_STARTED
 """Set by the native front end (instrumentation/frontend/ioadvisor.c) when it execs the Python entry point with
 the program started already: the ``NativeStart`` it did, fields separated by FIELD_SEPARATOR (``resumed``)."""
-FRONT_ARGV0 = "IOADVISOR_FRONT_ARGV0"
+FRONT_ARGV0 = settings.FRONT_ARGV0
 """Set by the native front end: the command's own ``argv[0]`` (the Python entry point's is its script's)."""
 FIELD_SEPARATOR = "\x1f"
 LAUNCH_NICE = 19

@@ -17,6 +17,8 @@ CACHE = "IOADVISOR_CACHE"
 CONVERT_WAIT = "IOADVISOR_CONVERT_WAIT"
 DEBUG = "IOADVISOR_DEBUG"
 FOLLOW = "IOADVISOR_FOLLOW"
+FRONT_ARGV0 = "IOADVISOR_FRONT_ARGV0"
+FRONT_STARTED = "IOADVISOR_FRONT_STARTED"
 H5_DIR = "IOADVISOR_H5_DIR"
 H5_SUBSTITUTE = "IOADVISOR_H5_SUBSTITUTE"
 JOBS = "IOADVISOR_JOBS"
@@ -42,6 +44,11 @@ VARIABLES = {
     FOLLOW: ("parts directories of the active tracers (os.pathsep-separated): set means 'trace me'", "unset",
              "set for children by instrumentation/partsdir.py; read by the .pth hook (startup.py) and "
              "follow.start_part in the child"),
+    FRONT_ARGV0: ("the `ioadvisor` command's own argv[0], set by its native front end when it execs the Python entry "
+                  "point", "unset", "set by instrumentation/frontend/ioadvisor.c; read (and removed) by advisor/entry.py"),
+    FRONT_STARTED: ("the state of the native program the front end started before it execs the Python entry point "
+                    "(nativestart.NativeStart.resumed)", "unset",
+                    "set by instrumentation/frontend/ioadvisor.c; read (and removed) by advisor/entry.py"),
     H5_DIR: ("directory the libhdf5 interposer writes its logs to", "unset",
              "set for children by instrumentation/preload.py; read by interposer/h5interpose.c, h5wrap.c"),
     H5_SUBSTITUTE: ("SRC=DEST pairs (':'-separated) the libhdf5 interposer's H5Fopen serves from DEST", "unset",
@@ -136,6 +143,14 @@ def substitutions() -> str:
     return os.environ.get(SUBSTITUTE, "")
 
 
+def front_argv0() -> str | None:
+    return os.environ.get(FRONT_ARGV0)
+
+
+def front_started() -> str | None:
+    return os.environ.get(FRONT_STARTED)
+
+
 def h5_dir() -> str | None:
     return os.environ.get(H5_DIR)
 
@@ -149,6 +164,7 @@ def triage_key() -> str:
 
 
 ACCESSORS = {CACHE: cache_root, CONVERT_WAIT: convert_wait, DEBUG: debug, FOLLOW: follow_dirs,
+             FRONT_ARGV0: front_argv0, FRONT_STARTED: front_started,
              H5_DIR: h5_dir, H5_SUBSTITUTE: h5_substitutions, JOBS: jobs, MPI_MISSING: mpi_missing,
              MPI_WAIT: mpi_wait, PART_WAIT: part_wait, PENDING_BYTES: pending_bytes, PROFILE: profile_path,
              QUIET: quiet, RESCALE: rescale, SIGTERM_WAIT: sigterm_wait, SUBSTITUTE: substitutions,

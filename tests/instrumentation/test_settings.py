@@ -65,6 +65,8 @@ CASES = {
     settings.CONVERT_WAIT: ("7.5", 7.5, 120.0),
     settings.DEBUG: ("1", True, False),
     settings.FOLLOW: (os.pathsep.join(["/a", "", "/b"]), ["/a", "/b"], []),
+    settings.FRONT_ARGV0: ("/venv/bin/ioadvisor", "/venv/bin/ioadvisor", None),
+    settings.FRONT_STARTED: ("1\x1f2", "1\x1f2", None),
     settings.H5_DIR: ("/logs", "/logs", None),
     settings.H5_SUBSTITUTE: ("/a=/b", "/a=/b", ""),
     settings.JOBS: ("0", 1, None),
