@@ -16,20 +16,25 @@ from advisor.verify_data import build_choice, layout_spec
 from advisor.verify_pool import ReplayPool, ReplayTimeout
 from advisor.verify_results import Choice, VerifyError, dataset_name
 from instrumentation.opener import open_array
+from instrumentation.opens import close_times
 from instrumentation.records import READ, AccessRecord, DatasetRecord, ResizeRecord
 from instrumentation.tracefile import Trace
-from iomodel.replay import DATASET_NAME, LayoutSpec, ReplayError, data_path, evict, index_of, replay, stored_bytes
+from iomodel.replay import (DATASET_NAME, LayoutSpec, Reopen, ReplayError, data_path, evict, index_of, replay,
+                            stored_bytes)
 
 
-def _events(trace: Trace, ds: DatasetRecord, unit: tuple[int, int] | None = None) -> list:
+def replay_events(trace: Trace, ds: DatasetRecord, unit: tuple[int, int] | None = None) -> list:
     """The dataset's accesses and resizes in time order (one traced process's, ``unit`` = (rank, process), or
-    every process's). The accesses and resizes of a folded run carry interpolated start times, which can put an
+    every process's), a ``Reopen`` where the process had closed the dataset or its file since its previous access
+    (the trace's open and close records: the chunk cache starts empty again, as the model's does). The accesses and resizes of a folded run carry interpolated start times, which can put an
     access just before the resize that made room for it: an access beyond the array's shape comes after the
     resizes that precede it."""
     accesses = sorted((a for a in trace.accesses if a.dataset == ds.id
                        and (unit is None or (a.rank, a.process) == unit)), key=lambda e: e.t_start)
     resizes = sorted((one for r in trace.resizes if r.dataset == ds.id and (unit is None or r.rank == unit[0])
                       for one in r.expanded()), key=lambda e: e.t_start)
+    closes = close_times(trace.opens, {ds.id: ds})
+    spans: dict[tuple[int, int], int] = {}  # (rank, process) -> the open span of its last access
     shape, ev, i = tuple(ds.shape), [], 0
     for a in accesses:
         while i < len(resizes) and (resizes[i].t_start <= a.t_start
@@ -37,6 +42,12 @@ def _events(trace: Trace, ds: DatasetRecord, unit: tuple[int, int] | None = None
             shape = tuple(resizes[i].shape)
             ev.append(resizes[i])
             i += 1
+        times = closes.get((a.rank, a.process, ds.id))
+        if times is not None:  # the process closed the dataset (or its file) since its last access: reopened
+            span = int(np.searchsorted(times, a.t_start, side="right"))
+            if span > spans.setdefault((a.rank, a.process), span):
+                ev.append(Reopen())
+            spans[(a.rank, a.process)] = span
         ev.append(a)
     return ev + resizes[i:]
 
@@ -66,7 +77,7 @@ def _max_error(events: list, values: list[np.ndarray], data: np.ndarray, created
     written = np.zeros(data.shape, dtype=bool) if created else None
     worst, i = None, 0
     for e in events:
-        if isinstance(e, ResizeRecord):
+        if not isinstance(e, AccessRecord):  # resizes, reopens
             continue
         kind, key = index_of(e.selection)
         idx = np.ix_(*key) if kind == "orthogonal" else key
@@ -188,7 +199,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     choice and the sizes of those groups (() when replayed in one process, in time order: one traced process,
     or writes, which serial h5py cannot share between processes).
     """
-    events = _events(trace, ds)
+    events = replay_events(trace, ds)
     accesses = [e for e in events if isinstance(e, AccessRecord)]
     reads_only = all(e.op == READ for e in accesses)
     resizes = [e for e in events if isinstance(e, ResizeRecord)]
@@ -206,7 +217,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     first = {k: choices[keys.index(k)] for k in distinct}
     if not parallel:
         groups = [[(0, 0)]]
-    jobs = [[_events(trace, ds, u) for u in g] for g in groups] if parallel else [[events]]
+    jobs = [[replay_events(trace, ds, u) for u in g] for g in groups] if parallel else [[events]]
     pooled = parallel or deadline is not None
     data_file = None
     if pooled and not reads_only:

@@ -416,6 +416,12 @@ class _H5Target:
     def close(self) -> None:
         self.file.close()
 
+    def reopen(self) -> None:
+        """Close the dataset and open it again: HDF5 frees a dataset's chunk cache at its close, so the reads after
+        a program's reopen start with an empty one (``Reopen``)."""
+        self.ds = None  # the only handle: dropping it closes the dataset
+        self.ds = self.file[DATASET_NAME]
+
 
 def _runs(ix: np.ndarray) -> list[tuple[int, int]]:
     """Sorted unique indices as (start, length) runs."""
@@ -461,6 +467,9 @@ class _ZarrTarget:
     def close(self) -> None:
         pass
 
+    def reopen(self) -> None:
+        """Nothing to empty: zarr keeps no chunk cache between calls."""
+
 
 def _open(path: Path, spec: LayoutSpec, writable: bool = True):
     if spec.library == "hdf5" and spec.stack == "netcdf4":
@@ -478,6 +487,12 @@ def _write_values(spec: LayoutSpec, kind: str, key, sel: Selection, data: np.nda
         return np.ascontiguousarray(data[key])
     shape = sel.shape if kind != "orthogonal" else tuple(len(k) for k in key)
     return rng.standard_normal(shape).astype(spec.dtype)
+
+
+@dataclass(frozen=True)
+class Reopen:
+    """An event of ``replay``: the program closed the array (or its file) here and opened it again, so the accesses
+    after it start with an empty chunk cache (the trace's open and close records, ``instrumentation.opens``)."""
 
 
 @dataclass(frozen=True)
@@ -524,6 +539,9 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
         if isinstance(e, ResizeRecord):
             prepared.append(("resize", e.shape, None, None))
             continue
+        if isinstance(e, Reopen):
+            prepared.append(("reopen", None, None, None))
+            continue
         kind, key = index_of(e.selection)
         values = None if e.op == READ else _write_values(spec, kind, key, e.selection, data, rng)
         prepared.append((kind, key, e.selection, values))
@@ -535,7 +553,7 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
     t = time.perf_counter()
     target = _open(path, spec, writable=any(p[0] == "resize" or p[3] is not None for p in prepared))
     open_s = time.perf_counter() - t
-    per = np.zeros(sum(1 for p in prepared if p[0] != "resize"))
+    per = np.zeros(sum(1 for p in prepared if p[0] not in ("resize", "reopen")))
     kept: list[np.ndarray] | None = [] if opts.keep_values else None
     clock = time.perf_counter
     i = 0
@@ -543,6 +561,9 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
         for kind, key, sel, values in prepared:
             if kind == "resize":
                 target.resize(key)
+                continue
+            if kind == "reopen":  # not timed: the program's own open is outside its traced calls
+                target.reopen()
                 continue
             if values is None:
                 t = clock()
@@ -572,5 +593,5 @@ def replay(accesses: Iterable[AccessRecord | ResizeRecord], layout: Any, workdir
     )
 
 
-__all__ = ["LayoutSpec", "ReplayError", "ReplayResult", "RunOptions", "build", "data_path", "evict", "files_of",
+__all__ = ["LayoutSpec", "Reopen", "ReplayError", "ReplayResult", "RunOptions", "build", "data_path", "evict", "files_of",
            "index_of", "replay", "stored_bytes", "warm"]

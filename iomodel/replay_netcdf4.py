@@ -97,6 +97,10 @@ class NetCDF4Target:
     """The variable opened through netCDF4-python, with the layout's chunk cache when it sets one."""
 
     def __init__(self, path: Path, spec, name: str, writable: bool = False):
+        self._args = (path, spec, name, writable)
+        self._open(*self._args)
+
+    def _open(self, path: Path, spec, name: str, writable: bool) -> None:
         import netCDF4
 
         self.nc = netCDF4.Dataset(str(path), "a" if writable else "r")
@@ -122,6 +126,12 @@ class NetCDF4Target:
 
     def close(self) -> None:
         self.nc.close()
+
+    def reopen(self) -> None:
+        """Close the file and open it again, as the program did (netCDF-C keeps a variable's HDF5 dataset, and so
+        its chunk cache, until the file closes)."""
+        self.nc.close()
+        self._open(*self._args)
 
 
 __all__ = ["NETCDF4_FILTERS", "NetCDF4StackError", "NetCDF4Target", "build_netcdf4", "netcdf4_filter_kwargs"]
