@@ -89,6 +89,10 @@ class ColumnarTraceWriter:
             with self._lock:
                 self._closes.append(rec.t_start)
 
+    def closes_pending(self) -> bool:
+        """Whether a close was recorded that accesses not yet written may come before (``_cut`` tells them apart)."""
+        return bool(self._closes)
+
     def access(self, rec: AccessRecord) -> None:
         s = rec.selection
         with self._lock:

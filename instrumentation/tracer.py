@@ -60,7 +60,6 @@ except ImportError:
 from .columns import AccessColumns
 from .errors import OutputExistsError
 from .heldtakes import HeldTakes
-from .opens import CLOSE
 from .decode import OP_READ, OP_RESIZE, OP_WRITE, RECORD_HEAD, from_c, record_resizes, write_resizes
 from .records import CAPTURE_CALLS, SCHEMA_VERSION, WRITE, AccessRecord, ResizeRecord, TraceHeader
 from .runinfo import RunInfo, SharedIds
@@ -468,12 +467,7 @@ class Tracer:
 
     def opened(self, rec, t: float) -> None:
         """``rec`` (``opens.OpenRecord``) happened at ``t`` (perf_counter clock): written in this trace's clock and
-        rank (rare: not through the hooks' recorder). Before a close, the records held for a fold in C go to the
-        writer (folded: they all came before it), so no run is folded across the close (``opens.cut_at``)."""
-        if rec.event == CLOSE and self._held is not None:
-            self.drain(force=False)
-            with self._drain_lock:
-                self._release(force=True)
+        rank (rare: not through the hooks' recorder)."""
         self._writer.opened(replace(rec, t_start=t - self._origin, rank=self.rank))
 
     def drain(self, force: bool = True) -> None:
@@ -534,7 +528,9 @@ class Tracer:
         held = self._held
         if held is None or not held.rows or not (force or self._writer.due(held.rows)):
             return
-        folded = folded and not self._writer.raw and not self._writer.pending()
+        # a batch with a close among its accesses is folded by the writer, which folds no run across a close
+        # (``opens.cut_at``); the fold in C knows no closes
+        folded = folded and not self._writer.raw and not self._writer.pending() and not self._writer.closes_pending()
         self._writer.access_columns(held.take(folded), folded=folded)
 
     def _tids(self, infos: list) -> np.ndarray:

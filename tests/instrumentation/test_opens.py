@@ -228,3 +228,28 @@ def test_an_interposed_c_program_s_h5fopen_and_h5fclose_are_recorded(tmp_path):
     reads = trace.columns.expanded()
     reads = reads.take(~reads.write)
     assert reads.epoch.tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_the_writer_folds_no_run_across_a_close(tmp_path):
+    """A row scan that goes on across a reopen, in one batch (the h5py hooks' records folded in C where that is
+    built): the stored runs end at the close, so each access keeps its own time and open span."""
+    import h5py
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "d.h5"
+    _write(data)
+    with advisor.trace(tmp_path / "t.parquet") as t:
+        for lo in (0, 100):
+            with h5py.File(data, "r") as f:
+                x = f["x"]
+                for k in range(lo, lo + 100):
+                    x[k]
+                del x
+    trace = t.load()
+    (close, *_) = sorted(o.t_start for o in trace.opens if o.event == CLOSE and o.path == "/x")
+    stored = pq.read_table(sorted((tmp_path / "t.parquet").glob("part-*.parquet"))).to_pydict()
+    assert sum(stored["rep"]) == 200 and max(stored["rep"]) > 1  # folded into runs
+    close_ns = close * 1e9
+    for t0, step, rep in zip(stored["t0_ns"], stored["t_step_ns"], stored["rep"]):
+        assert not t0 < close_ns < t0 + step * (rep - 1)  # no run starts before the close and ends after it
+    assert trace.columns.expanded().epoch.tolist() == [0] * 100 + [2] * 100
