@@ -30,7 +30,9 @@ HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process"
 
 
 FLUSH_INTERVAL = 0.2
-"""Seconds between writes of queued records: a killed process loses at most this much."""
+"""Seconds between the flusher's passes over the active tracers. Each pass hands the recorded accesses to the trace
+writer, which writes a batch every columnar_writer.BATCH_SECONDS (or BATCH_ROWS): a killed process can lose up to one
+batch (a JSON Lines trace is written columnar while live too)."""
 FLUSHER_WAIT = 5.0
 """Longest the last tracer's exit waits for the flusher thread to stop."""
 
