@@ -26,7 +26,11 @@
 
 enum { OP_READ = 0, OP_WRITE = 1, OP_RESIZE = 2 };
 
-static __thread int depth;
+/* initial-exec: read at a fixed offset from the thread pointer. The default model for a shared object (general
+ * dynamic) calls __tls_get_addr at every read and write of it, three times per traced call (perf, on
+ * benchmarks/speed/tracing_overhead.py --per-call-only). glibc keeps static TLS room for such small variables of
+ * dlopen'ed modules; without it the import fails and hooks_h5py runs in Python (tracer.py). */
+static __thread int depth __attribute__((tls_model("initial-exec")));
 static PyObject *recorders;    /* tuple of Recorder, one per active tracer */
 static PyObject *known;        /* hooks_h5py._by_obj: id(dataset) -> (weakref, DatasetInfo) */
 static PyObject *simple_types; /* frozenset of the index types normalized here */
