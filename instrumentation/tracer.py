@@ -486,8 +486,8 @@ class Tracer:
                 keys = [info.key for info in infos]
                 self.spans.extend(zip(map(keys.__getitem__, head["slot"].tolist()), head["t0"].tolist(),
                                       (head["t0"] + head["dt"]).tolist()))
-            if self._held is not None and not writer.pending() and self._held.hold(head, vals, self._tids(infos),
-                                                                                   items):
+            if self._held is not None and not writer.pending() and self._held.hold(
+                    head, vals, self._tids(infos), items, getattr(heads, "uniform", None)):
                 self._release(force)  # kept until the batch is due: a few rows then, folded in C
                 writer.flush(force)
                 return

@@ -91,6 +91,7 @@ typedef struct {
     PyObject *slots;      /* dict: DatasetInfo -> slot */
     PyObject *last_info;  /* the info of the last record (borrowed: infos holds it) */
     Py_ssize_t last_slot;
+    int uniform;          /* the one ndim of every record since the last take: -2 none yet, -1 mixed or a resize */
     PyObject *items;      /* list of (position, object): what the Python hooks recorded */
     PyObject *ids;        /* the tracer's dict DatasetInfo -> trace id (a resize is recorded here only once
                              the tracer numbered the dataset, with its extent before the change) */
@@ -147,6 +148,8 @@ static int add(Recorder *r, PyObject *info, int op, int ndim, double t0, double 
     h->op = (int8_t)op;
     h->ndim = (int8_t)ndim;
     h->pad = 0;
+    if (op == OP_RESIZE || (r->uniform != -2 && r->uniform != ndim)) r->uniform = -1;
+    else r->uniform = ndim;
     memcpy(r->dims + r->nd, vals, sizeof(int64_t) * (size_t)nvals);
     r->nd += nvals;
     return 0;
@@ -155,6 +158,7 @@ static int add(Recorder *r, PyObject *info, int op, int ndim, double t0, double 
 static void reset(Recorder *r) {
     r->n = r->nd = 0;
     r->last_info = NULL;
+    r->uniform = -2;
 }
 
 /* ---- Block: a Recorder's buffer handed over by take() without a copy ----
@@ -208,6 +212,7 @@ typedef struct {
     void *buf;
     Py_ssize_t len, size; /* bytes recorded, bytes allocated */
     int kind;
+    int uniform;          /* heads: the Recorder's `uniform` at the take */
 } Block;
 
 static int block_getbuffer(Block *b, Py_buffer *view, int flags) {
@@ -224,6 +229,13 @@ static void block_dealloc(Block *b) {
 static PyBufferProcs block_as_buffer = {.bf_getbuffer = (getbufferproc)block_getbuffer};
 static PySequenceMethods block_as_sequence = {.sq_length = (lenfunc)block_len};
 
+static PyMemberDef block_members[] = {
+    {"uniform", T_INT, offsetof(Block, uniform), READONLY,
+     "heads: the one number of dimensions of every record taken (no resize among them), -1 mixed or a resize, -2 "
+     "none (the flusher's check of a take without reading it: instrumentation/heldtakes.py)"},
+    {NULL}
+};
+
 static PyTypeObject BlockType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "instrumentation._hotpath.Block",
@@ -233,6 +245,7 @@ static PyTypeObject BlockType = {
     .tp_dealloc = (destructor)block_dealloc,
     .tp_as_buffer = &block_as_buffer,
     .tp_as_sequence = &block_as_sequence,
+    .tp_members = block_members,
 };
 
 static Block *block_of(int kind, void *buf, Py_ssize_t len, Py_ssize_t size) {
@@ -242,6 +255,7 @@ static Block *block_of(int kind, void *buf, Py_ssize_t len, Py_ssize_t size) {
     b->len = len;
     b->size = size;
     b->kind = kind;
+    b->uniform = -2;
     return b;
 }
 
@@ -255,6 +269,7 @@ static PyObject *recorder_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     r->items = PyList_New(0);
     Py_INCREF(ids);
     r->ids = ids;
+    r->uniform = -2;
     if (r->infos == NULL || r->slots == NULL || r->items == NULL) { Py_DECREF(r); return NULL; }
     r->heads = pool_get(HEADS, &r->cap, sizeof(head_t));
     r->dims = pool_get(DIMS, &r->dcap, sizeof(int64_t));
@@ -307,6 +322,7 @@ static PyObject *recorder_take(Recorder *r, PyObject *unused) {
         return NULL;
     }
     heads->buf = r->heads;
+    heads->uniform = r->uniform;
     heads->len = r->n * (Py_ssize_t)sizeof(head_t);
     heads->size = r->cap * (Py_ssize_t)sizeof(head_t);
     dims->buf = r->dims;
