@@ -53,6 +53,9 @@ the same dataset)."""
 _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
 
 
+_OP_CODES = {READ: OP_READ, WRITE: OP_WRITE}
+_record_in_c = getattr(_hotpath, "record", None) or (lambda ds, args, op, t0, dt: False)
+
 if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
     _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
     # the C hook keeps the last dataset it recorded: told of every change to _by_obj (an extension built from an
@@ -214,7 +217,8 @@ def _collective(ds) -> bool:
 
 def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     entry = _by_obj.get(id(ds))
-    if entry is not None and entry[0]() is ds:
+    first = entry is None or entry[0]() is not ds
+    if not first:
         info = entry[1]
     else:  # a first sight, the interposer's too: its description of the dataset, before the call's libhdf5 calls
         info = _info(ds)  # (which stay inside the span: they are recorded once, as this call), is not the call's time
@@ -223,6 +227,10 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     shape = info.shape
     if shape is None:
         return
+    if first and new_dtype is None:  # as the C hook records the calls that follow (a new handle per access:
+        HUB.seen(info)  # h5netcdf's way), numbered now, as the record below would number it
+        if _record_in_c(ds, args, _OP_CODES[op], t0, dt):
+            return
     if type(args) is not tuple:
         args = (args,)
     collective = info.mpio and _collective(ds)

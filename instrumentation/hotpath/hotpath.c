@@ -768,6 +768,25 @@ static PyObject *configure(PyObject *m, PyObject *a) {
     Py_RETURN_NONE;
 }
 
+/* record(dataset, index, op, t0, dt) -> bool: record_fast for the Python hook (a dataset's first sight, once it
+ * described it: a new Dataset object per access, h5netcdf's way, then costs no Python normalization and no Python
+ * record); False: not recorded (not a known dataset, not ints/slices, MPI). */
+static PyObject *record(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "record(dataset, index, op, t0, dt)");
+        return NULL;
+    }
+    long op = PyLong_AsLong(args[2]);
+    double t0 = PyFloat_AsDouble(args[3]), dt = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (op != OP_READ && op != OP_WRITE) {
+        PyErr_SetString(PyExc_ValueError, "op: 0 read, 1 write");
+        return NULL;
+    }
+    if (depth || PyTuple_GET_SIZE(recorders) == 0) Py_RETURN_FALSE;
+    return PyBool_FromLong(record_fast(args[0], args[1], (int)op, t0, dt) == 0);
+}
+
 static PyObject *forget(PyObject *m, PyObject *unused) {
     forget_last();
     Py_RETURN_NONE;
@@ -790,6 +809,8 @@ static PyMethodDef methods[] = {
      "DatasetInfo.shape (a __slots__ member), lets the hook keep the last dataset's extent as C values."},
     {"forget", forget, METH_NOARGS, "forget(): the table of known datasets changed (the last dataset is looked up "
      "again)."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, "record(dataset, index, op, t0, dt) -> bool: "
+     "a read or write by ints/slices of a known dataset recorded as the hook records it (False: not recorded)."},
     {"set_recorders", set_recorders, METH_O, "set_recorders(recorders): the active tracers' Recorders; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},
