@@ -7,6 +7,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,7 @@ class ColumnarTraceWriter:
         self._open: StreamedBatch | None = None  # the batch ``stage`` writes into, not yet in place
         self.n_access = 0
         self._closes: list[float] = []  # times of the closes recorded (``opened``), in order
+        self._open_text: dict[tuple, tuple[str, str]] = {}  # ``opened``'s line around t0, per record but its time
         self._meta = open(self.path / META, "w", encoding="utf-8")
         self._meta.write(dumps({"t": "h", **header.get_config()}) + "\n")
         self._meta.flush()
@@ -84,7 +86,13 @@ class ColumnarTraceWriter:
     def opened(self, rec) -> None:
         """An open or close of a file or dataset (``opens.OpenRecord``), written with the next batch; no run of
         accesses is folded across a close (``opens.cut_at``)."""
-        self._meta_text(dumps({"t": "o", **rec.get_config()}) + "\n", at_once=False)
+        key = (rec.file, rec.path, rec.event, rec.rank, rec.process, rec.via)
+        around = self._open_text.get(key)
+        if around is None:  # encoded once: a temporary handle per access (f["x"][i]) opens and closes at each
+            text = dumps({"t": "o", **replace(rec, t_start=0.5).get_config()})
+            at = text.index('"t0":0.5') + 5
+            around = self._open_text[key] = (text[:at], text[at + 3:] + "\n")
+        self._meta_text(f"{around[0]}{float(rec.t_start)!r}{around[1]}", at_once=False)
         if rec.event == CLOSE:
             with self._lock:
                 self._closes.append(rec.t_start)

@@ -31,17 +31,23 @@ class HeldTakes:
         self.rows = 0
         self.width = -1
 
-    def hold(self, head: np.ndarray, vals: np.ndarray, tids: np.ndarray, items: list) -> bool:
+    def hold(self, head: np.ndarray, vals: np.ndarray, tids: np.ndarray, items: list,
+             uniform: int | None = None) -> bool:
         """Keep a take (``head``: RECORD_HEAD records, ``vals`` their values, ``tids`` the trace's id of each slot,
         ``items`` the Python hooks' records with their places); False, nothing kept, unless every record is a
         hyperslab access of this batch's number of dimensions (the Python hooks' as ``Tracer.hyperslab``
-        queues them: a dataset's first access)."""
+        queues them: a dataset's first access). ``uniform``: what the Recorder saw of ``head`` (the heads Block's
+        ``uniform``: their one number of dimensions, no resize among them, else -1), so that they are not read
+        here, on another core than the one that wrote them; None: read them."""
         if any(type(item) is not list for _, item in items):
             return False
-        width = int(head["ndim"][0]) if len(head) else (len(items[0][1][2]) if items else self.width)
+        if len(head) and uniform is not None:
+            width = uniform
+        else:
+            width = int(head["ndim"][0]) if len(head) else (len(items[0][1][2]) if items else self.width)
         if width < 0 or self.width >= 0 and width != self.width:
             return False
-        if len(head) and ((head["ndim"] != width).any() or (head["op"] == OP_RESIZE).any()):
+        if len(head) and uniform is None and ((head["ndim"] != width).any() or (head["op"] == OP_RESIZE).any()):
             return False
         if any(len(item[2]) != width for _, item in items):
             return False

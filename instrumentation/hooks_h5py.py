@@ -6,11 +6,12 @@ Patched (see ``patches``): ``Dataset.__getitem__`` (also reached by iteration,
 ``write_direct``, ``resize``, ``refresh``; ``Group.create_dataset`` (also
 ``require_dataset``/``create_dataset_like``; ``data=`` is written through the
 low-level id and recorded as a write of the whole extent) and
-``Group.__setitem__`` (``f['x'] = array``). Low-level ``DatasetID.read/write``
+``Group.__setitem__`` (``f['x'] = array``); ``Group.__delitem__`` (no data, but
+see ``_by_place``). Low-level ``DatasetID.read/write``
 cannot be patched (an immutable extension type) and is not traced.
 
 Dataset metadata is computed once per dataset (keyed by the Dataset object,
-then by its DatasetID, which compares equal for two handles on one dataset)
+then by the dataset's place in its open file, shared by every handle on it: ``_by_place``)
 and its shape follows ``resize``/``refresh``. A ``ds.id.set_extent`` call
 bypasses that and leaves a stale shape until the last tracer exits (a later
 ``resize(n, axis=k)`` is then recorded with the other extents stale too).
@@ -40,9 +41,20 @@ from .tracer import hotpath as _hotpath
 Dataset = _dataset.Dataset
 Group = _group.Group
 _by_obj: dict[int, tuple[weakref.ref, DatasetInfo]] = {}
-_by_dsid: "weakref.WeakKeyDictionary[h5py.h5d.DatasetID, DatasetInfo]" = weakref.WeakKeyDictionary()
+_by_place: dict[tuple[int, int], tuple[str, bool, DatasetInfo]] = {}
+"""(HDF5's number of the open file, the dataset's address in it) -> (its name, whether its extent is fixed, its
+DatasetInfo): one description for every handle on a dataset, also those made one per access (``f["x"][i]``,
+h5netcdf's way: describing each anew cost about 300 us an access, benchmarks/speed/tracing_overhead.py
+--per-call-only, "temporary handle"). HDF5 numbers each opening of a file anew (a reopened file, another file at
+that path, another mode: another number). A deletion frees an address a new dataset may take: ``del group[name]``
+forgets them all, and an entry serves only a handle of the same name and, unless the file is open read-only without
+SWMR, the same extent (a low-level deletion and recreation at one address under one name and extent is taken for
+the same dataset)."""
 _LIBRARY_VERSION = f"h5py {h5py.__version__}; HDF5 {h5py.version.hdf5_version}"
 
+
+_OP_CODES = {READ: OP_READ, WRITE: OP_WRITE}
+_record_in_c = getattr(_hotpath, "record", None) or (lambda ds, args, op, t0, dt: False)
 
 if _hotpath is not None:  # the traced call depth of this thread, shared with the C read hook
     _depth, _set_depth = _hotpath.depth, _hotpath.set_depth
@@ -65,7 +77,7 @@ else:
 def reset() -> None:
     """Forget cached metadata (the last tracer exited: shapes may change untraced)."""
     _by_obj.clear()
-    _by_dsid.clear()
+    _by_place.clear()
     _changed()
     hooks_h5py_opens.reset()
 
@@ -143,18 +155,49 @@ def _remember(ds, info: DatasetInfo) -> DatasetInfo:
 
     _by_obj[key] = (weakref.ref(ds, forget), info)
     _changed()
-    _by_dsid[ds.id] = info
     return info
+
+
+def _place(dsid) -> tuple[int, int] | None:
+    try:
+        o = h5py.h5o.get_info(dsid)
+    except Exception:  # noqa: BLE001 - a connector without addresses: described per handle
+        return None
+    return o.fileno, o.addr
+
+
+def _described(ds) -> DatasetInfo:
+    """The description of ``ds``'s dataset another handle on it in this open file got (``_by_place``), else a new
+    one."""
+    dsid = ds.id
+    place = _place(dsid)
+    entry = _by_place.get(place)
+    name = hooks_h5py_opens.path_of(dsid)
+    if name is None:
+        name = ds.name or ""
+    if entry is not None and entry[0] == name:
+        info = entry[2]
+        if entry[1] or info.shape == (None if info.shape is None else dsid.shape):
+            record = info.template
+            if record.chunks is not None and record.mode == "r" and not record.created:
+                remember_open(info.key, dsid)  # the end lists through a handle still open (chunklisting)
+            return info
+    info = describe(ds, created=False)
+    if place is not None:
+        _by_place[place] = (name, _fixed_extent(ds, info), info)
+    return info
+
+
+def _fixed_extent(ds, info: DatasetInfo) -> bool:
+    """Whether no one can change the dataset's extent while its file stays open (read-only, no SWMR)."""
+    return info.template.mode == "r" and not ds.file.swmr_mode
 
 
 def _info(ds) -> DatasetInfo:
     entry = _by_obj.get(id(ds))
     if entry is not None and entry[0]() is ds:
         return entry[1]
-    info = _by_dsid.get(ds.id)
-    if info is None:
-        info = describe(ds, created=False)
-    return _remember(ds, info)
+    return _remember(ds, _described(ds))
 
 
 def _itemsize(info: DatasetInfo, args: tuple, new_dtype) -> int:
@@ -174,7 +217,8 @@ def _collective(ds) -> bool:
 
 def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     entry = _by_obj.get(id(ds))
-    if entry is not None and entry[0]() is ds:
+    first = entry is None or entry[0]() is not ds
+    if not first:
         info = entry[1]
     else:  # a first sight, the interposer's too: its description of the dataset, before the call's libhdf5 calls
         info = _info(ds)  # (which stay inside the span: they are recorded once, as this call), is not the call's time
@@ -183,6 +227,10 @@ def _record(ds, op: str, args, new_dtype, t0: float, dt: float) -> None:
     shape = info.shape
     if shape is None:
         return
+    if first and new_dtype is None:  # as the C hook records the calls that follow (a new handle per access:
+        HUB.seen(info)  # h5netcdf's way), numbered now, as the record below would number it
+        if _record_in_c(ds, args, _OP_CODES[op], t0, dt):
+            return
     if type(args) is not tuple:
         args = (args,)
     collective = info.mpio and _collective(ds)
@@ -338,6 +386,9 @@ def _whole_write(info: DatasetInfo, t0: float, dt: float) -> None:
 
 def _created(dset, with_data: bool, t0: float, dt: float) -> None:
     info = _remember(dset, describe(dset, created=True))
+    place = _place(dset.id)
+    if place is not None:
+        _by_place[place] = (dset.name or "", False, info)
     HUB.created(info)
     if with_data:
         _whole_write(info, t0, dt)
@@ -361,6 +412,18 @@ def _traced_group_setitem(original):
         return not isinstance(args[1], h5py._hl.base.HLObject | h5py.SoftLink | h5py.ExternalLink | np.dtype)
 
     return _outermost(original, record, makes_data)
+
+
+def _traced_delitem(original):
+    """``del group[name]``: the addresses ``_by_place`` knows may go to a dataset created next."""
+
+    def __delitem__(self, name):
+        try:
+            return original(self, name)
+        finally:
+            _by_place.clear()
+
+    return functools.update_wrapper(__delitem__, original)
 
 
 def _resized(ds, info: DatasetInfo, args, kwargs) -> tuple:
@@ -424,5 +487,6 @@ def patches() -> list[tuple[object, str, object]]:
         (Dataset, "resize", _traced_resize(Dataset.resize)),
         (Group, "create_dataset", _traced_create(Group.create_dataset)),
         (Group, "__setitem__", _traced_group_setitem(Group.__setitem__)),
+        (Group, "__delitem__", _traced_delitem(Group.__delitem__)),
     ] + ([(Dataset, "refresh", _traced_extent(Dataset.refresh, _refreshed))] if hasattr(Dataset, "refresh") else []) \
         + hooks_h5py_opens.patches()  # opens and closes: File.__init__/close, Dataset.__init__

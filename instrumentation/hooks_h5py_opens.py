@@ -99,6 +99,12 @@ def _dataset_opened(ds) -> None:
     _ids[id(dsid)] = (weakref.ref(dsid, gone), key, generation)
 
 
+def path_of(dsid) -> str | None:
+    """The name in its file of the dataset of handle ``dsid`` as read at its open (None: not seen)."""
+    entry = _ids.get(id(dsid))
+    return entry[1][1] if entry is not None and entry[0]() is dsid else None
+
+
 def _traced_dataset_init(original):
     def __init__(self, *args, **kwargs):
         original(self, *args, **kwargs)
@@ -164,4 +170,4 @@ def patches() -> list[tuple[object, str, object]]:
     ]
 
 
-__all__ = ["patches", "reset"]
+__all__ = ["path_of", "patches", "reset"]

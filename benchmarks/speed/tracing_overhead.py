@@ -1,7 +1,8 @@
 """Cost of ``advisor.trace`` on the traced program.
 
 1. Per intercepted call: ``ds[0:1, 0:1]`` (the same index every call) and ``ds[i:i+1, j:j+1]``
-   (a new one every call) on a small h5py dataset, and
+   (a new one every call) on a small h5py dataset, ``f["x"][i]`` on it (a new Dataset object, so a new
+   handle, per access: h5netcdf's way), and
    ``z[0:1, 0:1]`` on a small zarr array, traced minus untraced, per call.
 2. Realistic loops, traced vs untraced: 10,000 reads of 1000x8 boxes (random rows, columns a
    multiple of 8) from a (2M x 64) float32 dataset with (65536, 8) chunks (512 MiB, built once in
@@ -499,6 +500,14 @@ def main(argv=None) -> int:
             varying = lambda: ds[next(keys)]  # noqa: E731
             rows.append(cadence.per_call("h5py ds[i:i+1, j:j+1], i, j varying", varying, n_h5, reps_h5, trace_path)
                         | cadence.writing(varying, *writing_args))
+        with h5py.File(tmp / "small.h5", "r") as f:
+            # a new Dataset object per access (h5netcdf's way, and netCDF4-style code on h5py): each one a handle
+            # opened and closed, to be recognised as the dataset described before
+            rows_cycle = itertools.cycle(range(100))
+            temporary = lambda: f["x"][next(rows_cycle)]  # noqa: E731
+            rows.append(cadence.per_call('h5py f["x"][i] (a temporary handle per access)', temporary,
+                                         200 if q else 1000, 5 if q else 15, trace_path)
+                        | cadence.writing(temporary, *writing_args))
         z = zarr.create_array(store={}, shape=(100, 100), chunks=(10, 10), dtype="f4")
         z[:] = 0
         zfixed = lambda: z[0:1, 0:1]  # noqa: E731

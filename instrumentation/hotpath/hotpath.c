@@ -26,7 +26,11 @@
 
 enum { OP_READ = 0, OP_WRITE = 1, OP_RESIZE = 2 };
 
-static __thread int depth;
+/* initial-exec: read at a fixed offset from the thread pointer. The default model for a shared object (general
+ * dynamic) calls __tls_get_addr at every read and write of it, three times per traced call (perf, on
+ * benchmarks/speed/tracing_overhead.py --per-call-only). glibc keeps static TLS room for such small variables of
+ * dlopen'ed modules; without it the import fails and hooks_h5py runs in Python (tracer.py). */
+static __thread int depth __attribute__((tls_model("initial-exec")));
 static PyObject *recorders;    /* tuple of Recorder, one per active tracer */
 static PyObject *known;        /* hooks_h5py._by_obj: id(dataset) -> (weakref, DatasetInfo) */
 static PyObject *simple_types; /* frozenset of the index types normalized here */
@@ -87,6 +91,7 @@ typedef struct {
     PyObject *slots;      /* dict: DatasetInfo -> slot */
     PyObject *last_info;  /* the info of the last record (borrowed: infos holds it) */
     Py_ssize_t last_slot;
+    int uniform;          /* the one ndim of every record since the last take: -2 none yet, -1 mixed or a resize */
     PyObject *items;      /* list of (position, object): what the Python hooks recorded */
     PyObject *ids;        /* the tracer's dict DatasetInfo -> trace id (a resize is recorded here only once
                              the tracer numbered the dataset, with its extent before the change) */
@@ -143,6 +148,8 @@ static int add(Recorder *r, PyObject *info, int op, int ndim, double t0, double 
     h->op = (int8_t)op;
     h->ndim = (int8_t)ndim;
     h->pad = 0;
+    if (op == OP_RESIZE || (r->uniform != -2 && r->uniform != ndim)) r->uniform = -1;
+    else r->uniform = ndim;
     memcpy(r->dims + r->nd, vals, sizeof(int64_t) * (size_t)nvals);
     r->nd += nvals;
     return 0;
@@ -151,6 +158,7 @@ static int add(Recorder *r, PyObject *info, int op, int ndim, double t0, double 
 static void reset(Recorder *r) {
     r->n = r->nd = 0;
     r->last_info = NULL;
+    r->uniform = -2;
 }
 
 /* ---- Block: a Recorder's buffer handed over by take() without a copy ----
@@ -204,6 +212,7 @@ typedef struct {
     void *buf;
     Py_ssize_t len, size; /* bytes recorded, bytes allocated */
     int kind;
+    int uniform;          /* heads: the Recorder's `uniform` at the take */
 } Block;
 
 static int block_getbuffer(Block *b, Py_buffer *view, int flags) {
@@ -220,6 +229,13 @@ static void block_dealloc(Block *b) {
 static PyBufferProcs block_as_buffer = {.bf_getbuffer = (getbufferproc)block_getbuffer};
 static PySequenceMethods block_as_sequence = {.sq_length = (lenfunc)block_len};
 
+static PyMemberDef block_members[] = {
+    {"uniform", T_INT, offsetof(Block, uniform), READONLY,
+     "heads: the one number of dimensions of every record taken (no resize among them), -1 mixed or a resize, -2 "
+     "none (the flusher's check of a take without reading it: instrumentation/heldtakes.py)"},
+    {NULL}
+};
+
 static PyTypeObject BlockType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "instrumentation._hotpath.Block",
@@ -229,6 +245,7 @@ static PyTypeObject BlockType = {
     .tp_dealloc = (destructor)block_dealloc,
     .tp_as_buffer = &block_as_buffer,
     .tp_as_sequence = &block_as_sequence,
+    .tp_members = block_members,
 };
 
 static Block *block_of(int kind, void *buf, Py_ssize_t len, Py_ssize_t size) {
@@ -238,6 +255,7 @@ static Block *block_of(int kind, void *buf, Py_ssize_t len, Py_ssize_t size) {
     b->len = len;
     b->size = size;
     b->kind = kind;
+    b->uniform = -2;
     return b;
 }
 
@@ -251,6 +269,7 @@ static PyObject *recorder_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     r->items = PyList_New(0);
     Py_INCREF(ids);
     r->ids = ids;
+    r->uniform = -2;
     if (r->infos == NULL || r->slots == NULL || r->items == NULL) { Py_DECREF(r); return NULL; }
     r->heads = pool_get(HEADS, &r->cap, sizeof(head_t));
     r->dims = pool_get(DIMS, &r->dcap, sizeof(int64_t));
@@ -303,6 +322,7 @@ static PyObject *recorder_take(Recorder *r, PyObject *unused) {
         return NULL;
     }
     heads->buf = r->heads;
+    heads->uniform = r->uniform;
     heads->len = r->n * (Py_ssize_t)sizeof(head_t);
     heads->size = r->cap * (Py_ssize_t)sizeof(head_t);
     dims->buf = r->dims;
@@ -748,6 +768,25 @@ static PyObject *configure(PyObject *m, PyObject *a) {
     Py_RETURN_NONE;
 }
 
+/* record(dataset, index, op, t0, dt) -> bool: record_fast for the Python hook (a dataset's first sight, once it
+ * described it: a new Dataset object per access, h5netcdf's way, then costs no Python normalization and no Python
+ * record); False: not recorded (not a known dataset, not ints/slices, MPI). */
+static PyObject *record(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "record(dataset, index, op, t0, dt)");
+        return NULL;
+    }
+    long op = PyLong_AsLong(args[2]);
+    double t0 = PyFloat_AsDouble(args[3]), dt = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (op != OP_READ && op != OP_WRITE) {
+        PyErr_SetString(PyExc_ValueError, "op: 0 read, 1 write");
+        return NULL;
+    }
+    if (depth || PyTuple_GET_SIZE(recorders) == 0) Py_RETURN_FALSE;
+    return PyBool_FromLong(record_fast(args[0], args[1], (int)op, t0, dt) == 0);
+}
+
 static PyObject *forget(PyObject *m, PyObject *unused) {
     forget_last();
     Py_RETURN_NONE;
@@ -770,6 +809,8 @@ static PyMethodDef methods[] = {
      "DatasetInfo.shape (a __slots__ member), lets the hook keep the last dataset's extent as C values."},
     {"forget", forget, METH_NOARGS, "forget(): the table of known datasets changed (the last dataset is looked up "
      "again)."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, "record(dataset, index, op, t0, dt) -> bool: "
+     "a read or write by ints/slices of a known dataset recorded as the hook records it (False: not recorded)."},
     {"set_recorders", set_recorders, METH_O, "set_recorders(recorders): the active tracers' Recorders; () stops tracing."},
     {"depth", get_depth, METH_NOARGS, "Traced calls in progress on this thread."},
     {"set_depth", set_depth, METH_O, "Set this thread's traced-call depth."},

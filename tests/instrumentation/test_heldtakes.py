@@ -113,3 +113,35 @@ def test_a_take_hands_its_buffers_over_and_the_recorder_carries_on_in_others(tmp
                     kept.append((k, vals))  # held while later takes reuse the others' memory
             for k, vals in kept:
                 assert vals[:, 0, 0].tolist() == [k * 50 + i % 50 for i in range(300)]
+
+
+def test_a_take_tells_the_one_number_of_dimensions_of_its_records(tmp_path, monkeypatch):
+    """The heads' ``uniform`` spares the flusher reading them: it must be what a scan of them would find."""
+    h5py = pytest.importorskip("h5py")
+    from instrumentation import hub
+
+    monkeypatch.setattr(hub, "FLUSH_INTERVAL", 3600.0)  # no take but these
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        two = f.create_dataset("x", data=np.zeros((100, 4)), chunks=(10, 4), maxshape=(None, 4))
+        one = f.create_dataset("y", data=np.zeros(100), chunks=(10,))
+        with advisor.trace(tmp_path / "t.parquet") as t:
+            two[0, 0:2], one[0:2], two.resize((120, 4)), two.resize((130, 4))  # first sights: the Python hooks
+            t.flush()
+            found = []
+            for work in ([lambda: two[1, 0:2]] * 3, [lambda: one[3]] * 2, [lambda: two[1, 1], lambda: one[3]],
+                         [lambda: two[2, 2], lambda: two.resize((140, 4))], []):
+                for call in work:
+                    call()
+                heads, _, _, _ = t.recorder.take()  # (these records are not written)
+                head = np.frombuffer(heads, RECORD_HEAD)
+                found.append((heads.uniform, sorted(set(head["ndim"].tolist())), int((head["op"] == 2).sum())))
+            for _ in range(3000):  # and a loop with a mixed take among its batch's is written whole
+                two[5, 0:4]
+            one[7]
+            two.resize((150, 4))
+            for _ in range(100):
+                two[6, 0:4]
+    assert found == [(2, [2], 0), (1, [1], 0), (-1, [1, 2], 0), (-1, [2], 1), (-2, [], 0)]
+    tr = t.load()
+    starts = tr.columns.expanded().start[:, 0].tolist()
+    assert tr.n_access == 2 + 3000 + 1 + 100 and starts[-3101:] == [5] * 3000 + [7] + [6] * 100
