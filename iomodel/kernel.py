@@ -32,8 +32,8 @@ from numba.typed import List
 from .cache import cc_access, cc_hit, cc_insert, hash_slot, pc_access, pc_cached
 from .features import (N_CALLS, N_CHUNKS, N_MEMCPY, N_RINDEX, N_WCALLS, N_WDISK, N_WINDEX, N_WSEEK, N_ZOPEN,
                        N_CACHE, N_RSEEK, S_ALLOC, S_DECODE, S_ENCODE, S_MEMCPY, S_MTOUCH, S_WDISK)
-from .osio import (WRITE_NEW_FILE, WRITE_NEW_SPACE, WRITE_OVER_CACHED, WRITE_OVER_DATA, os_read, os_read_repeat,
-                   os_write, os_write_repeat)
+from .osio import (PAGE, WRITE_NEW_FILE, WRITE_NEW_SPACE, WRITE_OVER_CACHED, WRITE_OVER_DATA, os_read,
+                   os_read_repeat, os_write, os_write_repeat)
 
 (S_ZARR, S_ITEMSIZE, S_CSIZE, S_STORED, S_RDCC_NBYTES, S_NSLOTS, S_FILTERED, S_CHUNKED, S_IBC, S_SIEVE, S_N_INNER,
  S_INDEX_BYTES, S_PREALLOC, S_NCHUNKS, S_PARALLEL, S_FILL_ALLOC, S_KMUL, S_NODE_BYTES, SPEC_WORDS) = range(19)
@@ -214,22 +214,23 @@ def _sieve_plan(sreq, slen, nbytes, nfrun, lo, hi, sieve):
 
 
 @numba.njit(cache=True, nogil=True)
-def warm_up(spec, page_cache, maps, nunits, piecewise):
+def warm_up(spec, page_cache, maps, nunits, piece):
     """Every stored byte of the array's ``nunits`` chunks (or shards) starts in the page cache, in file order
-    (``Replay(warm=True)``); ``piecewise``: cached by sieve-sized windows, as HDF5 reads chunks it cannot cache."""
+    (``Replay(warm=True)``); ``piece`` > 0: cached by pieces of that many bytes, the page-cache keys of the
+    requests HDF5 makes when it reads without its chunk cache (``piece_bytes``); 0: whole units."""
     nodes, free, st = page_cache
     index, alloc, prealloc = maps[M_PAGES], maps[M_ALLOC], spec[S_PREALLOC]
     sharded, shard_key0 = spec[S_N_INNER] > 0, spec[S_NCHUNKS] + 1
-    csize, stored, sieve, kmul = spec[S_CSIZE], spec[S_STORED], spec[S_SIEVE], spec[S_KMUL]
+    csize, stored, kmul = spec[S_CSIZE], spec[S_STORED], spec[S_KMUL]
     shard_stored = spec[S_N_INNER] * stored + spec[S_INDEX_BYTES]
     for u in range(nunits):
         if not _exists(u, alloc, prealloc):
             continue
         if sharded:
             pc_access(nodes, free, st, index, (shard_key0 + u) * kmul, shard_stored)
-        elif piecewise:
-            for w in range((csize + sieve - 1) // sieve):
-                pc_access(nodes, free, st, index, u * kmul + 1 + w, min(sieve, csize - w * sieve))
+        elif piece:
+            for w in range((csize + piece - 1) // piece):
+                pc_access(nodes, free, st, index, u * kmul + 1 + w, min(piece, csize - w * piece))
         else:
             pc_access(nodes, free, st, index, u * kmul, stored)
 
@@ -423,10 +424,13 @@ def simulate(visits, calls, spec, grids, fspec, state, chunk_cache, lru, maps):
                     run = nbytes // nreq
                     step = (hi - lo - run) // max(1, nreq - 1)
                     r = 0
-                    while r < nreq:  # the requests in one sieve-sized window (page-cache key) at a time
+                    # keyed per page: a small request brings in its own page only, not the 64 KiB
+                    # around it (random rows of an uncached chunk, cold: one device read per page touched;
+                    # benchmarks/investigations/uncached_row_reads.py)
+                    while r < nreq:  # the requests in one page (page-cache key) at a time
                         roff = lo + r * step
-                        wkey = key + 1 + roff // sieve
-                        wend = (roff // sieve + 1) * sieve  # the window's end
+                        wkey = key + 1 + roff // PAGE
+                        wend = (roff // PAGE + 1) * PAGE  # the page's end
                         r2 = nreq if step <= 0 else min(nreq, r + 1 + (wend - 1 - roff) // step)
                         if write:
                             wr_end = os_write(out, pc, wkey, run, off + roff, wr_end,

@@ -22,7 +22,7 @@ from .kernel import (CALL_ROWS, C_COLLECTIVE, C_SIEVE_BYTES, C_SIEVE_REQUESTS, C
                      S_KMUL, S_N_INNER, S_NCHUNKS, S_NODE_BYTES, S_NSLOTS, S_PARALLEL, S_PREALLOC, S_RDCC_NBYTES,
                      S_SIEVE, S_STORED, S_ZARR, SPEC_WORDS, close, new_maps, simulate, warm_up)
 from .layout import Layout
-from .osio import readahead_state
+from .osio import PAGE, readahead_state
 from .spill import output_spill
 
 if TYPE_CHECKING:  # at run time the curve is only called
@@ -43,6 +43,14 @@ def index_block_bytes(layout: Layout) -> int:
     offsets) and 2K child addresses after a 24-byte header (H5Bcache.c, H5Dbtree.c); array and v2 B-tree
     blocks are priced alike per entry."""
     return 24 + layout.index_block_chunks * (16 + 8 * (layout.ndim + 1))
+
+
+def piece_bytes(layout: Layout) -> int:
+    """Bytes of the page-cache key of one request HDF5 makes when it reads an array without its chunk cache:
+    contiguous storage refills its sieve buffer a window at a time (the window is read whole); a chunk read
+    piecewise reads only the selected runs, so each run brings in its own page, not the window around it
+    (5000 random rows of (1024, 64) float32 chunks, cold: benchmarks/investigations/uncached_row_reads.py)."""
+    return layout.sieve_bytes if layout.chunks is None else PAGE
 
 
 @numba.njit(cache=True)
@@ -176,9 +184,9 @@ class Replay:
             grids[G_SHARDS] = [-(-g // c) for g, c in zip(layout.grid, cps)]
             n_inner = int(np.prod(cps))
             index_bytes = 16 * n_inner + 4
-        csize, stored, sieve = layout.chunk_nbytes, layout.stored_chunk_nbytes, layout.sieve_bytes
-        # page-cache keys: unit * kmul (whole unit) or unit * kmul + 1 + window (piecewise)
-        kmul = (csize + sieve - 1) // sieve + 2
+        csize, stored, piece = layout.chunk_nbytes, layout.stored_chunk_nbytes, piece_bytes(layout)
+        # page-cache keys: unit * kmul (whole unit) or unit * kmul + 1 + piece (piecewise)
+        kmul = (csize + piece - 1) // piece + 2
         self._spec = _spec(layout, parallel, n_inner, index_bytes, prealloc, kmul)
         self._grids = grids
         # no curve measured: empty; an array beyond the CPU's cache copies its hits from memory (for_footprint)
@@ -200,21 +208,21 @@ class Replay:
         self._mdc = mdc[:3]
         pos = np.array([-1, -1, layout.nchunks * stored if prealloc == 1 else 0], np.int64)
         self._state = (np.zeros(len(FEATURES), np.float64), pos, ra)
-        # LRU size bound: entries are at least min(stored, sieve) bytes and at most one per request; the
+        # LRU size bound: entries are at least min(stored, piece) bytes and at most one per request; the
         # request bound grows window by window (``feed``)
         self._shared = page_cache if page_cache is not None else SharedPageCache(page_cache_bytes)
-        min_entry = max(1, min(stored, sieve, index_bytes or stored))
+        min_entry = max(1, min(stored, piece, index_bytes or stored))
         # keys: chunks, shards (after nchunks + 1) and their windows, times kmul (``simulate``)
         self._key0 = self._shared.add((2 * layout.nchunks + 3) * kmul, self._shared.capacity // min_entry + 2)
         self._maps = new_maps(alloc, int64_dict(), self._shared.state[3], mdc[3])
         self._closed = False
         self._llc = opts.llc
         if opts.warm:
-            self._shared.reserve(layout.nchunks * (csize // sieve + 2))
+            self._shared.reserve(layout.nchunks * (csize // piece + 2))
             self._shared.enter(self._key0)
             nunits = int(np.prod(grids[G_SHARDS])) if n_inner else layout.nchunks
             piecewise = layout.library != "zarr" and not (layout.filtered or self._fits) and not parallel
-            warm_up(self._spec, self._shared.state[:3], self._maps, nunits, piecewise)
+            warm_up(self._spec, self._shared.state[:3], self._maps, nunits, piece if piecewise else 0)
 
     @property
     def _fits(self) -> bool:
@@ -233,7 +241,7 @@ class Replay:
         calls[C_COLLECTIVE] = np.repeat(cols.collective, cols.rep)
         if lay.chunks is None:
             calls[C_SIEVE_REQUESTS], calls[C_SIEVE_BYTES] = sieve_requests(cols, lay)
-        self._shared.reserve(int(((vis.hi - vis.lo) // lay.sieve_bytes).sum()) + 4 * len(vis) + 16)
+        self._shared.reserve(int(((vis.hi - vis.lo) // piece_bytes(lay)).sum()) + 4 * len(vis) + 16)
         self._shared.enter(self._key0)
         simulate((vis.cid, vis.nsel, vis.nrun, vis.nfrun, vis.lo, vis.hi, vis.full, vis.offsets), calls, self._spec,
                  self._grids, self._fspec, self._state, self._chunk_cache, (self._shared.state[:3], self._mdc),

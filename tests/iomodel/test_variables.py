@@ -64,6 +64,22 @@ def test_chunk_larger_than_cache_unfiltered_reads_only_the_runs():
     assert col.n_rdisk + col.n_cache == 1000 and col.s_rdisk + col.s_cache == 4000
 
 
+def test_small_reads_of_an_uncached_chunk_bring_in_their_own_page_only():
+    # (1024, 64) float32 chunks without a chunk cache: HDF5 reads just the selected row (256 bytes), so the
+    # page cache holds that row's page, not the 64 KiB sieve-sized window around it (16 rows per page)
+    ds = _ds(shape=(4096, 64), chunks=(1024, 64))
+    lay = replace(Layout.from_dataset(ds), rdcc_nbytes=0)
+    pages = [9, 2, 14, 5, 11, 7, 12]  # all in the chunk's first 64 KiB, never right after the previous one
+    rows = [_row(16 * p + 3, width=64) for p in pages]
+    for readahead in (0, 128 << 10):
+        cold = count_variables(rows, ds, lay, BIG, readahead=readahead)
+        assert (cold.n_rdisk, cold.s_rdisk, cold.n_cache) == (len(pages), len(pages) * (PAGE if readahead else 256), 0)
+        # another row of each page read: page-cache hits
+        again = count_variables(rows + [_row(16 * p + 8, width=64) for p in pages], ds, lay, BIG, readahead=readahead)
+        assert (again.n_rdisk, again.n_cache) == (len(pages), len(pages))
+    assert count_variables(rows, ds, lay, BIG, warm=True).n_rdisk == 0
+
+
 def test_uncached_partial_write_is_one_write_per_run_without_read():
     ds = _ds()
     lay = replace(Layout.from_dataset(ds), rdcc_nbytes=0)
