@@ -192,12 +192,13 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     still running after ``deadline`` seconds is stopped and counts as
     ``deadline`` (a lower bound, ``timed_out``).
 
-    A trace of several processes (MPI ranks, followed workers) that only read replays each process in its own
-    process (its own chunk cache and open file, the layout's cache settings), those that ran at the same time
-    together (``process_groups``): the time is the sum over the groups of each group's time inside the calls as
-    they overlapped (``overlapped_seconds``). Returns the runs per
-    choice and the sizes of those groups (() when replayed in one process, in time order: one traced process,
-    or writes, which serial h5py cannot share between processes).
+    A trace that only reads is replayed in new processes every time, as each run of the program starts (one for a
+    single traced process). A trace of several processes (MPI ranks, followed workers) that only read replays each
+    process in its own process (its own chunk cache and open file, the layout's cache settings), those that ran at
+    the same time together (``process_groups``): the time is the sum over the groups of each group's time inside the
+    calls as they overlapped (``overlapped_seconds``). Returns the runs per
+    choice and the sizes of those groups (() when replayed as one process, in time order: one traced process,
+    or writes, which serial h5py cannot share between processes, replayed in this one).
     """
     events = replay_events(trace, ds)
     accesses = [e for e in events if isinstance(e, AccessRecord)]
@@ -218,7 +219,9 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     if not parallel:
         groups = [[(0, 0)]]
     jobs = [[replay_events(trace, ds, u) for u in g] for g in groups] if parallel else [[events]]
-    pooled = parallel or deadline is not None
+    # a read trace is replayed in new processes, each replay its own (``ReplayPool``'s ``fresh``): one long-lived
+    # process met the memory of its earlier replays, which the program's run touches for the first time
+    pooled = parallel or deadline is not None or reads_only
     data_file = None
     if pooled and not reads_only:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -234,7 +237,7 @@ def measure_all(choices: Sequence[Choice], trace: Trace, ds: DatasetRecord, data
     rounds = np.random.default_rng(ROUND_ORDER_SEED)
     bar = progress.current()
     bar.add_total(len(order) * max(1, repeat))
-    with ReplayPool(max(map(len, jobs))) if pooled else contextlib.nullcontext() as pool:
+    with ReplayPool(max(map(len, jobs)), fresh=True) if pooled else contextlib.nullcontext() as pool:
         for k in range(max(1, repeat)):
             if k:  # the layout replayed after a long one ran slower (w09: 5-20%): no layout keeps one place
                 order = [order[i] for i in rounds.permutation(len(order))]

@@ -61,12 +61,19 @@ class ReplayPool:
     layouts take minutes). Fresh interpreters, not fork: HDF5 reads
     HDF5_USE_FILE_LOCKING once at start-up and every process opens the one file
     (replay opens it r+); not multiprocessing's spawn either, which re-runs the
-    caller's ``__main__``. Started once per dataset so the imports are paid once.
+    caller's ``__main__``. Started once per dataset so the imports are paid once; ``fresh``: new processes for
+    every replay after the first (started before it, untimed), so each replay meets memory as a run of the program
+    does, none of it mapped by an earlier replay: a long-lived replay process reuses the pages of the earlier
+    replays' arrays and of HDF5's chunk buffers, which a program reading once touches for the first time inside its
+    calls (r04's recipe layout, 44 reads of 58 MB in all: the same reads replayed 1.1-1.3x faster in a warm process
+    than in a fresh one or by the program, ``benchmarks/validation/realsize.py``'s recipe against verify).
     """
 
-    def __init__(self, nprocs: int):
+    def __init__(self, nprocs: int, fresh: bool = False):
         self.nprocs = nprocs
+        self.fresh = fresh
         self.procs: list[subprocess.Popen] = []
+        self._used = False
         self._start()
 
     def _start(self) -> None:
@@ -86,7 +93,8 @@ class ReplayPool:
             timeout: float | None = None) -> list[list[np.ndarray]]:
         """Replay ``groups`` one after another, the event lists of a group at once (one process each): per group,
         per process, the seconds of each access (the last one's with the file's close). The page cache is emptied
-        once, before the first group (later groups find what the earlier ones read, as the program did).
+        once, before the first group (later groups find what the earlier ones read, as the program did). A ``fresh``
+        pool replays every group in new processes.
 
         ``data_file``: .npy of the array's values (written values come from it). Past ``timeout`` seconds
         the processes are killed (and restarted for the next job) and ReplayTimeout is raised.
@@ -96,6 +104,10 @@ class ReplayPool:
         until = None if timeout is None else time.monotonic() + timeout
         out = []
         for k, group in enumerate(groups):
+            if self.fresh and self._used:  # every traced process was a process of its own
+                self.close()
+                self._start()
+            self._used = True
             procs = self.procs[:len(group)]
             for p, ev in zip(procs, group):
                 pickle.dump((ev, spec, str(workdir), data_file), p.stdin)
@@ -115,6 +127,7 @@ class ReplayPool:
                     p.kill()
                     p.wait()
                 self._start()
+                self._used = False
                 raise
             failed = [f"process {r}: {g['error']}" for r, g in enumerate(got) if "error" in g]
             if failed:

@@ -171,22 +171,23 @@ def test_read_only_layouts_are_built_first_and_replayed_in_changing_orders(tmp_p
     """Every layout is built (and written out) before the first timed replay, and no layout holds one place in
     every round: the one replayed after a long replay ran 5-20% slower (regret's w09)."""
     import advisor.verify_measure as verify_mod  # where the measuring loop builds and replays
+    from advisor.verify_pool import ReplayPool  # what replays a read trace (a new process each time)
 
     trace = _traced_row_blocks(tmp_path, (400, 32), 40, seed=2)
     ds = next(iter(trace.datasets.values()))
     events = []
-    real_build, real_replay = verify_mod.build_choice, verify_mod.replay
+    real_build, real_run = verify_mod.build_choice, ReplayPool.run
 
     def build_choice(choice, *args, **kwargs):
         events.append(("build", choice.label))
         return real_build(choice, *args, **kwargs)
 
-    def replay(evs, spec, workdir, **kwargs):
+    def run(pool, groups, spec, workdir, **kwargs):
         events.append(("replay", workdir.name))
-        return real_replay(evs, spec, workdir, **kwargs)
+        return real_run(pool, groups, spec, workdir, **kwargs)
 
     monkeypatch.setattr(verify_mod, "build_choice", build_choice)
-    monkeypatch.setattr(verify_mod, "replay", replay)
+    monkeypatch.setattr(ReplayPool, "run", run)
     chunks = [(40, 32), (100, 32), (400, 8), (20, 16), (400, 32)]
     choices = [Choice("x".join(map(str, c)), Layout("hdf5", (400, 32), 4, c)) for c in chunks]
     rows = verify_choices(trace, ds, choices, tmp_path / "work", repeat=6)
