@@ -389,11 +389,12 @@ def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dic
     from advisor.verify_stack import program_stack
 
     tp = workdir / "recipe-trace.jsonl"
-    ds = next((d for d in trace.datasets.values() if d.key == entry.name), None)
+    ds = next((d for d in trace.datasets.values() if entry.name in (d.key, d.label)), None)  # a zarr root: its store
     netcdf4 = ds is not None and program_stack(trace, ds) == "netcdf4"
     one_process = len({(a.rank, a.process) for a in trace.accesses if ds is not None and a.dataset == ds.id}) == 1
-    h5py_name = entry.path.strip("/").split("/")[-1] if (not netcdf4 and one_process
-                                                        and entry.recommendation.library == "hdf5") else None
+    h5py_name = None  # the array's name in the recipe's file (``rewrite``: a zarr root becomes "data")
+    if not netcdf4 and one_process and entry.recommendation.library == "hdf5":
+        h5py_name = (entry.path.strip("/") or "data").split("/")[-1]
 
     def one() -> tuple[float, float | None]:
         return (_recipe_traced_io(w, entry, recipe_dir, env, tp),
