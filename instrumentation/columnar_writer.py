@@ -90,9 +90,11 @@ class ColumnarTraceWriter:
         around = self._open_text.get(key)
         if around is None:  # encoded once: a temporary handle per access (f["x"][i]) opens and closes at each
             text = dumps({"t": "o", **replace(rec, t_start=0.5).get_config()})
-            at = text.index('"t0":0.5') + 5
-            around = self._open_text[key] = (text[:at], text[at + 3:] + "\n")
-        self._meta_text(f"{around[0]}{float(rec.t_start)!r}{around[1]}", at_once=False)
+            at = text.find('"t0":0.5')
+            around = self._open_text[key] = (text[:at + 5], text[at + 8:] + "\n") if at >= 0 else ()
+        line = (f"{around[0]}{float(rec.t_start)!r}{around[1]}" if around  # else: no time field to fill in
+                else dumps({"t": "o", **rec.get_config()}) + "\n")
+        self._meta_text(line, at_once=False)
         if rec.event == CLOSE:
             with self._lock:
                 self._closes.append(rec.t_start)
