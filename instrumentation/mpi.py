@@ -38,6 +38,8 @@ MISSING_SECONDS = settings.mpi_missing()
 """Wait for a rank that has no trace file at all (it died before tracing began)."""
 POLL_SECONDS = 0.1
 """Interval between rank 0's looks at the rank files while waiting."""
+EXPORT_RETRIES = 3
+"""Merges started over when a rank exported its live trace directory while it was being merged."""
 DONE_TAG = 31_415
 """Tag of rank 0's "merge done" message (within the MPI-guaranteed tag range, 0..32767)."""
 
@@ -185,6 +187,13 @@ def _wait_for_ranks(comm, path: Path, size: int) -> None:
     _poll(done, time.monotonic() + WAIT_SECONDS)
 
 
+def _exported_meanwhile(path: Path, files: list[Path]) -> bool:
+    """Has a rank read as its live directory exported its own file since? It then removes the directory: a merge
+    reading it meanwhile lost its batches (the rank's header and opens merged, its accesses not)."""
+    return any(f != rank_path(path, r, len(files)) and rank_path(path, r, len(files)).exists()
+               for r, f in enumerate(files))
+
+
 def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     """Merge the ranks' files of ``path`` into ``path``; returns what the merge misses (ranks skipped or cut short).
 
@@ -198,10 +207,19 @@ def merge_rank_files(path: str | os.PathLike, size: int) -> list[str]:
     from .tracemodel import TraceError
 
     path = Path(path)
-    sources, missed = rank_sources([rank_file(path, r, size) for r in range(size)])
-    if not sources:
-        raise TraceError(f"{path}: no rank trace could be read, nothing merged")
-    merge_files(sources, path, allow_truncated=True, missed=tuple(missed))
+    for attempt in range(EXPORT_RETRIES + 1):
+        files = [rank_file(path, r, size) for r in range(size)]
+        try:
+            sources, missed = rank_sources(files)
+            if not sources:
+                raise TraceError(f"{path}: no rank trace could be read, nothing merged")
+            merge_files(sources, path, allow_truncated=True, missed=tuple(missed))
+        except (OSError, TraceError):
+            if attempt == EXPORT_RETRIES or not _exported_meanwhile(path, files):
+                raise
+            continue
+        if not _exported_meanwhile(path, files):
+            return missed
     return missed
 
 

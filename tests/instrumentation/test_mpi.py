@@ -81,6 +81,24 @@ def test_merge_keeps_ranks_and_survives_missing_and_truncated(tmp_path):
     assert min(a.t_start for a in merged.accesses if a.rank == 3) == pytest.approx(3.0)
 
 
+def test_merge_starts_over_when_a_rank_exports_its_live_trace_meanwhile(tmp_path, monkeypatch):
+    import instrumentation.merge as merge
+
+    path = tmp_path / "t.jsonl"
+    write_rank(path, 0, 2, 3)
+    late = write_rank(path, 1, 2, 5, close=False)  # read as its live directory
+    real = merge.rank_sources
+
+    def exporting_meanwhile(files):
+        found = real(files)
+        late.close()  # rank 1 exports its file and removes its live directory while rank 0 merges
+        return found
+
+    monkeypatch.setattr(merge, "rank_sources", exporting_meanwhile)
+    assert merge_rank_files(path, 2) == []
+    assert sorted(a.rank for a in load_trace(path).accesses) == [0] * 3 + [1] * 5
+
+
 def test_merge_with_no_readable_rank_is_an_error(tmp_path):
     with pytest.raises(TraceError, match="no rank trace"):
         merge_rank_files(tmp_path / "t.jsonl", 2)
