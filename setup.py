@@ -112,7 +112,7 @@ class BuildFrontEnd(build_scripts):
 setup(cmdclass={"build_ext": BuildWithWrapper, "build_scripts": BuildFrontEnd}, scripts=[FRONT_END],
       ext_modules=[Extension(
     "instrumentation._hotpath",
-    sources=["instrumentation/hotpath/hotpath.c", "instrumentation/hotpath/fold.c"],
+    sources=["instrumentation/hotpath/hotpath.c", "instrumentation/hotpath/fold.c", "instrumentation/hotpath/passes.c"],
     extra_compile_args=["-O2"],
     optional=True,
 ), Extension(

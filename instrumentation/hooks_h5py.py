@@ -35,7 +35,7 @@ from .locations import hdf5_location
 from .nested import described_within
 from .records import READ, WRITE, ChunkCache, DatasetRecord, Filter, dtype_string, type_class
 from .selection import SIMPLE_INDEX_TYPES, SelectionError, fast_hyperslab, field_itemsize, from_dataspace, normalize
-from .tracer import HUB, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo
+from .tracer import HUB, KICK_PENDING, MAX_PENDING, OP_READ, OP_RESIZE, OP_WRITE, DatasetInfo
 from .tracer import hotpath as _hotpath
 
 Dataset = _dataset.Dataset
@@ -365,6 +365,8 @@ if _hotpath is not None:
         _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING, DatasetInfo.shape)
     except TypeError:  # an extension built from an older hotpath.c (rebuilt by `setup.py build_ext --inplace`)
         _hotpath.configure(_by_obj, SIMPLE_INDEX_TYPES, _drain_full_recorders, MAX_PENDING)
+    if hasattr(_hotpath, "set_kick"):
+        _hotpath.set_kick(KICK_PENDING)
 
 
 def _direct_sel(position: int, name: str):

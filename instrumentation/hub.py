@@ -19,9 +19,12 @@ from .partsdir import child_environment
 from .sink import DatasetInfo
 
 try:
-    from ._hotpath import set_recorders  # the C hooks' view of the active tracers' recorders (setup.py)
+    from . import _hotpath  # the C hooks' view of the active tracers' recorders, and the flusher's passes (setup.py)
+    set_recorders = _hotpath.set_recorders
 except ImportError:
-    set_recorders = None
+    _hotpath = set_recorders = None
+_passes = _hotpath is not None and hasattr(_hotpath, "flusher_wait")
+"""The flusher waits and passes through hotpath/passes.c: the traced calls hand it the GIL for each pass."""
 
 # Module name -> hook module (relative). A module is hooked when both it and
 # the tracer are there; its hook module's ``patches()`` lists (owner, attr, wrapper).
@@ -30,9 +33,16 @@ HOOKS = {"h5py": ".hooks_h5py", "zarr": ".hooks_zarr", "multiprocessing.process"
 
 
 FLUSH_INTERVAL = 0.2
-"""Seconds between the flusher's passes over the active tracers. Each pass hands the recorded accesses to the trace
-writer, which writes a batch every columnar_writer.BATCH_SECONDS (or BATCH_ROWS): a killed process can lose up to one
-batch (a JSON Lines trace is written columnar while live too)."""
+"""Seconds between the flusher's passes over the active tracers while a followed process's part is traced (its run's
+tracer watches the part's time stamp, touched after each pass: parts.wait_for_parts) or the libhdf5 capture runs (its
+logs are converted up to one pass ago). Each pass hands the recorded accesses to the trace writer, which writes a
+batch every columnar_writer.BATCH_SECONDS (or BATCH_ROWS): a killed process can lose up to one batch (a JSON Lines
+trace is written columnar while live too)."""
+QUIET_PASS_SECONDS = 1.0
+"""Seconds between passes otherwise (at least FLUSH_INTERVAL): one a batch (columnar_writer.BATCH_SECONDS), so a
+killed process loses no more. Each pass needs the GIL from a program in the middle of its calls (hotpath/passes.c:
+what that cost, and how the traced calls hand it over); fewer passes, fewer hand-overs. A recorder that reaches
+tracer.KICK_PENDING records wakes the flusher at once (``kick``), long before it is full."""
 FLUSHER_WAIT = 5.0
 """Longest the last tracer's exit waits for the flusher thread to stop."""
 
@@ -53,6 +63,7 @@ class _Hub:
         self._finder: _ImportHook | None = None
         self._flusher: threading.Thread | None = None
         self._stop = threading.Event()
+        self._kick = threading.Event()
         self._environ: dict[str, str | None] | None = None  # the program's values of the child variables
         self._forking: list[threading.Lock] = []
         self.below: interpose.LibraryCapture | None = None
@@ -158,7 +169,7 @@ class _Hub:
             # ends now, patches and all: only the recording and the flusher stop.
             self.active = tuple(t for t in self.active if t is not tracer)
             if not self.active:
-                self._stop.set()
+                self._stop_flusher()
             return
         try:
             self.active = tuple(t for t in self.active if t is not tracer)
@@ -222,23 +233,50 @@ class _Hub:
                 self._uninstall()
                 return
             self.active = tuple(children)
-            self._stop = threading.Event()
             self._start_flusher()
             sigterm.install_sigterm()
 
-    def _flush_loop(self, stop: threading.Event) -> None:
+    def kick(self) -> None:
+        """Wake the flusher for a pass now (a recorder filling up; the C hook does it in C)."""
+        if _passes:
+            _hotpath.kick()
+        else:
+            self._kick.set()
+
+    def _pass_seconds(self) -> float:
+        """FLUSH_INTERVAL where a part or the libhdf5 capture needs the short cadence, else QUIET_PASS_SECONDS."""
+        if self.below is not None or any(tr.is_part for tr in self.active):
+            return FLUSH_INTERVAL
+        return max(FLUSH_INTERVAL, QUIET_PASS_SECONDS)
+
+    def _flush_loop(self, stop: threading.Event, kick: threading.Event) -> None:
         # formatting and file writes happen here, off the traced threads
-        while not stop.wait(FLUSH_INTERVAL):
-            for tr in self.active:
-                started = time.time_ns()
-                try:
-                    tr.drain(force=False)
-                    if tr.is_part:  # tells the run's tracer that everything queued before `started` is written
-                        os.utime(tr.own_path, ns=(started, started))
-                except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
-                    tr.record_errors += 1
-                    tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
-            self.poll_below()
+        while True:
+            if _passes:
+                _hotpath.flusher_wait(self._pass_seconds())
+            else:
+                kick.wait(self._pass_seconds())
+                kick.clear()
+            try:
+                if stop.is_set():
+                    return
+                self._pass()
+            finally:
+                if _passes:
+                    _hotpath.pass_done()
+
+    def _pass(self) -> None:
+        """One pass: the active tracers' records to their writers, the libhdf5 capture's polled."""
+        for tr in self.active:
+            started = time.time_ns()
+            try:
+                tr.drain(force=False)
+                if tr.is_part:  # tells the run's tracer that everything queued before `started` is written
+                    os.utime(tr.own_path, ns=(started, started))
+            except Exception as exc:  # noqa: BLE001 - a full disk must not kill the program
+                tr.record_errors += 1
+                tr.first_error = tr.first_error or f"{type(exc).__name__}: {exc}"
+        self.poll_below()
 
     def poll_below(self, final: bool = False) -> None:
         """Hand what the libhdf5 interposer recorded to the active tracers."""
@@ -260,12 +298,12 @@ class _Hub:
             return self.below
 
     def _start_flusher(self) -> None:
-        self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop,),
+        self._stop, self._kick = threading.Event(), threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, args=(self._stop, self._kick),
                                          name="ioadvisor-flush", daemon=True)
         self._flusher.start()
 
     def _install(self) -> None:
-        self._stop = threading.Event()
         self._start_flusher()
         self._finder = _ImportHook(self)
         sys.meta_path.insert(0, self._finder)
@@ -293,8 +331,12 @@ class _Hub:
                 self._patched.append((owner, attr, vars(owner).get(attr), was_own))
                 setattr(owner, attr, wrapper)
 
-    def _uninstall(self) -> None:
+    def _stop_flusher(self) -> None:
         self._stop.set()
+        self.kick()
+
+    def _uninstall(self) -> None:
+        self._stop_flusher()
         if self._flusher is not None and self._flusher is not threading.current_thread():
             # bounded: a flusher stuck on a lock the exiting code holds must not hang the exit
             # (the exit drains again under the drain lock anyway)
@@ -363,4 +405,4 @@ HUB = _Hub()
 sigterm.close_with(lambda: HUB.active)
 
 
-__all__ = ["FLUSHER_WAIT", "FLUSH_INTERVAL", "HOOKS", "HUB"]
+__all__ = ["FLUSHER_WAIT", "FLUSH_INTERVAL", "HOOKS", "HUB", "QUIET_PASS_SECONDS"]

@@ -93,6 +93,9 @@ _Recorder = _PythonRecorder if _hotpath is None else _hotpath.Recorder
 
 MAX_PENDING = 65536
 """Queued records beyond which the recording thread writes them itself (bounded memory)."""
+KICK_PENDING = MAX_PENDING // 4
+"""Queued records at which the recording thread wakes the flusher (``hub.QUIET_PASS_SECONDS`` between its passes
+otherwise): a fast loop's records are taken long before MAX_PENDING makes the loop write them itself."""
 class Tracer:
     """One trace being written; a context manager (single use).
 
@@ -441,8 +444,7 @@ class Tracer:
         recorder = self._recorder
         recorder.append([tid, op == WRITE, tuple(start), tuple(count), tuple(stride), tuple(block), n, nbytes,
                          t0 - self._origin, dt])  # a list: the writer's row, final as recorded
-        if len(recorder) > MAX_PENDING:
-            self.drain()
+        self._bound(len(recorder))
 
     def access(self, info, op, selection, n, nbytes, t0, dt, collective=False) -> None:
         tid = self._ids.get(info)
@@ -450,8 +452,15 @@ class Tracer:
             tid = self._register(info)
         recorder = self._recorder
         recorder.append(AccessRecord(tid, op, selection, n, nbytes, t0 - self._origin, dt, collective=collective))
-        if len(recorder) > MAX_PENDING:
+        self._bound(len(recorder))
+
+    def _bound(self, pending: int) -> None:
+        """The recorder holds ``pending`` records: wake the flusher at KICK_PENDING, write them here past
+        MAX_PENDING (the C hook does the same: hooks_h5py)."""
+        if pending > MAX_PENDING:
             self.drain()
+        elif pending == KICK_PENDING:
+            HUB.kick()
 
     def columns(self, cols) -> None:
         """Hyperslab accesses already as AccessColumns (this trace's ids and clock), written in bulk."""

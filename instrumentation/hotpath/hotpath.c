@@ -36,6 +36,16 @@ static PyObject *known;        /* hooks_h5py._by_obj: id(dataset) -> (weakref, D
 static PyObject *simple_types; /* frozenset of the index types normalized here */
 static PyObject *overflow;     /* called when a Recorder holds more than max_pending accesses */
 static Py_ssize_t max_pending;
+static Py_ssize_t kick_pending = -1; /* a Recorder reaching it wakes the flusher (passes.c) */
+
+/* passes.c */
+extern int hotpath_pass_on;
+void hotpath_yield(void);
+void hotpath_kick_flusher(void);
+int hotpath_passes_init(void);
+PyObject *hotpath_flusher_wait(PyObject *m, PyObject *arg);
+PyObject *hotpath_pass_done(PyObject *m, PyObject *unused);
+PyObject *hotpath_kick(PyObject *m, PyObject *unused);
 static PyObject *s_shape, *s_itemsize, *s_mpio, *s_axis, *s_new_dtype;
 
 /* The dataset of the last fast record, with what a record needs of it as C values. A loop reads one dataset call
@@ -522,11 +532,13 @@ typedef struct {
 static void full_queues(void) {
     Py_ssize_t k = PyTuple_GET_SIZE(recorders);
     for (Py_ssize_t i = 0; i < k; i++) {
-        if (recorder_len((Recorder *)PyTuple_GET_ITEM(recorders, i)) > max_pending) {
+        Py_ssize_t n = recorder_len((Recorder *)PyTuple_GET_ITEM(recorders, i));
+        if (n > max_pending) {
             PyObject *r = PyObject_CallNoArgs(overflow);
             Py_XDECREF(r);
             return;
         }
+        if (n == kick_pending) hotpath_kick_flusher(); /* once per filling: a take empties the Recorder */
     }
 }
 
@@ -568,6 +580,7 @@ static PyObject *io_call(Hook *h, PyObject *const *argv, size_t nargsf, PyObject
         }
         new_dtype = argv[nargs];
     }
+    if (__atomic_load_n(&hotpath_pass_on, __ATOMIC_RELAXED)) hotpath_yield(); /* the flusher runs alone */
     depth = 1;
     double t0 = now();
     PyObject *result = PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
@@ -801,12 +814,25 @@ static PyObject *set_depth(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_kick(PyObject *m, PyObject *a) {
+    Py_ssize_t n = PyLong_AsSsize_t(a);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    kick_pending = n;
+    Py_RETURN_NONE;
+}
+
 PyObject *hotpath_fold(PyObject *m, PyObject *args); /* fold.c */
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(known, simple_types, overflow, max_pending[, shape_slot]): the hooks' shared state; shape_slot, "
      "DatasetInfo.shape (a __slots__ member), lets the hook keep the last dataset's extent as C values."},
+    {"set_kick", set_kick, METH_O, "set_kick(kick_pending): a Recorder reaching kick_pending accesses wakes the "
+     "flusher (which passes seldom) long before it is full."},
+    {"flusher_wait", hotpath_flusher_wait, METH_O, "flusher_wait(seconds): the flusher sleeps without the GIL until "
+     "kick() or the timeout, then announces its pass (traced calls wait for its end: pass_done()) and takes the GIL."},
+    {"pass_done", hotpath_pass_done, METH_NOARGS, "pass_done(): the flusher's pass ended."},
+    {"kick", hotpath_kick, METH_NOARGS, "kick(): ask the flusher for a pass now."},
     {"forget", forget, METH_NOARGS, "forget(): the table of known datasets changed (the last dataset is looked up "
      "again)."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, "record(dataset, index, op, t0, dt) -> bool: "
@@ -824,6 +850,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hotpath", "Traced h
 
 PyMODINIT_FUNC PyInit__hotpath(void) {
     if (PyType_Ready(&HookType) < 0 || PyType_Ready(&RecorderType) < 0 || PyType_Ready(&BlockType) < 0) return NULL;
+    if (hotpath_passes_init() != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+        return NULL;
+    }
     recorders = PyTuple_New(0);
     s_shape = PyUnicode_InternFromString("shape");
     s_itemsize = PyUnicode_InternFromString("itemsize");
