@@ -1,7 +1,7 @@
 """The C hooks' records held by the tracer's flusher from take to take until its batch is due, then folded into
 runs in C (``_hotpath.fold``, instrumentation/hotpath/fold.c) and handed to the writer as the batch's few rows.
 
-Each take (every hub.FLUSH_INTERVAL) used to be decoded into columns (``decode.from_c``), and each batch
+Each take (each of the flusher's passes: hub.QUIET_PASS_SECONDS) used to be decoded into columns (``decode.from_c``), and each batch
 (columnar_writer.BATCH_SECONDS) joined and folded with numpy (``columns.compact_runs``): about 20 ms of the flusher's
 CPU per second of a loop of 26-us h5py reads, most of it with the GIL held, and more when the machine is busy
 (page faults of the large temporary arrays). Held, a take costs a copy of its heads; the fold walks the batch's

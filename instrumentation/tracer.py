@@ -33,8 +33,10 @@ How it behaves (each point is tested in tests/instrumentation/test_tracer.py):
 - The traced thread only records an access (h5py reads, writes and resizes of
   a known dataset by ints and slices in C, normalized at the call:
   ``_hotpath.Recorder``); the ``ioadvisor-flush`` thread takes the records as
-  arrays every FLUSH_INTERVAL seconds, holds them as taken until the batch is
-  due, then folds its runs in C and writes it (instrumentation/heldtakes.py,
+  arrays at each pass (hub.QUIET_PASS_SECONDS, or sooner when a recorder fills
+  up; hub.FLUSH_INTERVAL for a part), the traced calls handing it the GIL
+  (hotpath/passes.c), holds them as taken until the batch is due, then folds
+  its runs in C and writes it (instrumentation/heldtakes.py,
   docs/tracing-overhead.md).
 """
 from __future__ import annotations
@@ -387,8 +389,8 @@ class Tracer:
         return path, self._origin
 
     def flush(self) -> None:
-        """Write every access recorded so far to the file now (the flusher thread does it every
-        FLUSH_INTERVAL seconds anyway)."""
+        """Write every access recorded so far to the file now (the flusher thread does it at each of its
+        passes anyway: hub.QUIET_PASS_SECONDS)."""
         if self._state == "active":
             self.drain()
 

@@ -1,9 +1,9 @@
 """Per-call tracing cost as a traced program pays it (benchmarks/speed/tracing_overhead.py, section 1).
 
 A traced program enters its tracer once, describes each dataset at its first access, then for every call pays
-the hook's work in the loop, and, off the loop, the ``ioadvisor-flush`` thread's: it takes the records every
-``hub.FLUSH_INTERVAL`` seconds and writes a batch every ``columnar_writer.BATCH_SECONDS`` (or BATCH_ROWS
-records). Its exit writes what is left and closes the trace. Three figures, kept apart:
+the hook's work in the loop, and, off the loop, the ``ioadvisor-flush`` thread's: it takes the records at each
+pass (``hub.QUIET_PASS_SECONDS``, the traced calls handing it the GIL: hotpath/passes.c) and writes a batch every
+``columnar_writer.BATCH_SECONDS`` (or BATCH_ROWS records). Its exit writes what is left and closes the trace. Three figures, kept apart:
 
 - in the loop: paired repetitions (traced, untraced), each traced one in a tracer of its own that has already
   seen the dataset; the process's CPU during the loop minus the flusher thread's (which the next figure counts);
