@@ -563,6 +563,8 @@ static int record_fast(PyObject *self, PyObject *index, int op, double t0, doubl
     if (rc == 0) full_queues();
     PyErr_Clear();
     Py_DECREF(info);
+    /* after the call and its record (its time is the call's): the Python hooks' records through record() too */
+    if (__atomic_load_n(&hotpath_pass_on, __ATOMIC_RELAXED)) hotpath_yield(); /* the flusher's pass runs alone */
     return rc;
 }
 
@@ -580,7 +582,6 @@ static PyObject *io_call(Hook *h, PyObject *const *argv, size_t nargsf, PyObject
         }
         new_dtype = argv[nargs];
     }
-    if (__atomic_load_n(&hotpath_pass_on, __ATOMIC_RELAXED)) hotpath_yield(); /* the flusher runs alone */
     depth = 1;
     double t0 = now();
     PyObject *result = PyObject_Vectorcall(h->original, argv, nargsf, kwnames);
