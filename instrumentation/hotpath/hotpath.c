@@ -39,7 +39,7 @@ static Py_ssize_t max_pending;
 static Py_ssize_t kick_pending = -1; /* a Recorder reaching it wakes the flusher (passes.c) */
 
 /* passes.c */
-extern int hotpath_pass_on;
+extern __attribute__((visibility("hidden"))) int hotpath_pass_on;
 void hotpath_yield(void);
 void hotpath_kick_flusher(void);
 int hotpath_passes_init(void);

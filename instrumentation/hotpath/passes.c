@@ -20,7 +20,7 @@
 
 #define YIELD_NS 20000000L /* longest a traced call waits for a pass (a pass takes 1-3 ms: writing one batch) */
 
-int hotpath_pass_on;                    /* a pass is announced or running (atomic) */
+__attribute__((visibility("hidden"))) int hotpath_pass_on; /* a pass is announced or running (atomic) */
 static unsigned long pass_seq;          /* passes announced (atomic) */
 static __thread unsigned long yielded;  /* the pass this thread last waited for */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
