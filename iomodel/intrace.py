@@ -13,7 +13,9 @@ a traced time, and fits per library
 
 on the terms that matter (at least SIGNIFICANT of the predicted time): first one
 common factor, then per term (non-negative least squares) with each term's
-standard error from the residuals. Each per-term factor is shrunk toward the
+standard error from the residuals; groups that stalled (a call of milliseconds among calls of microseconds)
+are left out of it, and terms that come in one proportion in every group are fitted as one
+(``iomodel.robustfit``). Each per-term factor is shrunk toward the
 common one by its uncertainty (precision weighting in log units against the
 profile's own band, else PRIOR_SPREAD): terms the groups tell apart (the cold start against the warm
 rest, cache misses against hits, reads against writes) keep their own factor;
@@ -51,6 +53,7 @@ from .cost import PRICED, TERMS
 from .layout import Layout
 from .predict import Workload
 from .profile import SystemProfile
+from .robustfit import MAX_CONDITION, entangled, unstalled
 
 SEGMENTS = 32
 """Time-ordered segments per dataset (fewer when there are fewer accesses or runs: a segment ends where a folded
@@ -65,8 +68,6 @@ SHARED_TERMS = ("t_memcpy", "t_rdisk", "t_wdisk", "t_cache")
 CODEC_TERMS = ("t_compress", "t_decompress")
 """The codec's seconds as the advisor prices them (the compression model's estimate), calibrated by t_codec."""
 Z95 = 1.959964
-MAX_CONDITION = 1e8
-"""Term matrices (column-normalised Gram) worse conditioned than this are singular: one mix in every group."""
 PRIOR_SPREAD = math.log(2.0)
 """Prior standard deviation of log(term factor / common factor) when the profile carries no band of its own: how
 far apart the model's terms can plausibly be wrong. With a band (``SystemProfile.band``: how far the profile's
@@ -318,36 +319,47 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
         return TraceCalibration(library, "none", {}, (1.0, 1.0), whole_traced, whole_pred, len(traced))
     share = terms.sum(0) / max(terms.sum(), 1e-300)
     big = [k for k in range(len(names)) if share[k] >= SIGNIFICANT]
-    pred = terms.sum(1)
-    scalar = float(traced @ pred / max(pred @ pred, 1e-300))
+    # stalls (single calls of milliseconds among calls of microseconds) are no term's cost: the fit leaves them
+    # out, so that they neither pull the factors nor inflate the standard errors that decide which terms are
+    # told apart (``unstalled``)
+    keep = unstalled(terms[:, big], traced) if big else np.ones(len(traced), bool)
+    terms_k, traced_k = terms[keep], traced[keep]
+    pred = terms_k.sum(1)
+    scalar = float(traced_k @ pred / max(pred @ pred, 1e-300))
     factors = {names[k]: scalar for k in big}
     spread = {names[k]: prior for k in big}
     method = "one factor"
-    if len(big) >= 2 and len(traced) >= len(big) + 2 and scalar > 0:
+    if len(big) >= 2 and len(traced_k) >= len(big) + 2 and scalar > 0:
         from iomodel.nnls import nnls
 
-        a = terms[:, big]
+        a = terms_k[:, big]
+        # terms the groups never vary apart (a chunk-cache miss's copy and its buffer allocation) are fitted as
+        # one: their sum is what the traced times pin down, and the other terms are told apart regardless
+        sets = entangled(a)  # column numbers of ``a``; the terms are ``big`` at them
+        a = np.stack([a[:, js].sum(1) for js in sets], axis=1)
         norm = np.linalg.norm(a, axis=0)
-        if np.all(norm > 0):
-            s, _ = nnls(a, traced)
-            resid = a @ s - traced
-            sigma2 = float(resid @ resid) / (len(traced) - len(big))
-            # the factors' standard errors: collinear terms (one mix in every group) get wide ones, and terms
-            # that never vary apart (a singular matrix) cannot be told apart at all
+        if np.all(norm > 0) and len(traced_k) >= len(sets) + 2:
+            s, _ = nnls(a, traced_k)
+            resid = a @ s - traced_k
+            sigma2 = float(resid @ resid) / (len(traced_k) - len(sets))
+            # the factors' standard errors: collinear terms (one mix in every group) get wide ones
             gram = (a / norm).T @ (a / norm)
             if np.linalg.cond(gram) < MAX_CONDITION:
                 se = np.sqrt(np.clip(np.diag(sigma2 * np.linalg.inv(gram)), 0.0, None)) / norm
             else:
-                se = np.full(len(big), np.inf)
+                se = np.full(len(sets), np.inf)
             told = 0
-            for k, f, e in zip(big, s, se):
+            for js, f, e in zip(sets, s, se):
                 f = max(float(f), scalar * MIN_FACTOR)
                 # shrunk toward the common factor by its standard error in log units (precision-weighted)
                 w = prior ** 2 / (prior ** 2 + (e / f) ** 2) if e < np.inf else 0.0
-                factors[names[k]] = scalar * math.exp(w * math.log(f / scalar))
-                spread[names[k]] = math.sqrt(1.0 / (1.0 / prior ** 2 + (f / e) ** 2)) if e > 0 else 0.0
+                for k in (big[j] for j in js):
+                    factors[names[k]] = scalar * math.exp(w * math.log(f / scalar))
+                    # a term fitted with others keeps the prior: the trace timed their sum, not its own share
+                    spread[names[k]] = (math.sqrt(1.0 / (1.0 / prior ** 2 + (f / e) ** 2)) if e > 0 else 0.0) \
+                        if len(js) == 1 else prior
                 told += w >= 0.5
-            if told:
+            if told and len(sets) > 1:  # one set: the common factor, nothing told apart
                 method = "per-term"
     if method == "one factor" and len(big) >= 2 and scalar > 0 and any(names[k] in TERM_PRIOR for k in big):
         factors = _by_prior([names[k] for k in big], share[big], scalar, prior)

@@ -211,7 +211,11 @@ def test_calibration_per_term_on_every_candidate(traced):
     did not exercise), the current layout meets the traced time, and the speed-ups are stated against the
     traced time only when calibrated (else against the predicted current time)."""
     d, _ = traced
-    cal = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50).dataset()
+    whole = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50)
+    cal = whole.dataset()
+    # a term whose factor the fit shared out by its variables (``split_term``: when the fitted terms' factors
+    # differ) moves with each candidate's own mix of them (tests/iomodel/test_intrace.py checks how)
+    split = {(lib, k) for lib, c in whole.calibrations.items() for k in c.get("split", {})}
     raw = advisor.advise(d / "t.jsonl", profile=profile(), read_data=False, exhaustive=True, top=50,
                          calibrate=False).dataset()
     assert cal.calibrated and not raw.calibrated
@@ -228,8 +232,10 @@ def test_calibration_per_term_on_every_candidate(traced):
         lo, hi = r.seconds_ci
         assert lo <= r.seconds <= hi
     assert len(factors) > 5
+    assert len(set(factors) - split) >= 4
     for (lib, k), f in factors.items():
-        assert max(f) == pytest.approx(min(f), rel=1e-6), (lib, k)
+        if (lib, k) not in split:
+            assert max(f) == pytest.approx(min(f), rel=1e-6), (lib, k)
     assert any(f[0] != pytest.approx(1.0) for f in factors.values())
     assert cal.current.seconds == pytest.approx(cal.traced_seconds, rel=1e-6)  # one dataset: the fit meets its time
     assert cal.speedup_vs_current() == pytest.approx(cal.traced_seconds / cal.recommendation.seconds)

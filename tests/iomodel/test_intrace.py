@@ -4,7 +4,8 @@ import pytest
 
 from iomodel.cost import TERMS
 from iomodel import load_profile
-from iomodel.intrace import MIN_RESOLUTION, TraceCalibration, calibrate_in_trace, fit, traced_seconds
+from iomodel.intrace import MIN_RESOLUTION, PRIOR_SPREAD, TraceCalibration, calibrate_in_trace, fit, traced_seconds
+from iomodel.robustfit import unstalled
 from instrumentation.records import AccessRecord, ChunkCache, DatasetRecord, Selection, TraceHeader
 from instrumentation.tracefile import Trace
 
@@ -239,3 +240,48 @@ def test_a_candidate_is_priced_by_its_own_mix_of_a_split_term_and_its_interval_s
     # it carries over with the device term to the other library, and through JSON
     assert cal.for_dataset(1.0)["zarr"].split == {"t_rdisk": cal.split["t_rdisk"]}
     assert TraceCalibration.from_config(cal.get_config()).split == cal.split
+
+
+def _loader_groups(n=32):
+    """regret's w13: groups of label reads (the call alone) and of row reads through a chunk cache, whose
+    misses cost a copy (t_cache) and a buffer (t_alloc) in one proportion in every group."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for g in range(n):
+        if g % 2:
+            rows.append({"t_call": 1.0})
+        else:
+            m = rng.uniform(0.5, 1.5)
+            rows.append({"t_call": 1.0, "t_cache": 0.3 * m, "t_alloc": 0.5 * m})
+    t = _terms(rows)
+    traced = t[:, _col("t_call")] / 4 + (t[:, _col("t_cache")] + t[:, _col("t_alloc")]) * 1.5
+    return t, traced
+
+
+def test_terms_in_one_proportion_are_fitted_as_one_and_the_others_told_apart():
+    # t_cache and t_alloc never vary apart (a singular matrix): on main no term was told apart, not even the
+    # per-call cost the label reads alone pin down; now their sum is fitted, and t_call on its own
+    t, traced = _loader_groups()
+    cal = fit("hdf5", t, traced, NAMES, t.sum(0), float(traced.sum()))
+    assert cal.method == "per-term"
+    assert cal.factors["t_call"] == pytest.approx(0.25, rel=0.05)
+    assert cal.factors["t_cache"] == pytest.approx(1.5, rel=0.05) and cal.factors["t_alloc"] == cal.factors["t_cache"]
+    # each of the two alone is not measured: its factor keeps the prior uncertainty, t_call's is the fit's
+    assert cal.spread["t_cache"] == cal.spread["t_alloc"] == PRIOR_SPREAD and cal.spread["t_call"] < 0.05
+
+
+def test_stalled_groups_are_left_out_of_the_fit_and_kept_in_the_traced_total():
+    t, traced = _loader_groups()
+    clean = fit("hdf5", t, traced, NAMES, t.sum(0), float(traced.sum()))
+    stalled = traced.copy()
+    stalled[[3, 20]] += 10 * traced[[3, 20]]  # two groups with a call descheduled for 10x their time
+    cal = fit("hdf5", t, stalled, NAMES, t.sum(0), float(stalled.sum()))
+    assert cal.method == "per-term"
+    # the factors keep their proportions; their scale takes the stalls' time (the calibrated whole trace is the
+    # traced one), and the band says how unevenly it came
+    assert cal.factors["t_cache"] / cal.factors["t_call"] == pytest.approx(6.0, rel=0.05)
+    calibrated = sum(cal.factors.get(n, 1.0) * v for n, v in zip(NAMES, t.sum(0)))
+    assert calibrated == pytest.approx(stalled.sum(), rel=1e-9)
+    assert cal.band[1] > clean.band[1]
+    assert unstalled(t[:, [_col("t_cache"), _col("t_call"), _col("t_alloc")]], stalled).tolist() == \
+        [g not in (3, 20) for g in range(len(stalled))]
