@@ -85,12 +85,12 @@ def test_a_traced_call_goes_on_as_soon_as_the_pass_ends(tmp_path, ds, no_passes)
     def flusher():
         _hotpath.flusher_wait(0.0)
         announced.set()
-        time.sleep(0.005)
+        time.sleep(0.002)
         _hotpath.pass_done()
 
     with advisor.trace(tmp_path / "t.parquet") as t:
         ds[0, 0:2]
-        for _ in range(5):
+        for _ in range(10):
             announced.clear()
             th = threading.Thread(target=flusher)
             th.start()
@@ -99,6 +99,6 @@ def test_a_traced_call_goes_on_as_soon_as_the_pass_ends(tmp_path, ds, no_passes)
             ds[1, 0:2]
             waited.append(time.perf_counter() - t0)
             th.join()
-    # one of five passes ends well before YIELD_SECONDS (a loaded machine may delay a few)
+    # one of ten passes ends well before YIELD_SECONDS (a loaded machine may delay a few)
     assert min(waited) < YIELD_SECONDS * 0.75
-    assert t.load().n_access == 6
+    assert t.load().n_access == 11
