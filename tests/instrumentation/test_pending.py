@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -52,8 +53,12 @@ def _eager(tmp_path, pending: Path) -> Path:
     run._deferring = False
     run._run_config = json.loads((pending / PENDING / RUN_CONFIG).read_text())["run"]
     run.program_started()
+    logs = Path(run._start.logs)
+    staging = Path(tempfile.mkdtemp(dir=logs.parent))  # each log appears whole, as a process's own writes do
     for f in sorted((pending / PENDING).glob("h5-*"), key=lambda f: f.suffix != ".meta"):
-        shutil.copy(f, Path(run._start.logs) / f.name)
+        shutil.copy(f, staging / f.name)
+        os.replace(staging / f.name, logs / f.name)
+    staging.rmdir()
     threading.Event().wait(0.2)  # the watcher's looks (WATCH_INTERVAL)
     run.__exit__(None, None, None)
     return out
