@@ -271,13 +271,15 @@ def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
         f = factors.get(key)
         if f is None:
             continue
+        # x_cache is seconds read off the curve: where the curve is rescaled, its coefficient stays (scaling
+        # both priced a page-cache hit at f squared)
+        scaled = [t for t in terms if not (t == "x_cache" and key == "page_cache_bps" and curve.sizes)]
         for coefs in coefficients.values():
-            for t in terms:
+            for t in scaled:
                 if t in coefs:
                     coefs[t] *= f
         if key == "page_cache_bps" and curve.sizes:
-            curve = replace(curve, seconds=tuple(x * f for x in curve.seconds),
-                            memory_bps=curve.memory_bps / f)
+            curve = replace(curve, seconds=tuple(x * f for x in curve.seconds))
         said.append(f"{what} read terms x{f:.2g} ({current[key] / 1e9:.2f} GB/s here vs "
                     f"{profile.probe[key] / 1e9:.2f} in the profile)")
     rescaled = SystemProfile(**{**profile.__dict__, "coefficients": coefficients, "page_cache_curve": curve,
