@@ -20,7 +20,7 @@ from . import add_quiet_option
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="measure this machine: fit the I/O (and compression) cost coefficients")
-    p.add_argument("--quick", action="store_true", help="small grid, one repetition (under 3 minutes)")
+    p.add_argument("--quick", action="store_true", help="small grid, one repetition (a few minutes)")
     p.add_argument("-o", "--output", default=None, metavar="PROFILE",
                    help=f"profile file to write (default: this machine's, ${settings.PROFILE} or "
                         "~/.config/ioadvisor/profile.json, used from then on when no --profile is given)")
