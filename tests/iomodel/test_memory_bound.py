@@ -41,8 +41,8 @@ def test_rescaling_to_this_machine_prices_a_hit_at_the_probes_factor_once():
     """A machine whose page cache probed 4x slower prices a hit 4x dearer, not 16x: the curve carries the factor
     and x_cache's coefficient stays (a fresh Intel VM probed 7.5 GB/s against the profile's 34.8 and priced r05's
     2 MiB hits at 0.48 GB/s, 12 s traced against 95 s predicted). The speed from memory is not what the probe
-    reads (a 32 MiB file, inside the profiled machine's last-level cache): it stays, and the rescaled curve is its
-    floor (for_footprint takes the slower)."""
+    reads (a 32 MiB file, inside the profiled machine's last-level cache): it stays, and a hit of an array beyond
+    the LLC is priced at the slower of the rescaled curve and memory (for_footprint)."""
     base = load_profile()
     prof = replace(base, page_cache_curve=curve(memory_bps=8e9, cpu_cache_bytes=32 * MiB),
                    probe={"page_cache_bps": 20e9, "disk_bps": 2e9})
