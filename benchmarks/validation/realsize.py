@@ -357,20 +357,20 @@ def _recipe_traced_io(w: Path, entry, recipe_dir: Path, env: dict, trace_path: P
     return max(traced_seconds(t.columns_of(i)) for i in ids)
 
 
-def _recipe_untraced_calls(w: Path, recipe_dir: Path, env: dict, h5py_name: str | None) -> float:
+def _recipe_untraced_calls(w: Path, recipe_dir: Path, env: dict, name: str, netcdf4: bool) -> float:
     """One untraced run of the program on the recipe's data, cold: the seconds of its reads of the array, timed
-    around the call by the program's helpers (``realcommon``): netCDF4-python's (``h5py_name`` None; the trace of a
-    program read through netCDF-C times only libhdf5's H5Dread, while verify replays that dataset through
-    netCDF4-python's Variable indexing, the whole call, as the program pays it), else h5py's
-    ``Dataset.__getitem__`` on the array named so (the span the trace times; a traced program's tracer works at its
-    first sight of the dataset, outside that span, and the reads after it find what it warmed: r03's 24 column
-    reads, 4.7-5.6 ms traced against 7.0-7.9 ms untraced). Set against verify, which replays untraced, the recipe
+    around the call by the program's helpers (``realcommon``), on the array named ``name`` alone: netCDF4-python's
+    (``netcdf4``; the trace of a program read through netCDF-C times only libhdf5's H5Dread, while verify replays
+    that dataset through netCDF4-python's Variable indexing, the whole call, as the program pays it), else h5py's
+    ``Dataset.__getitem__`` (the span the trace times; a traced program's tracer works at its first sight of the
+    dataset, outside that span, and the reads after it find what it warmed: r03's 24 column reads, 4.7-5.6 ms
+    traced against 7.0-7.9 ms untraced). Set against verify, which replays untraced, the recipe
     is timed as the user runs it."""
     evict(recipe_dir)
-    var, key = (("REAL_TIME_NETCDF4_CALLS", "1"), "NETCDF4_CALL_SECONDS") if h5py_name is None else \
-        (("REAL_TIME_H5PY_CALLS", h5py_name), "H5PY_CALL_SECONDS")
+    var, key = ("REAL_TIME_NETCDF4_CALLS", "NETCDF4_CALL_SECONDS") if netcdf4 else \
+        ("REAL_TIME_H5PY_CALLS", "H5PY_CALL_SECONDS")
     proc = subprocess.run([sys.executable, str(w), "run", str(recipe_dir)], capture_output=True, text=True,
-                          env={**env, var[0]: var[1]})
+                          env={**env, var: name})
     found = re.search(key + r"=([0-9.]+)", proc.stderr)
     if proc.returncode != 0 or not found:
         raise RuntimeError(f"{w.stem} on {recipe_dir}: no {key} ({proc.stderr.strip()[-300:]})")
@@ -392,14 +392,13 @@ def recipe_against_verify(w: Path, entry, trace, adv, recipe_dir: Path, env: dic
     ds = next((d for d in trace.datasets.values() if entry.name in (d.key, d.label)), None)  # a zarr root: its store
     netcdf4 = ds is not None and program_stack(trace, ds) == "netcdf4"
     one_process = len({(a.rank, a.process) for a in trace.accesses if ds is not None and a.dataset == ds.id}) == 1
-    h5py_name = None  # the array's name in the recipe's file (``rewrite``: a zarr root becomes "data")
-    if not netcdf4 and one_process and entry.recommendation.library == "hdf5":
-        h5py_name = (entry.path.strip("/") or "data").split("/")[-1]
+    name = (entry.path.strip("/") or "data").split("/")[-1]  # in the recipe's file (``rewrite``: a zarr root: "data")
+    timed_calls = netcdf4 or (one_process and entry.recommendation.library == "hdf5")
 
     def one() -> tuple[float, float | None]:
         return (_recipe_traced_io(w, entry, recipe_dir, env, tp),
-                _recipe_untraced_calls(w, recipe_dir, env, None if netcdf4 else h5py_name)
-                if netcdf4 or h5py_name else None)
+                _recipe_untraced_calls(w, recipe_dir, env, name, netcdf4)
+                if timed_calls else None)
 
     pairs = [one() for _ in range(RECIPE_RUNS // 2)]
     v = verify(trace, top=1, advice=adv, repeat=VERIFY_REPEAT, budget=5.0, max_bytes=4 << 30,

@@ -139,16 +139,20 @@ def open_for_process(path, name, d, library):
     return _opened(path, name, d, library)[1]
 
 
-def _time_netcdf4_calls() -> list:
-    """The seconds the program spends in netCDF4-python's Variable indexing as xarray calls it (its
-    ``NetCDF4ArrayWrapper._getitem``: the call ``advisor.verify`` replays for a program read through netCDF-C), summed
-    into the list's one item (benchmarks/validation/realsize.py, the recipe against verify on the same span)."""
+def _time_netcdf4_calls(name: str) -> list:
+    """The seconds the program spends in netCDF4-python's Variable indexing of the variable named ``name`` as
+    xarray calls it (its ``NetCDF4ArrayWrapper._getitem``: the call ``advisor.verify`` replays for a program read
+    through netCDF-C), summed into the list's one item (benchmarks/validation/realsize.py, the recipe against verify
+    on the same span). Only that variable's: xarray reads the coordinate variables through the same call when it
+    opens the file, and verify replays the advised array alone."""
     from xarray.backends import netCDF4_
 
     total = [0.0]
     inner = netCDF4_.NetCDF4ArrayWrapper._getitem
 
     def timed(self, key):
+        if self.variable_name.split("/")[-1] != name:
+            return inner(self, key)
         t = time.perf_counter()
         try:
             return inner(self, key)
@@ -203,7 +207,8 @@ def main(prepare, run) -> None:
     if step == "prepare":
         prepare(directory)
     else:
-        timed = _time_netcdf4_calls() if os.environ.get("REAL_TIME_NETCDF4_CALLS") else None
+        nc_name = os.environ.get("REAL_TIME_NETCDF4_CALLS")
+        timed = _time_netcdf4_calls(nc_name) if nc_name else None
         h5_name = os.environ.get("REAL_TIME_H5PY_CALLS")
         spans = _time_h5py_calls(h5_name) if h5_name else None
         t = time.perf_counter()
