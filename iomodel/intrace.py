@@ -15,11 +15,12 @@ on the terms that matter (at least SIGNIFICANT of the predicted time): first one
 common factor, then per term (non-negative least squares) with each term's
 standard error from the residuals; groups that stalled (a call of milliseconds among calls of microseconds)
 are left out of it, and terms that come in one proportion in every group are fitted as one
-(``iomodel.robustfit``). Each per-term factor is shrunk toward the
-common one by its uncertainty (precision weighting in log units against the
-profile's own band, else PRIOR_SPREAD): terms the groups tell apart (the cold start against the warm
-rest, cache misses against hits, reads against writes) keep their own factor;
-terms that always come in one mix end at the common factor. The factors are
+(``iomodel.robustfit``). Each per-term factor is shrunk toward its anchor by its
+uncertainty (precision weighting in log units against the profile's own band, else PRIOR_SPREAD): the
+common factor, or, when a term of the mix is priced more crudely than the rest (TERM_PRIOR), the term's
+share of the common excess by the priors (``_by_prior``: the codec takes it first). Terms the groups tell
+apart (the cold start against the warm rest, cache misses against hits, reads against writes) keep their
+own factor; terms that always come in one mix end at their anchor. The factors are
 then rescaled so that the calibrated prediction of the whole trace equals its
 traced time. What the fit leaves unexplained (the time-weighted spread of
 log(traced / calibrated) over the groups, as the error of their weighted sum:
@@ -127,7 +128,8 @@ class TraceCalibration:
     dataset_seconds: dict = field(default_factory=dict, compare=False)
     """Dataset id -> calibrated prediction of its recorded layout (what ``for_dataset`` scales onto)."""
     common: float = 1.0
-    """The one factor that best explains the traced time alone (every fitted term's shrinkage target)."""
+    """The one factor that best explains the traced time alone (the fitted terms' shrinkage target, shared out
+    by the terms' priors when one of them is priced crudely: ``fit``)."""
     spread: dict = field(default_factory=dict, compare=False)
     """Term -> standard deviation of log(factor) left after the fit (fitted terms only)."""
     mix: dict = field(default_factory=dict, compare=False)
@@ -329,6 +331,10 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
     factors = {names[k]: scalar for k in big}
     spread = {names[k]: prior for k in big}
     method = "one factor"
+    # what each term takes of the common factor before the groups tell them apart: the same for all, unless a term
+    # is priced more crudely than the rest (TERM_PRIOR), which then takes the excess first (``_by_prior``)
+    crude = len(big) >= 2 and scalar > 0 and any(names[k] in TERM_PRIOR for k in big)
+    anchor = _by_prior([names[k] for k in big], share[big], scalar, prior) if crude else dict(factors)
     if len(big) >= 2 and len(traced_k) >= len(big) + 2 and scalar > 0:
         from iomodel.nnls import nnls
 
@@ -351,18 +357,19 @@ def fit(library: str, terms: np.ndarray, traced: np.ndarray, names: Sequence[str
             told = 0
             for js, f, e in zip(sets, s, se):
                 f = max(float(f), scalar * MIN_FACTOR)
-                # shrunk toward the common factor by its standard error in log units (precision-weighted)
+                # shrunk toward its anchor by its standard error in log units (precision-weighted)
                 w = prior ** 2 / (prior ** 2 + (e / f) ** 2) if e < np.inf else 0.0
                 for k in (big[j] for j in js):
-                    factors[names[k]] = scalar * math.exp(w * math.log(f / scalar))
+                    a = anchor[names[k]]
+                    factors[names[k]] = a * math.exp(w * math.log(f / a))
                     # a term fitted with others keeps the prior: the trace timed their sum, not its own share
                     spread[names[k]] = (math.sqrt(1.0 / (1.0 / prior ** 2 + (f / e) ** 2)) if e > 0 else 0.0) \
                         if len(js) == 1 else prior
                 told += w >= 0.5
             if told and len(sets) > 1:  # one set: the common factor, nothing told apart
                 method = "per-term"
-    if method == "one factor" and len(big) >= 2 and scalar > 0 and any(names[k] in TERM_PRIOR for k in big):
-        factors = _by_prior([names[k] for k in big], share[big], scalar, prior)
+    if method == "one factor" and crude:
+        factors = anchor
         method = "one mix, shared by the terms' priors"
     # the whole trace's calibrated prediction equals its traced time
     fitted = sum(factors.get(n, 1.0) * whole_terms[i] for i, n in enumerate(names))
