@@ -5,7 +5,8 @@ by request size (the ``x_cache`` variable prices hits with it). ``measure_probe`
 page-cache and device read speed of 1 MiB requests, recorded in the profile by
 ``ioadvisor calibrate`` and re-measured by ``advise``/``predict`` (about 0.2 s)
 so they can say when the profile was fitted on a machine of other speeds.
-Plain ``os`` reads: no h5py or zarr.
+Plain ``os`` reads: no h5py or zarr (``fit_to_machine`` also rescales per-chunk CPU
+prices by ``iomodel.cpuprobe``, which runs both).
 """
 from __future__ import annotations
 
@@ -232,6 +233,7 @@ DEVICE_READ_TERMS = ("n_rdisk", "s_rdisk", "n_rseek", "s_rseek")
 """Coefficients priced by device read speed; writes are not probed and stay as profiled."""
 
 _CURRENT: dict | None = None
+_CPU: dict | None = None
 
 
 def current_probe() -> dict:
@@ -240,6 +242,16 @@ def current_probe() -> dict:
     if _CURRENT is None:
         _CURRENT = measure_probe()
     return _CURRENT
+
+
+def current_cpu_seconds() -> dict:
+    """This machine's per-chunk CPU probe (``iomodel.cpuprobe``), measured once per process (about a second)."""
+    global _CPU
+    if _CPU is None:
+        from .cpuprobe import measure_cpu_seconds
+
+        _CPU = measure_cpu_seconds()
+    return _CPU
 
 
 def _factors(recorded: dict, current: dict, tolerance: float) -> dict[str, float]:
@@ -252,17 +264,8 @@ def _factors(recorded: dict, current: dict, tolerance: float) -> dict[str, float
     return out
 
 
-def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
-                   tolerance: float = PROBE_TOLERANCE) -> tuple[SystemProfile, str | None]:
-    """The profile with its page-cache and device-read terms rescaled by this machine's probe, and a note
-    saying so (None when nothing moved beyond ``tolerance``, the profile has no probe, or a speed moved beyond
-    RESCALE_LIMIT: ``check_machine`` warns about those). ``current``: this machine's probe (default: measured)."""
-    if not profile.probe or (current is None and not settings.rescale()):
-        return profile, None
-    current = current_probe() if current is None else current
-    factors = _factors(profile.probe, current, tolerance)
-    if not factors or any(max(f, 1 / f) > RESCALE_LIMIT for f in factors.values()):
-        return profile, None
+def _rescale_reads(profile: SystemProfile, current: dict, factors: dict[str, float]) -> tuple[SystemProfile, list]:
+    """The profile with its page-cache and device-read terms times ``factors``, and what moved, said."""
     coefficients = {lib: dict(c) for lib, c in profile.coefficients.items()}
     curve = profile.page_cache_curve
     said = []
@@ -284,8 +287,51 @@ def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
                     f"{profile.probe[key] / 1e9:.2f} in the profile)")
     rescaled = SystemProfile(**{**profile.__dict__, "coefficients": coefficients, "page_cache_curve": curve,
                                 "probe": {**profile.probe, **{k: current[k] for k in factors}}})
-    note = ("profile rescaled to this machine's speed probe: " + "; ".join(said)
-            + "; writes and per-call costs as profiled (`ioadvisor calibrate --quick` fits them all)")
+    return rescaled, said
+
+
+def _rescale_cpu(profile: SystemProfile, cpu_seconds: dict) -> tuple[SystemProfile, list]:
+    """The profile with each probed library's CPU terms times the probe's factor where it is outside
+    CPU_TOLERANCE (and within RESCALE_LIMIT), and what moved, said."""
+    from .cpuprobe import CPU_TOLERANCE, PROBES, cpu_factors
+
+    factors = {lib: f for lib, f in cpu_factors(profile, cpu_seconds).items()
+               if CPU_TOLERANCE < max(f, 1 / f) <= RESCALE_LIMIT}
+    if not factors:
+        return profile, []
+    coefficients = {lib: dict(c) for lib, c in profile.coefficients.items()}
+    for lib, f in factors.items():
+        for t in PROBES[lib].terms:
+            if t in coefficients[lib]:
+                coefficients[lib][t] *= f
+    said = [f"{lib}'s {', '.join(PROBES[lib].terms)} x{f:.2g} (warm reads probed against the profile's prices)"
+            for lib, f in factors.items()]
+    return SystemProfile(**{**profile.__dict__, "coefficients": coefficients}), said
+
+
+def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
+                   tolerance: float = PROBE_TOLERANCE) -> tuple[SystemProfile, str | None]:
+    """The profile with its page-cache and device-read terms rescaled by this machine's probe and the CPU
+    terms ``iomodel.cpuprobe`` probes by its factors, and a note saying so (None when nothing moved beyond the
+    tolerances, the profile has no probe, or a speed moved beyond RESCALE_LIMIT: ``check_machine`` warns
+    about those). ``current``: this machine's probe (default: measured), with the CPU probe's seconds under
+    "cpu_seconds" ({library: seconds}; the CPU terms stay as profiled when absent)."""
+    if not profile.probe or (current is None and not settings.rescale()):
+        return profile, None
+    if current is None:
+        current = {**current_probe(), "cpu_seconds": current_cpu_seconds()}
+    factors = _factors(profile.probe, current, tolerance)
+    if any(max(f, 1 / f) > RESCALE_LIMIT for f in factors.values()):
+        return profile, None
+    rescaled, said = _rescale_reads(profile, current, factors) if factors else (profile, [])
+    if current.get("cpu_seconds"):
+        # after the reads: the probe's page-cache hits are then priced at this machine's speed
+        rescaled, said_cpu = _rescale_cpu(rescaled, current["cpu_seconds"])
+        said += said_cpu
+    if not said:
+        return profile, None
+    note = ("profile rescaled to this machine's speed probes: " + "; ".join(said)
+            + "; writes as profiled (`ioadvisor calibrate --quick` fits them all)")
     return rescaled, note
 
 
@@ -307,5 +353,5 @@ def check_machine(profile: SystemProfile, source: str = "profile") -> str | None
             "`ioadvisor calibrate --quick` to fit this machine")
 
 
-__all__ = ["CURVE_SIZES", "check_machine", "cpu_cache_bytes", "current_probe", "fit_to_machine",
-           "machine_differences", "measure_memory_bps", "measure_page_cache_curve", "measure_probe"]
+__all__ = ["CURVE_SIZES", "check_machine", "cpu_cache_bytes", "current_cpu_seconds", "current_probe",
+           "fit_to_machine", "machine_differences", "measure_memory_bps", "measure_page_cache_curve", "measure_probe"]

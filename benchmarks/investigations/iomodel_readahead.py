@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.validation.iomodel_validation import shape_name, validation_cases
 
 from iomodel import replay as _replay  # noqa: E402
-from iomodel.calibrate import features_of, measure  # noqa: E402
+from iomodel.cases import features_of, measure  # noqa: E402
 from iomodel.profile import load_profile  # noqa: E402
 
 

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 from instrumentation.records import AccessRecord, ResizeRecord, TraceHeader  # noqa: E402
 from instrumentation.tracefile import TraceWriter, load_trace  # noqa: E402
-from iomodel.calibrate import Case, machine_info, measure_cases, pattern_accesses  # noqa: E402
+from iomodel.calibrate import machine_info, measure_cases  # noqa: E402
+from iomodel.cases import Case, pattern_accesses  # noqa: E402
 from iomodel.layout import chunks_text  # noqa: E402
 
 PATTERNS = ("full", "columns", "rows", "box", "write-slabs", "append")

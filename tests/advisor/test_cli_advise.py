@@ -91,5 +91,5 @@ def test_a_probed_profile_is_rescaled_once_without_a_warning(files, capsys, monk
     captured = capsys.readouterr()
     assert "warning" not in captured.err
     notes = [n for ds in json.loads(captured.out)["datasets"] for n in ds["notes"]]
-    assert sum("profile rescaled to this machine's speed probe: page-cache read terms x2.5" in n
+    assert sum("profile rescaled to this machine's speed probes: page-cache read terms x2.5" in n
                for n in notes) == 1

@@ -12,9 +12,9 @@ from iomodel.calibrate import (
     calibration_cases,
     fit_library,
     machine_info,
-    pattern_accesses,
     write_profile,
 )
+from iomodel.cases import pattern_accesses
 
 TINY = Grid(shape=(8192, 16), chunks=((512, 4), (2048, 16)), n_rows=5, n_columns=2, n_boxes=4, n_slabs=3,
             box=(300, 4), slab_rows=300, codec_chunks=((2048, 16),),
