@@ -53,7 +53,8 @@ PROBES = {
 """zarr: 384 chunk reads many to a call and 96 one to a call; hdf5: 160 columns of 65536 one-value segments each
 copied out of a 1 MiB chunk held by the cache (10.5 million segments). HDF5's copies vary from run to run more
 than zarr's reads: with 40 columns and 3 runs its factor spread x1.5-2.5 over six probes; with 160 and 5 runs,
-x1.6-2.3 over seven, and under CPU_TOLERANCE in one `advise` (docs/advisor.md, r05)."""
+x1.1-2.3, and under CPU_TOLERANCE in some probes (benchmarks/investigations/cpuprobe_load.py). Both move with
+how the process is scheduled (zarr's alone x2.4-3.2, pinned to one CPU x1.1-1.4: docs/iomodel.md)."""
 CPU_TOLERANCE = 1.25
 """Factors closer to 1 are left alone. Against a profile fitted on the same machine (`calibrate --quick`) zarr's
 factor came out 0.86-1.05 per probe. HDF5's came out 0.49-0.63 against that profile: its fit priced n_memcpy at
