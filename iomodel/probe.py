@@ -245,7 +245,7 @@ def current_probe() -> dict:
 
 
 def current_cpu_seconds() -> dict:
-    """This machine's per-chunk CPU probe (``iomodel.cpuprobe``), measured once per process (about a second)."""
+    """This machine's per-chunk CPU probe (``iomodel.cpuprobe``), measured once per process (about 2 s here)."""
     global _CPU
     if _CPU is None:
         from .cpuprobe import measure_cpu_seconds
