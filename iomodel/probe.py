@@ -318,15 +318,16 @@ def fit_to_machine(profile: SystemProfile, current: dict | None = None, *,
     "cpu_seconds" ({library: seconds}; the CPU terms stay as profiled when absent)."""
     if not profile.probe or (current is None and not settings.rescale()):
         return profile, None
-    if current is None:
-        current = {**current_probe(), "cpu_seconds": current_cpu_seconds()}
+    measured = current is None
+    current = current_probe() if measured else current
     factors = _factors(profile.probe, current, tolerance)
     if any(max(f, 1 / f) > RESCALE_LIMIT for f in factors.values()):
-        return profile, None
-    rescaled, said = _rescale_reads(profile, current, factors) if factors else (profile, [])
-    if current.get("cpu_seconds"):
+        return profile, None  # another kind of machine: no CPU probe either (about 2 s spared)
+    rescaled, said = _rescale_reads(profile, current, factors)
+    cpu_seconds = current_cpu_seconds() if measured else current.get("cpu_seconds")
+    if cpu_seconds:
         # after the reads: the probe's page-cache hits are then priced at this machine's speed
-        rescaled, said_cpu = _rescale_cpu(rescaled, current["cpu_seconds"])
+        rescaled, said_cpu = _rescale_cpu(rescaled, cpu_seconds)
         said += said_cpu
     if not said:
         return profile, None
